@@ -1,0 +1,1 @@
+"""The Trellis engine: messages, events, context areas, orchestrator, agent loop, tools, store."""

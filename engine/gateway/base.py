@@ -1,0 +1,132 @@
+"""What every model gateway is: a codec for its native items and a stream of deltas.
+
+A gateway converts generic messages to provider-native items (one item per message, per assistant
+message with its tool calls, per tool result), serializes a request from them, and streams the answer
+as deltas. Nothing here knows a front end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from engine.events import Finish, Usage
+from engine.message import Message, ToolCall, ToolResult
+
+
+class GatewayType(StrEnum):
+    scripted = "scripted"
+    openai = "openai"
+    gemini = "gemini"
+    anthropic = "anthropic"
+
+
+NativeContent = dict[str, Any]
+"""One provider-native item, JSON-shaped (an OpenAI message, a Gemini content, ...)."""
+
+
+class Codec(Protocol):
+    """Generic messages to native items and back; request serialization merges where required."""
+
+    @property
+    def gateway_type(self) -> GatewayType: ...
+
+    def encode_message(self, message: Message) -> NativeContent: ...
+
+    def encode_assistant(
+        self,
+        content: str,
+        tool_calls: Sequence[ToolCall] = (),
+        *,
+        reasoning: str = "",
+        provider_state: Mapping[str, Any] | None = None,
+    ) -> NativeContent: ...
+
+    def encode_tool_result(self, result: ToolResult, *, name: str) -> NativeContent: ...
+
+    def decode(self, item: NativeContent) -> Message: ...
+
+    def serialize(self, items: Sequence[NativeContent]) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: its JSON schema comes from the tool's argument model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    model: str
+    system: str = ""
+    items: tuple[NativeContent, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of the tool call at `index`; `id` and `name` arrive once, arguments in pieces."""
+
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDelta:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class FinishDelta:
+    finish: Finish
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderStateDelta:
+    """Opaque provider data the next request must send back (thought or thinking signatures)."""
+
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+StreamDelta = (
+    TextDelta | ReasoningDelta | ToolCallDelta | UsageDelta | FinishDelta | ProviderStateDelta
+)
+
+
+class GatewayError(Exception):
+    """A model call failed; `transient` ones (timeouts, 429, 5xx) may be retried."""
+
+    def __init__(self, message: str, *, transient: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+
+
+class Gateway(Protocol):
+    @property
+    def gateway_type(self) -> GatewayType: ...
+
+    @property
+    def codec(self) -> Codec: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]: ...
+
+    async def aclose(self) -> None: ...

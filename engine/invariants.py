@@ -1,0 +1,174 @@
+"""The one checker that guards every session log (DESIGN.md, "Events", invariants).
+
+Every writer goes through `LogState.check`; the store's tail repair is computed from the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from engine.events import (
+    Event,
+    Payload,
+    Scope,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEnd,
+    TurnStart,
+)
+
+INTERRUPTED_TOOL_RESULT = (
+    "Interrupted: the session ended before this tool call finished "
+    "(it was not started, or its outcome is unknown)."
+)
+INTERRUPTED_TURN_MESSAGE = "The session ended while this turn was running."
+
+
+class InvariantError(ValueError):
+    """An event would break the log's invariants; nothing was appended."""
+
+    def __init__(self, seq: int, rule: str) -> None:
+        self.seq = seq
+        self.rule = rule
+        super().__init__(f"invariant violated at seq {seq}: {rule}")
+
+
+@dataclass(slots=True)
+class LogState:
+    """Where a log stands: next seq, the open turn and step, the open step's tool calls."""
+
+    next_seq: int = 0
+    last_turn: int = 0
+    open_turn: int | None = None
+    last_step: int = 0
+    open_step: int | None = None
+    calls: dict[str, bool] = field(default_factory=dict)  # call_id -> has a result
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> LogState:
+        state = cls()
+        for event in events:
+            state.check(event)
+            state.apply(event)
+        return state
+
+    def copy(self) -> LogState:
+        return LogState(
+            self.next_seq,
+            self.last_turn,
+            self.open_turn,
+            self.last_step,
+            self.open_step,
+            dict(self.calls),
+        )
+
+    def check(self, event: Event) -> None:
+        """Raise `InvariantError` if `event` may not come next; changes nothing."""
+        self.check_payload(event.seq, event.data)
+
+    def check_payload(self, seq: int, data: Payload) -> None:
+        def fail(rule: str) -> InvariantError:
+            return InvariantError(seq, rule)
+
+        if seq != self.next_seq:
+            raise fail(f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
+        if data.scope is Scope.live:
+            raise fail(f"{data.event_type} is live-only and is never stored")
+        if isinstance(data, TurnStart):
+            if self.open_turn is not None:
+                raise fail(f"turn/start while turn {self.open_turn} is open")
+            if data.turn != self.last_turn + 1:
+                raise fail(
+                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)"
+                )
+            return
+        if data.scope is Scope.session:
+            return
+        if self.open_turn is None:
+            raise fail(f"{data.event_type} outside a turn (turn-level events need an open turn)")
+        turn = getattr(data, "turn", None)
+        if turn is not None and turn != self.open_turn:
+            raise fail(f"{data.event_type} names turn {turn} but turn {self.open_turn} is open")
+        match data:
+            case TurnEnd():
+                if self.open_step is not None:
+                    raise fail(f"turn/end while step {self.open_step} is open")
+            case StepStart():
+                if self.open_step is not None:
+                    raise fail(f"step/start while step {self.open_step} is open")
+                if data.step != self.last_step + 1:
+                    raise fail(
+                        f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)"
+                    )
+            case _ if hasattr(data, "step"):
+                step = getattr(data, "step")  # noqa: B009 - payloads with a step field
+                if self.open_step is None:
+                    raise fail(f"{data.event_type} outside a step")
+                if step != self.open_step:
+                    raise fail(
+                        f"{data.event_type} names step {step} but step {self.open_step} is open"
+                    )
+                if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
+                    raise fail(f"tool/call {data.call_id!r} repeated in step {step}")
+                if isinstance(data, ToolResultRecord):
+                    if data.call_id not in self.calls:
+                        raise fail(
+                            f"tool/result {data.call_id!r} before its tool/call in this step"
+                        )
+                    if self.calls[data.call_id]:
+                        raise fail(f"tool/result {data.call_id!r} repeated")
+            case _:
+                return
+
+    def apply(self, event: Event) -> None:
+        """Advance past an event that `check` accepted."""
+        self.next_seq = event.seq + 1
+        match event.data:
+            case TurnStart(turn=turn):
+                self.open_turn = turn
+                self.last_turn = turn
+                self.last_step = 0
+            case TurnEnd():
+                self.open_turn = None
+            case StepStart(step=step):
+                self.open_step = step
+                self.last_step = step
+                self.calls = {}
+            case StepEnd():
+                self.open_step = None
+                self.calls = {}
+            case ToolCallRecord(call_id=call_id):
+                self.calls[call_id] = False
+            case ToolResultRecord(call_id=call_id):
+                self.calls[call_id] = True
+            case _:
+                pass
+
+    @property
+    def dangling_calls(self) -> list[str]:
+        return [call_id for call_id, done in self.calls.items() if not done]
+
+    def closing_payloads(self, reason_message: str = INTERRUPTED_TURN_MESSAGE) -> list[Payload]:
+        """What repairs an interrupted tail: results for dangling calls, step/end, turn/end."""
+        if self.open_turn is None:
+            return []
+        turn = self.open_turn
+        closing: list[Payload] = []
+        if self.open_step is not None:
+            step = self.open_step
+            closing.extend(
+                ToolResultRecord(
+                    turn=turn,
+                    step=step,
+                    call_id=call_id,
+                    content=INTERRUPTED_TOOL_RESULT,
+                    is_error=True,
+                )
+                for call_id in self.dangling_calls
+            )
+            closing.append(StepEnd(turn=turn, step=step))
+        closing.append(TurnEnd(turn=turn, reason="interrupted", message=reason_message))
+        return closing

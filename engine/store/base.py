@@ -1,0 +1,78 @@
+"""The `SessionStore` contract: every store (SQLite now, PostgreSQL later) passes one test suite."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.events import Event
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    id: str
+    cwd: str
+    title: str = ""
+    model: str = ""
+    parent_id: str | None = None
+    fork_seq: int | None = None
+    created: float
+    updated: float
+    event_count: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionPage:
+    sessions: tuple[SessionInfo, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedSession:
+    """A whole log. `repaired` are the events the tail repair added (already in `events`)."""
+
+    info: SessionInfo
+    events: tuple[Event, ...]
+    repaired: tuple[Event, ...] = ()
+
+
+class SessionStore(Protocol):
+    """Durable, append-only session logs.
+
+    `append` stages a batch; `flush` makes every staged batch durable at once, or raises and keeps
+    none of it (the caller still holds the events and stages them again). Writing needs the session's
+    writer lease, taken by `create` and `load` and given back by `release` or `close`.
+    """
+
+    async def create(
+        self, *, cwd: str, title: str = "", model: str = "", session_id: str | None = None
+    ) -> SessionInfo: ...
+
+    async def append(self, session_id: str, events: Sequence[Event]) -> None: ...
+
+    async def flush(self, session_id: str | None = None) -> None: ...
+
+    async def load(self, session_id: str) -> LoadedSession: ...
+
+    async def inspect(self, session_id: str) -> LoadedSession: ...
+
+    async def read(
+        self, session_id: str, start: int = 0, end: int | None = None
+    ) -> list[Event]: ...
+
+    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]: ...
+
+    async def info(self, session_id: str) -> SessionInfo: ...
+
+    async def list(
+        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage: ...
+
+    async def fork(self, session_id: str, at_seq: int) -> SessionInfo: ...
+
+    async def delete(self, session_id: str) -> None: ...
+
+    async def release(self, session_id: str) -> None: ...
+
+    async def close(self) -> None: ...

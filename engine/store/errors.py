@@ -1,0 +1,40 @@
+"""Store failures: each names the file or session and the cause."""
+
+
+class StoreError(Exception):
+    """Base of every store failure."""
+
+
+class NotADatabaseError(StoreError):
+    """The data file exists but is not a SQLite database (or is corrupt)."""
+
+
+class DatabaseLockedError(StoreError):
+    """Another connection held the database longer than the busy timeout."""
+
+
+class StoreUnavailableError(StoreError):
+    """The data directory or file cannot be created, opened or written."""
+
+
+class UnknownSessionError(StoreError, KeyError):
+    """No session has this id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown session"
+
+
+class LeaseError(StoreError):
+    """Another live writer holds this session's lease."""
+
+
+class ForkPointError(StoreError, ValueError):
+    """`fork` was asked to cut a session where it is not allowed."""
+
+
+class SequenceError(StoreError, ValueError):
+    """A batch does not continue the stored log (seq gap, overlap or invariant violation)."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer Trellis, or a migration failed."""
