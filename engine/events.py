@@ -377,9 +377,11 @@ class AgentQueued(Payload):
 
 
 class AgentError(Payload):
+    """A failure the user must hear about; `turn` is None when no turn was open (admission)."""
+
     event_type = "agent/error"
     scope = Scope.live
-    turn: int
+    turn: int | None
     message: str
 
 
@@ -712,7 +714,10 @@ def decode_event_json(text: str | bytes) -> Event:
     """Like `decode_event`, from JSON text; the fast path validates in one pass."""
     import json
 
-    raw = json.loads(text)
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:  # malformed JSON or bytes that are not UTF-8
+        raise EventDecodeError(f"an event must be JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise EventDecodeError(f"an event must be a JSON object, got {type(raw).__name__}")
     return decode_event(raw)

@@ -24,6 +24,9 @@ class Source:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
             raise ValueError("Source.kind must be a non-empty string")
+        if ":" in self.kind:
+            # `kind:name` is the stored form; a colon in kind would not read back the same.
+            raise ValueError(f"Source.kind may not contain ':' (got {self.kind!r})")
         if not isinstance(self.name, str):
             raise TypeError("Source.name must be a string")
 

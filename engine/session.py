@@ -107,10 +107,15 @@ class Session:
         if self._store is None:
             self._durable = len(self._events)
             return
+        # Shielded: a caller cancelled mid-flush (a cancelled turn) must not leave the store with a
+        # staged batch this log does not know was written; the next flush waits for this one.
+        await asyncio.shield(self._flush_locked(self._store))
+
+    async def _flush_locked(self, store: SessionStore) -> None:
         async with self._flush_lock:
             end = len(self._events)
             if end == self._durable:
                 return
-            await self._store.append(self.id, self._events[self._durable : end])
-            await self._store.flush(self.id)
+            await store.append(self.id, self._events[self._durable : end])
+            await store.flush(self.id)
             self._durable = end

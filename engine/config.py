@@ -1,0 +1,418 @@
+"""The TOML configuration (DESIGN.md, "Data and configuration"): two layers, validated, explained.
+
+The user-level file (`TRELLIS_CONFIG`, else the platform's user config directory) is read first, then
+the project's `.trellis/config.toml`, which wins key by key: tables merge (each `[models.NAME]` entry
+per key), arrays such as `[[areas]]` and `[[mcp_servers]]` are replaced whole. Every error names the
+file, the dotted key and the problem. With no file at all the result is valid and uses the built-in
+scripted model, so the console works out of the box.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from engine.paths import CONFIG_ENV, project_config_file, user_config_file
+from engine.privacy import PrivacyClass
+
+BUILTIN_MODEL = "scripted"
+"""The entry that always exists, so a fresh install needs no configuration and no network."""
+
+PrivacyClassName = Literal["public", "internal", "private", "restricted"]
+Provider = Literal["scripted", "openai", "gemini", "anthropic"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Trellis, a coding agent working in the user's workspace through the tools you are "
+    "given. Read before you change anything, make the smallest change that does the job, and "
+    "never invent file contents or command output: when you need to know, use a tool. Say plainly "
+    "what you did, what you did not do, and why."
+)
+
+_UNKNOWN_DEFAULT_MODEL = "unknown_default_model"
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_AREA_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
+
+Loc = tuple[str | int, ...]
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the file, the dotted key and what is wrong.
+
+    `problems` holds one line per problem when validation found several; the attributes describe
+    the first.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: Path | None = None,
+        key: str = "",
+        more: Sequence[str] = (),
+    ) -> None:
+        self.problem = problem
+        self.file = file
+        self.key = key
+        where = ": ".join(part for part in (str(file) if file else "", key) if part)
+        first = f"{where}: {problem}" if where else problem
+        self.problems: tuple[str, ...] = (first, *more)
+        super().__init__("\n".join(self.problems))
+
+
+class _Section(BaseModel):
+    # strict: TOML values are typed, so "32768" for a number or `true` for a count is a mistake
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class ModelEntry(_Section):
+    """One named model endpoint. The key itself never lives here: `api_key_env` names its variable."""
+
+    provider: Provider
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str = ""
+    context_window: PositiveInt | None = None
+    generation_window: PositiveInt | None = None
+    egress: PrivacyClassName | None = None
+    script: str = ""
+    timeout: PositiveFloat = 120.0
+    max_retries: NonNegativeInt = 3
+
+    def api_key(self) -> str | None:
+        """The key from the environment; None when no variable is named or it is unset or empty."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    def effective_egress(self) -> PrivacyClass:
+        """The highest class this endpoint may receive: declared, else by where the endpoint is.
+
+        The scripted model and loopback endpoints never leave the machine, so they may receive
+        everything; anything else defaults to internal.
+        """
+        if self.egress is not None:
+            return PrivacyClass[self.egress]
+        if self.provider == "scripted" or _is_loopback(self.base_url):
+            return PrivacyClass.restricted
+        return PrivacyClass.internal
+
+
+def _is_loopback(base_url: str) -> bool:
+    if not base_url:
+        return False  # the provider's public endpoint
+    host = urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ContextConfig(_Section):
+    """The orchestrator's governors and the privacy defaults (DESIGN.md, "Orchestrator")."""
+
+    char_cap: PositiveInt = 96_000
+    turn_window: int = 20  # 0 or less keeps no history group
+    instruction_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "TRELLIS.md"])
+    instruction_max_bytes: NonNegativeInt = 32_768
+    secret_patterns: list[str] = Field(
+        default_factory=lambda: [".env*", "*.pem", "*.key", "id_*", "*credentials*"]
+    )
+    shell_class: PrivacyClassName = "internal"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    def shell_privacy_class(self) -> PrivacyClass:
+        """The label class of `run_shell` output."""
+        return PrivacyClass[self.shell_class]
+
+
+class McpServer(_Section):
+    """An MCP server launched over stdio; its tools join the registry."""
+
+    name: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class AreaEntry(_Section):
+    """A user Area class registered by import path, with its constructor's keyword arguments."""
+
+    path: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("path")
+    @classmethod
+    def _import_path(cls, value: str) -> str:
+        if not _AREA_PATH.match(value):
+            raise ValueError("must look like 'package.module:ClassName'")
+        return value
+
+
+class ServeConfig(_Section):
+    """`trellis serve`: loopback by default; beyond it a bearer token from `token_env` is required."""
+
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8765, ge=0, le=65535)
+    allowed_origins: list[str] = Field(default_factory=list)
+    token_env: str = "TRELLIS_TOKEN"
+
+    def token(self) -> str | None:
+        """The bearer token from the environment; None when unset or empty."""
+        if not self.token_env:
+            return None
+        return os.environ.get(self.token_env) or None
+
+
+class AgentConfig(_Section):
+    """Limits of the agent loop."""
+
+    max_steps: PositiveInt = 50
+    tool_timeout: PositiveFloat = 120.0
+    max_tool_output: PositiveInt = 100_000
+
+
+def _builtin_models() -> dict[str, ModelEntry]:
+    return {BUILTIN_MODEL: ModelEntry(provider="scripted")}
+
+
+class Config(_Section):
+    """The whole configuration; every section has its defaults."""
+
+    default_model: str = BUILTIN_MODEL
+    models: dict[str, ModelEntry] = Field(default_factory=_builtin_models)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    areas: list[AreaEntry] = Field(default_factory=list)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _keep_builtin(cls, value: object) -> object:
+        """The scripted entry exists unless overridden; a partial override keeps its provider."""
+        if not isinstance(value, Mapping):
+            return value
+        entry = value.get(BUILTIN_MODEL)
+        if entry is None:
+            return {BUILTIN_MODEL: {"provider": "scripted"}, **value}
+        if isinstance(entry, Mapping) and "provider" not in entry:
+            return {**value, BUILTIN_MODEL: {"provider": "scripted", **entry}}
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_servers(cls, value: list[McpServer]) -> list[McpServer]:
+        seen: set[str] = set()
+        for server in value:
+            if server.name in seen:
+                raise ValueError(f"two MCP servers are named {server.name!r}")
+            seen.add(server.name)
+        return value
+
+    @model_validator(mode="after")
+    def _default_model_exists(self) -> Config:
+        if self.default_model not in self.models:
+            raise PydanticCustomError(
+                _UNKNOWN_DEFAULT_MODEL,
+                "{name} names no model entry; configured: {configured}",
+                {"name": repr(self.default_model), "configured": ", ".join(sorted(self.models))},
+            )
+        return self
+
+    def model(self, name: str | None = None) -> tuple[str, ModelEntry]:
+        """The named entry, or the default one for None; an unknown name lists the known ones."""
+        chosen = self.default_model if name is None else name
+        entry = self.models.get(chosen)
+        if entry is None:
+            configured = ", ".join(sorted(self.models))
+            raise ConfigError(f"unknown model {chosen!r}; configured: {configured}")
+        return chosen, entry
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+def config_files(cwd: Path, *, user_file: Path | None = None) -> list[Path]:
+    """The layers that exist, lowest first: the user-level file, then the project's.
+
+    A missing file is no layer, except one named by `TRELLIS_CONFIG`: naming a file that is not
+    there is a mistake worth reporting.
+    """
+    files: list[Path] = []
+    user = user_file if user_file is not None else user_config_file()
+    if user.is_file():
+        files.append(user)
+    elif user_file is None and os.environ.get(CONFIG_ENV):
+        raise ConfigError(f"no such file (named by {CONFIG_ENV})", file=user)
+    project = project_config_file(cwd)
+    if project is not None and not any(project.resolve() == f.resolve() for f in files):
+        files.append(project)
+    return files
+
+
+def load_config(cwd: Path, *, user_file: Path | None = None) -> Config:
+    """Read, merge and validate the configuration seen from `cwd`; raises `ConfigError`."""
+    merged: dict[str, Any] = {}
+    provenance: dict[Loc, Path] = {}
+    for file in config_files(cwd, user_file=user_file):
+        _merge(merged, _read_layer(file), file, provenance, ())
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        raise _config_error(exc, provenance) from exc
+
+
+def _read_layer(file: Path) -> dict[str, Any]:
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=file) from exc
+    try:
+        layer = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message carries the line and column
+        raise ConfigError(f"invalid TOML: {exc}", file=file) from exc
+    _anchor_scripts(layer, file.parent)
+    return layer
+
+
+def _anchor_scripts(layer: dict[str, Any], base: Path) -> None:
+    """A relative `script` path is relative to the file that names it, not to the process cwd."""
+    models = layer.get("models")
+    if not isinstance(models, dict):
+        return
+    for entry in models.values():
+        if not isinstance(entry, dict):
+            continue
+        script = entry.get("script")
+        if isinstance(script, str) and script:
+            path = Path(script).expanduser()
+            entry["script"] = str(path if path.is_absolute() else base / path)
+
+
+def _merge(
+    base: dict[str, Any],
+    layer: Mapping[str, Any],
+    file: Path,
+    provenance: dict[Loc, Path],
+    prefix: Loc,
+) -> None:
+    """Merge `layer` into `base`, tables key by key, anything else replaced; record who set what."""
+    for key, value in layer.items():
+        loc: Loc = (*prefix, key)
+        current = base.get(key)
+        provenance[loc] = file
+        if isinstance(value, dict) and isinstance(current, dict):
+            merged = dict(current)
+            _merge(merged, value, file, provenance, loc)
+            base[key] = merged
+            continue
+        for stale in [k for k in provenance if len(k) > len(loc) and k[: len(loc)] == loc]:
+            del provenance[stale]
+        _record(value, loc, file, provenance)
+        base[key] = value
+
+
+def _record(value: object, loc: Loc, file: Path, provenance: dict[Loc, Path]) -> None:
+    provenance[loc] = file
+    if isinstance(value, dict):
+        for key, child in value.items():
+            _record(child, (*loc, key), file, provenance)
+
+
+def _config_error(exc: ValidationError, provenance: Mapping[Loc, Path]) -> ConfigError:
+    lines: list[tuple[Path | None, str, str]] = []
+    for error in exc.errors(include_url=False):
+        loc: Loc = tuple(error["loc"])
+        if error["type"] == _UNKNOWN_DEFAULT_MODEL:
+            loc = ("default_model",)
+        lines.append((_blame(loc, provenance), _dotted(loc), _describe(error, loc)))
+    file, key, problem = lines[0]
+    more = [ConfigError(p, file=f, key=k).problems[0] for f, k, p in lines[1:]]
+    return ConfigError(problem, file=file, key=key, more=more)
+
+
+def _blame(loc: Loc, provenance: Mapping[Loc, Path]) -> Path | None:
+    """The file that set the nearest enclosing key of `loc`."""
+    for end in range(len(loc), 0, -1):
+        file = provenance.get(loc[:end])
+        if file is not None:
+            return file
+    return None
+
+
+def _dotted(loc: Loc) -> str:
+    """`models.local.context_window`, `areas[0].path`, `models."gpt-4.1".model`."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            continue
+        name = part if _BARE_KEY.match(part) else f'"{part}"'
+        text = f"{text}.{name}" if text else name
+    return text
+
+
+def _describe(error: ErrorDetails, loc: Loc) -> str:
+    match error["type"]:
+        case "extra_forbidden" if loc and loc[-1] == "api_key":
+            return (
+                "API keys are never stored in the config: put the key in an environment "
+                "variable and name that variable with api_key_env"
+            )
+        case "extra_forbidden":
+            known = _known_keys(loc[:-1])
+            return f"unknown key (known keys: {', '.join(known)})" if known else "unknown key"
+        case "missing":
+            return "required key is missing"
+        case _:
+            message = error["msg"].removeprefix("Value error, ")
+            value = error.get("input")
+            if isinstance(value, str | int | float | bool):
+                message += f" (got {value!r})"
+            return message
+
+
+def _known_keys(loc: Loc) -> list[str]:
+    """The keys the table at `loc` accepts, walking the models from `Config`."""
+    current: Any = Config
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+        elif get_origin(current) in (dict, list):
+            current = get_args(current)[-1]
+        else:
+            return []
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
