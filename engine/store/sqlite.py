@@ -1,0 +1,473 @@
+"""`SQLiteStore`: the embedded `SessionStore` on aiosqlite — WAL, one row per event, writer leases.
+
+Open it with `async with SQLiteStore(path) as store:` (or `await store.open()` ... `await
+store.close()`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+
+from engine.events import (
+    Event,
+    EventDecodeError,
+    UnknownEventTypeError,
+    decode_row,
+    make_event,
+)
+from engine.invariants import InvariantError, LogState
+from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.errors import (
+    LeaseError,
+    SequenceError,
+    StoreError,
+    UnknownSessionError,
+)
+from engine.store.fork import check_fork_point, value_at
+from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
+from engine.store.sqlite_db import SQLiteDatabase
+from engine.store.staging import Batch, StagedLog, rows_of
+
+_INSERT_EVENT = "INSERT INTO events (session_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)"
+_SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
+_INFO_COLUMNS = "id, cwd, title, model, parent_id, fork_seq, created, updated, event_count"
+_MAX_SEQ = 2**63 - 1
+_PRIMARY_KEY_VIOLATION = 1555  # SQLITE_CONSTRAINT_PRIMARYKEY
+
+
+def _info_of(row: Sequence[Any]) -> SessionInfo:
+    return SessionInfo(
+        id=row[0],
+        cwd=row[1],
+        title=row[2],
+        model=row[3],
+        parent_id=row[4],
+        fork_seq=row[5],
+        created=row[6],
+        updated=row[7],
+        event_count=row[8],
+    )
+
+
+def _encode_cursor(info: SessionInfo) -> str:
+    raw = json.dumps([info.updated, info.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        updated, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise ValueError(f"invalid session list cursor {cursor!r}") from exc
+    if not isinstance(updated, int | float) or not isinstance(session_id, str):
+        raise ValueError(f"invalid session list cursor {cursor!r}")
+    return float(updated), session_id
+
+
+class SQLiteStore:
+    """Durable session logs in one SQLite file (see `SessionStore` for the contract).
+
+    `busy_timeout` (seconds) is how long a statement waits for another connection's lock before
+    `DatabaseLockedError`. Staged batches live in this instance until `flush`. A lease held from another host cannot be probed by pid, so it counts as
+    live until its holder has not flushed for `foreign_lease_ttl` seconds.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+        foreign_lease_ttl: float = 3600.0,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._holder = LeaseHolder()
+        self._lease_policy = LeasePolicy(
+            holder=self._holder, path=self.path, foreign_ttl=foreign_lease_ttl
+        )
+        self._db = SQLiteDatabase(self.path, busy_timeout=busy_timeout)
+        self._writers: dict[str, StagedLog] = {}
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> SQLiteStore:
+        """Create the directory if needed, connect, switch to WAL and migrate the schema."""
+        await self._db.open()
+        return self
+
+    async def close(self) -> None:
+        """Flush what is staged, give back every lease, close the connection; idempotent."""
+        if not self._db.is_open:
+            return
+        try:
+            await self.flush()
+        finally:
+            try:
+                if self._writers:
+                    async with self._db.transaction("releasing leases") as conn:
+                        await drop_leases(conn, self._holder)
+            finally:
+                self._writers.clear()
+                await self._db.close()
+
+    async def __aenter__(self) -> SQLiteStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _info(self, conn: aiosqlite.Connection, session_id: str) -> SessionInfo:
+        rows = list(
+            await conn.execute_fetchall(
+                f"SELECT {_INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            )
+        )
+        if not rows:
+            raise UnknownSessionError(f"{self.path}: no session with id {session_id!r}")
+        return _info_of(rows[0])
+
+    # --- writing --------------------------------------------------------------------------------
+
+    async def create(
+        self, *, cwd: str, title: str = "", model: str = "", session_id: str | None = None
+    ) -> SessionInfo:
+        """A new empty session, leased to this store."""
+        sid = session_id or uuid.uuid4().hex
+        now = self._clock()
+        h = self._holder
+        async with self._db.transaction(f"creating session {sid}") as conn:
+            if list(await conn.execute_fetchall("SELECT 1 FROM sessions WHERE id = ?", (sid,))):
+                raise StoreError(f"{self.path}: a session with id {sid!r} already exists")
+            await conn.execute(
+                "INSERT INTO sessions (id, cwd, title, model, created, updated, lease_token, "
+                "lease_pid, lease_host, lease_heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, cwd, title, model, now, now, h.token, h.pid, h.host, now),
+            )
+        self._writers[sid] = StagedLog.at(sid, 0, LogState())
+        return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
+
+    async def append(self, session_id: str, events: Sequence[Event]) -> None:
+        """Stage a batch; it must continue the stored and staged log and keep its invariants.
+
+        Raises `LeaseError` unless this store holds the session's lease, `SequenceError` for a seq
+        gap or overlap or a broken invariant; a refused batch stages nothing.
+        """
+        writer = self._writers.get(session_id)
+        if writer is None:
+            await self.info(session_id)  # an unknown id is UnknownSessionError, not a lease problem
+            raise LeaseError(
+                f"{self.path}: this store does not hold the writer lease of session "
+                f"{session_id!r}; load it first"
+            )
+        writer.stage(events)
+
+    async def flush(self, session_id: str | None = None) -> None:
+        """Write every staged batch (of one session, or of all) in one transaction and commit.
+
+        On any failure nothing is written, the staged batches are discarded, and a `StoreError`
+        says why; the writer stages its events again.
+        """
+        ids = list(self._writers) if session_id is None else [session_id]
+        batches = [(sid, w) for sid in ids if (w := self._writers.get(sid)) and w.rows]
+        if not batches:
+            return
+        taken = [(w, w.take()) for _, w in batches]
+        now = self._clock()
+        try:
+            async with self._db.transaction("flushing events") as conn:
+                for w, batch in taken:
+                    await self._store_batch(conn, w, batch, now)
+        except BaseException:
+            for w, _ in taken:
+                w.discard()
+            raise
+        for w, batch in taken:
+            w.stored_batch(batch)
+
+    async def _store_batch(
+        self, conn: aiosqlite.Connection, writer: StagedLog, batch: Batch, now: float
+    ) -> None:
+        sid, rows = writer.session_id, batch.rows
+        count = writer.stored + len(rows)
+        await self._advance(conn, sid, writer.stored, count, now, batch.title, batch.model)
+        try:
+            await conn.executemany(_INSERT_EVENT, rows)
+        except sqlite3.IntegrityError as exc:
+            if exc.sqlite_errorcode != _PRIMARY_KEY_VIOLATION:
+                raise
+            raise SequenceError(
+                f"{self.path}: session {sid!r}: seqs {rows[0][1]}..{rows[-1][1]} "
+                f"overlap stored events: {exc}"
+            ) from exc
+
+    async def _advance(
+        self,
+        conn: aiosqlite.Connection,
+        session_id: str,
+        stored: int,
+        count: int,
+        now: float,
+        title: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Move a session's count forward, but only if this store still holds its lease and the
+        stored log is the one it extends (another writer may have taken over or deleted it)."""
+        cursor = await conn.execute(
+            "UPDATE sessions SET event_count = ?, updated = ?, lease_heartbeat = ?, "
+            "title = coalesce(?, title), model = coalesce(?, model) "
+            "WHERE id = ? AND lease_token = ? AND event_count = ?",
+            (count, now, now, title, model, session_id, self._holder.token, stored),
+        )
+        if cursor.rowcount == 1:
+            return
+        rows = list(
+            await conn.execute_fetchall(
+                "SELECT lease_token, lease_pid, lease_host, event_count FROM sessions WHERE id = ?",
+                (session_id,),
+            )
+        )
+        if not rows:
+            raise UnknownSessionError(f"{self.path}: session {session_id!r} was deleted")
+        token, pid, host, stored_count = rows[0]
+        if token != self._holder.token:
+            raise LeaseError(
+                f"{self.path}: session {session_id!r} lost its writer lease "
+                f"(now held by process {pid} on {host})"
+            )
+        raise SequenceError(
+            f"{self.path}: session {session_id!r} has {stored_count} stored events, "
+            f"this writer expected {stored}"
+        )
+
+    # --- leases ---------------------------------------------------------------------------------
+
+    async def _take_lease(self, session_id: str) -> None:
+        async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
+            await take_lease(conn, self._lease_policy, session_id, self._clock())
+
+    async def _drop_lease(self, session_id: str) -> None:
+        self._writers.pop(session_id, None)
+        async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
+            await drop_leases(conn, self._holder, session_id)
+
+    async def release(self, session_id: str) -> None:
+        """Flush the session's staged batches, then give its lease back (no-op if not held).
+
+        If the flush fails the lease is kept, so the writer can stage and flush again.
+        """
+        if session_id not in self._writers:
+            return
+        await self.flush(session_id)
+        await self._drop_lease(session_id)
+
+    # --- loading --------------------------------------------------------------------------------
+
+    async def load(self, session_id: str) -> LoadedSession:
+        """The whole log, for writing: takes the lease and commits the repair of an open turn.
+
+        Reloading a session this store already holds starts again from what is stored; staged
+        batches are dropped.
+        """
+        self._writers.pop(session_id, None)
+        await self._take_lease(session_id)
+        try:
+            info, events, state = await self._read_whole(session_id, "loading")
+            repaired = self._repair(state)
+            if repaired:
+                now = self._clock()
+                stored = len(events)
+                async with self._db.transaction(f"repairing session {session_id}") as conn:
+                    await self._advance(conn, session_id, stored, stored + len(repaired), now)
+                    await conn.executemany(_INSERT_EVENT, rows_of(session_id, repaired))
+                for event in repaired:
+                    state.apply(event)
+                info = replace(info, event_count=stored + len(repaired), updated=now)
+        except BaseException:
+            with suppress(StoreError):
+                await self._drop_lease(session_id)
+            raise
+        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
+        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    async def inspect(self, session_id: str) -> LoadedSession:
+        """The whole log, for reading: no lease; the repair is computed but not written.
+
+        `info` describes what is stored, so its `event_count` excludes the repair.
+        """
+        info, events, state = await self._read_whole(session_id, "inspecting")
+        repaired = self._repair(state)
+        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    def _repair(self, state: LogState) -> list[Event]:
+        """DESIGN.md, "Store": close an interrupted turn without truncating it."""
+        now = self._clock()
+        return [
+            make_event(payload, state.next_seq + i, now)
+            for i, payload in enumerate(state.closing_payloads())
+        ]
+
+    async def _read_whole(
+        self, session_id: str, action: str
+    ) -> tuple[SessionInfo, list[Event], LogState]:
+        async with self._db.transaction(f"{action} session {session_id}", write=False) as conn:
+            info = await self._info(conn, session_id)
+            rows = await conn.execute_fetchall(f"{_SELECT_EVENTS} ORDER BY seq", (session_id,))
+        # Decoding a long log is CPU work; a worker thread keeps the event loop responsive.
+        return await asyncio.to_thread(self._decode_and_check, info, rows)
+
+    def _decode_and_check(
+        self, info: SessionInfo, rows: Iterable[Any]
+    ) -> tuple[SessionInfo, list[Event], LogState]:
+        events = self._decode(info.id, rows)
+        try:
+            state = LogState.of(events)
+        except InvariantError as exc:
+            raise StoreError(f"{self.path}: session {info.id!r} is corrupt: {exc}") from exc
+        return info, events, state
+
+    def _decode(self, session_id: str, rows: Iterable[Any]) -> list[Event]:
+        try:
+            return [decode_row(seq, t, event_type, data) for seq, t, event_type, data in rows]
+        except (UnknownEventTypeError, EventDecodeError) as exc:
+            raise StoreError(f"{self.path}: session {session_id!r}: {exc}") from exc
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
+        """Stored events with `start <= seq <= end` (`end=None`: to the last); staged ones are not
+        included. Raises `ValueError` for a negative start."""
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start}")
+        last = _MAX_SEQ if end is None else end
+        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
+            await self._info(conn, session_id)
+            rows = await conn.execute_fetchall(
+                f"{_SELECT_EVENTS} AND seq >= ? AND seq <= ? ORDER BY seq",
+                (session_id, start, last),
+            )
+        return self._decode(session_id, rows)
+
+    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
+        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
+        has fewer turns), so a front end can open a long session at its end."""
+        if turns < 1:
+            raise ValueError(f"turns must be >= 1, got {turns}")
+        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
+            await self._info(conn, session_id)
+            starts = list(
+                await conn.execute_fetchall(
+                    "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' "
+                    "ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                    (session_id, turns - 1),
+                )
+            )
+            first = starts[0][0] if starts else 0
+            rows = await conn.execute_fetchall(
+                f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, first)
+            )
+        return self._decode(session_id, rows)
+
+    async def info(self, session_id: str) -> SessionInfo:
+        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
+            return await self._info(conn, session_id)
+
+    async def list(
+        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
+
+        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        where: list[str] = []
+        params: list[object] = []
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        if cursor is not None:
+            updated, last_id = _decode_cursor(cursor)
+            where.append("(updated < ? OR (updated = ? AND id < ?))")
+            params += [updated, updated, last_id]
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        async with self._db.transaction("listing sessions", write=False) as conn:
+            rows = list(
+                await conn.execute_fetchall(
+                    f"SELECT {_INFO_COLUMNS} FROM sessions {clause} "
+                    "ORDER BY updated DESC, id DESC LIMIT ?",
+                    (*params, limit + 1),
+                )
+            )
+        sessions = tuple(_info_of(row) for row in rows[:limit])
+        more = len(rows) > limit
+        return SessionPage(
+            sessions=sessions, next_cursor=_encode_cursor(sessions[-1]) if more else None
+        )
+
+    # --- fork and delete ------------------------------------------------------------------------
+
+    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
+        """A new session holding the events with seq < `at_seq`; its parent and fork point are
+        recorded, and its title and model are those in force at the fork point.
+
+        `at_seq` must be in 1..event_count (a fork copies at least one event) and follow a
+        `turn/end` or an out-of-turn `user/message`; otherwise `ForkPointError`. The fork is not
+        leased: load it to write to it.
+        """
+        new_id = uuid.uuid4().hex
+        now = self._clock()
+        async with self._db.transaction(f"forking session {session_id}") as conn:
+            parent = await self._info(conn, session_id)
+            await check_fork_point(conn, parent, at_seq)
+            title = await value_at(conn, parent, at_seq, "session/title", "title")
+            model = await value_at(conn, parent, at_seq, "model/bind", "model")
+            await conn.execute(
+                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
+                "updated, event_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (new_id, parent.cwd, title, model, session_id, at_seq, now, now, at_seq),
+            )
+            await conn.execute(
+                "INSERT INTO events (session_id, seq, time, type, data) "
+                "SELECT ?, seq, time, type, data FROM events WHERE session_id = ? AND seq < ?",
+                (new_id, session_id, at_seq),
+            )
+        return SessionInfo(
+            id=new_id,
+            cwd=parent.cwd,
+            title=title,
+            model=model,
+            parent_id=session_id,
+            fork_seq=at_seq,
+            created=now,
+            updated=now,
+            event_count=at_seq,
+        )
+
+    async def delete(self, session_id: str) -> None:
+        """Remove a session and its events; refused while another live writer holds its lease."""
+        now = self._clock()
+        async with self._db.transaction(f"deleting session {session_id}") as conn:
+            await check_lease(conn, self._lease_policy, session_id, now, "deleting it")
+            await conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        self._writers.pop(session_id, None)

@@ -1,0 +1,99 @@
+"""One SQLite file on one aiosqlite connection: opening it (WAL, migrations) and transactions."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import aiosqlite
+
+from engine.store.errors import StoreError, StoreUnavailableError
+from engine.store.schema import migrate
+from engine.store.sqlite_errors import sqlite_faults
+
+
+class SQLiteDatabase:
+    """Every statement runs on aiosqlite's thread, so the event loop never waits on the disk; an
+    asyncio lock keeps the transactions of concurrent callers from interleaving on the connection.
+
+    `busy_timeout` (seconds) is how long a statement waits for another connection's lock before
+    `DatabaseLockedError`.
+    """
+
+    def __init__(self, path: Path, *, busy_timeout: float) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._conn: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    async def open(self) -> None:
+        """Create the directory if needed, connect, switch to WAL and migrate the schema."""
+        if self._conn is not None:
+            return
+        await asyncio.to_thread(self._prepare_directory)
+        with sqlite_faults(self.path, "opening the database"):
+            conn = await aiosqlite.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None
+            )
+        try:
+            with sqlite_faults(self.path, "opening the database"):
+                await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                await conn.execute("PRAGMA journal_mode = WAL")
+                # WAL with NORMAL: a commit survives the process being killed (not a power cut).
+                await conn.execute("PRAGMA synchronous = NORMAL")
+            async with self._in_transaction(conn, "migrating the schema", write=True):
+                await migrate(conn, self.path)
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+
+    def _prepare_directory(self) -> None:
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"{directory}: cannot create the directory for {self.path.name}: "
+                f"{exc.strerror or exc}"
+            ) from exc
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    @asynccontextmanager
+    async def transaction(
+        self, action: str, *, write: bool = True
+    ) -> AsyncIterator[aiosqlite.Connection]:
+        """Commit if the block succeeds, roll back if anything escapes it; sqlite3 errors come out
+        as `StoreError`s naming the file and `action`."""
+        async with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise StoreError(f"{self.path}: the store is not open (use open() or async with)")
+            async with self._in_transaction(conn, action, write=write):
+                yield conn
+
+    @asynccontextmanager
+    async def _in_transaction(
+        self, conn: aiosqlite.Connection, action: str, *, write: bool
+    ) -> AsyncIterator[aiosqlite.Connection]:
+        with sqlite_faults(self.path, action):
+            # IMMEDIATE takes the write lock up front, so a busy database fails before any work.
+            await conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    await conn.execute("ROLLBACK")
+                raise

@@ -1,0 +1,83 @@
+"""What a writer has staged but not flushed: checked against the log, kept as ready-to-insert rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.events import Event, ModelBind, SessionTitle, encode_data
+from engine.invariants import InvariantError, LogState
+from engine.store.errors import SequenceError
+
+Row = tuple[str, int, float, str, str]  # session_id, seq, time, type, data (JSON)
+
+
+def rows_of(session_id: str, events: Sequence[Event]) -> list[Row]:
+    return [(session_id, e.seq, e.time, e.type, encode_data(e)) for e in events]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """Staged rows taken out for one flush, with what they change in the sessions table."""
+
+    rows: list[Row]
+    title: str | None
+    model: str | None
+    state: LogState  # the log's state once these rows are stored
+
+
+@dataclass(slots=True)
+class StagedLog:
+    """A leased session's write position: how much is stored, and the batches staged after it."""
+
+    session_id: str
+    stored: int
+    durable: LogState  # after the stored events
+    state: LogState  # after the stored and the staged events
+    rows: list[Row] = field(default_factory=list)
+    title: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def at(cls, session_id: str, stored: int, state: LogState) -> StagedLog:
+        return cls(session_id=session_id, stored=stored, durable=state, state=state.copy())
+
+    def stage(self, events: Sequence[Event]) -> None:
+        """Check and stage a batch; `SequenceError` (nothing staged) if it does not continue the
+        log or breaks an invariant."""
+        state = self.state.copy()
+        rows: list[Row] = []
+        title, model = self.title, self.model
+        for event in events:
+            try:
+                state.check(event)
+                data = encode_data(event)
+            except (InvariantError, ValueError) as exc:
+                raise SequenceError(f"session {self.session_id!r}: {exc}") from exc
+            state.apply(event)
+            rows.append((self.session_id, event.seq, event.time, event.type, data))
+            match event.data:
+                case SessionTitle(title=new_title):
+                    title = new_title
+                case ModelBind(model=new_model):
+                    model = new_model
+                case _:
+                    pass
+        self.state = state
+        self.rows.extend(rows)
+        self.title, self.model = title, model
+
+    def take(self) -> Batch:
+        """Move the staged rows into a batch to flush; later appends stage after them."""
+        batch = Batch(rows=self.rows, title=self.title, model=self.model, state=self.state.copy())
+        self.rows, self.title, self.model = [], None, None
+        return batch
+
+    def stored_batch(self, batch: Batch) -> None:
+        self.stored += len(batch.rows)
+        self.durable = batch.state
+
+    def discard(self) -> None:
+        """Forget everything staged (the caller still has the events and stages them again)."""
+        self.rows, self.title, self.model = [], None, None
+        self.state = self.durable.copy()

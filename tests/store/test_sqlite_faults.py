@@ -1,0 +1,159 @@
+"""SQLiteStore under bad files, locks, failing batches and schema versions: clear errors, no loss."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from engine.session import Session
+from engine.store import schema
+from engine.store.errors import (
+    DatabaseLockedError,
+    NotADatabaseError,
+    SchemaVersionError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.store.sqlite import SQLiteStore
+from tests.store.conftest import full_turn
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        yield conn
+
+
+async def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    path.write_bytes(b"not a database at all\n" * 100)
+    with pytest.raises(NotADatabaseError, match=str(path)):
+        await SQLiteStore(path).open()
+
+
+async def test_an_unwritable_directory(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the directory should be")
+    path = blocker / "data" / "sessions.sqlite"
+    with pytest.raises(StoreUnavailableError, match=str(blocker / "data")):
+        await SQLiteStore(path).open()
+
+
+async def test_a_database_locked_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    with raw(path) as conn:
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        conn.execute("CREATE TABLE other (x)")  # holds the exclusive lock from now on
+        with pytest.raises(DatabaseLockedError, match=str(path)):
+            await SQLiteStore(path, busy_timeout=0.05).open()
+
+
+async def test_a_locked_flush_keeps_the_events_for_the_next_one(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path, busy_timeout=0.05) as store:
+        info = await store.create(cwd="/w")
+        session = Session(info.id, store)
+        full_turn(session)
+        with raw(path) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            with pytest.raises(DatabaseLockedError, match=str(path)):
+                await session.flush()
+            conn.execute("ROLLBACK")
+        assert session.pending == len(session.events)
+        await session.flush()
+        assert await store.read(info.id) == list(session.events)
+
+
+async def test_a_failing_batch_leaves_no_partial_rows(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path) as store:
+        first = Session((await store.create(cwd="/w")).id, store)
+        second = Session((await store.create(cwd="/w")).id, store)
+        full_turn(first)
+        full_turn(second)
+        with raw(path) as conn:
+            conn.execute(
+                "CREATE TRIGGER fail BEFORE INSERT ON events "
+                f"WHEN NEW.session_id = '{second.id}' AND NEW.seq = 5 "
+                "BEGIN SELECT RAISE(ABORT, 'disk trouble'); END"
+            )
+        await store.append(first.id, first.events)
+        await store.append(second.id, second.events)
+        with pytest.raises(StoreError, match="disk trouble"):
+            await store.flush()  # one transaction for both sessions
+        for session in (first, second):
+            assert await store.read(session.id) == []
+            assert (await store.info(session.id)).event_count == 0
+        await store.flush()  # the failed batches were discarded, not kept half-staged
+        with raw(path) as conn:
+            conn.execute("DROP TRIGGER fail")
+        await first.flush()
+        await second.flush()
+        assert await store.read(second.id) == list(second.events)
+
+
+async def test_an_unknown_event_type_is_named_with_its_seq(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path) as store:
+        session = Session((await store.create(cwd="/w")).id, store)
+        full_turn(session)
+        await session.flush()
+        with raw(path) as conn:
+            conn.execute("UPDATE events SET type = 'from/future' WHERE seq = 3")
+        with pytest.raises(StoreError, match=r"'from/future' at seq 3"):
+            await store.inspect(session.id)
+
+
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path):
+        pass
+    with raw(path) as conn:
+        conn.execute("UPDATE meta SET schema_version = 99")
+    with pytest.raises(SchemaVersionError, match=rf"{path}.*99"):
+        await SQLiteStore(path).open()
+
+
+async def test_migrations_run_once_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path) as store:
+        kept = await store.create(cwd="/w", title="old")
+    ran: list[int] = []
+
+    async def add_column(conn: aiosqlite.Connection) -> None:
+        ran.append(1)
+        await conn.execute("ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+
+    async def broken(conn: aiosqlite.Connection) -> None:
+        await conn.execute("ALTER TABLE sessions ADD COLUMN half INTEGER")
+        raise RuntimeError("step failed")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, add_column, broken))
+    with pytest.raises(SchemaVersionError, match="from schema version 2 to 3 failed: step failed"):
+        await SQLiteStore(path).open()
+    with raw(path) as conn:  # the failed open rolled back the whole migration
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(1,)]
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(sessions)")]
+        assert "pinned" not in columns
+        assert "half" not in columns
+
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS[:-1],))
+    for _ in range(2):
+        async with SQLiteStore(path) as store:
+            assert (await store.info(kept.id)).title == "old"
+    assert ran == [1, 1]  # once in the failed open (rolled back), once for real
+    with raw(path) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(2,)]
+
+
+async def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "sessions.sqlite")
+    with pytest.raises(StoreError, match="not open"):
+        await store.info("x")
