@@ -1,0 +1,307 @@
+"""The file tools: read, list, write and edit workspace files, each confined to the workspace.
+
+Every file-system touch runs in a worker thread (`asyncio.to_thread`) so a slow disk or a large file
+never stalls the event loop; a cancelled call stops waiting at once while the bounded thread work
+finishes on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
+from engine.tools.workspace import (
+    WorkspaceEscapeError,
+    relative_to_workspace,
+    resolve_in_workspace,
+)
+
+SNIFF_BYTES = 8192
+"""How much of a file is inspected for NUL bytes to call it binary (the heuristic git uses)."""
+SKIP_PIECE = 65536
+"""How much of a line is read at a time while skipping to `start_line`."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """Text files hold no NUL bytes; binary formats nearly always do near the start."""
+    return b"\x00" in head
+
+
+@dataclass(frozen=True, slots=True)
+class Confined:
+    """A workspace path after confinement: the absolute target and its relative name for labels."""
+
+    target: Path
+    relative: str
+
+
+def confine(ctx: ToolContext, path: str) -> Confined | ToolOutput:
+    """Resolve `path` inside the workspace, or the error output the model should read."""
+    try:
+        target = resolve_in_workspace(ctx.root, path)
+    except WorkspaceEscapeError as escape:
+        return ToolOutput.error(str(escape))
+    return Confined(target, relative_to_workspace(ctx.root, target))
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root.")
+    start_line: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="First line to return (1-based, inclusive)."
+    )
+    end_line: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Last line to return (1-based, inclusive)."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReadFileArgs:
+        if self.start_line and self.end_line and self.end_line < self.start_line:
+            raise ValueError(f"end_line ({self.end_line}) is before start_line ({self.start_line})")
+        return self
+
+
+class ReadFile(Tool[ReadFileArgs]):
+    """Reads a text file, whole or a line range, bounded to `max_output` characters."""
+
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file in the workspace. Optionally pass start_line and end_line "
+        "(1-based, inclusive) to read a range; long files are truncated with a note."
+    )
+    args_model = ReadFileArgs
+    kind = ToolKind.read
+
+    async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
+        return await asyncio.to_thread(self._read, args, ctx)
+
+    def _read(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
+        where = confine(ctx, args.path)
+        if isinstance(where, ToolOutput):
+            return where
+        target = where.target
+        if not target.exists():
+            return ToolOutput.error(f"file {args.path!r} not found")
+        if target.is_dir():
+            return ToolOutput.error(f"{args.path!r} is a directory; use list_files to see it")
+        if not target.is_file():
+            return ToolOutput.error(f"{args.path!r} is not a regular file")
+        start = args.start_line or 1
+        try:
+            with target.open("rb") as raw:
+                if looks_binary(raw.read(SNIFF_BYTES)):
+                    size = target.stat().st_size
+                    return ToolOutput.error(
+                        f"{args.path!r} is a binary file ({size} bytes); read_file shows text only"
+                    )
+                raw.seek(0)
+                text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+                content, stopped_at, last_line = _take_lines(
+                    text, start, args.end_line, ctx.max_output
+                )
+        except OSError as error:
+            return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
+        if last_line < start and not (start == 1 and last_line == 0):
+            return ToolOutput.error(
+                f"start_line {start} is past the end of {args.path!r} ({last_line} lines)"
+            )
+        if stopped_at is not None:
+            content += (
+                f"\n[output truncated at {ctx.max_output} characters; "
+                f"read on with start_line={stopped_at}]"
+            )
+        return ToolOutput(content, label=ctx.label_for([where.relative]))
+
+
+def _take_lines(
+    text: io.TextIOWrapper, start: int, end: int | None, limit: int
+) -> tuple[str, int | None, int]:
+    """Lines `start..end` up to `limit` characters: (text, line where it was cut, last line seen).
+
+    Reads in bounded pieces, so a huge single-line file costs no more memory than the limit.
+    """
+    parts: list[str] = []
+    used = 0
+    number = 1  # the line the next piece belongs to
+    seen = 0
+    while True:
+        wanted = number >= start
+        if wanted and end is not None and number > end:
+            break
+        piece = text.readline(limit - used + 1 if wanted else SKIP_PIECE)
+        if not piece:
+            break
+        seen = number
+        if wanted:
+            if used + len(piece) > limit:
+                parts.append(piece[: limit - used])
+                return "".join(parts), number, seen
+            parts.append(piece)
+            used += len(piece)
+        if piece.endswith("\n"):
+            number += 1
+    return "".join(parts), None, seen
+
+
+class ListFilesArgs(ToolArgs):
+    path: str = Field(default=".", description="Directory relative to the workspace root.")
+
+
+class ListFiles(Tool[ListFilesArgs]):
+    """Lists one directory so the model can find its way; names only, never contents."""
+
+    name = "list_files"
+    description = (
+        "List the entries of a workspace directory (default: the root), sorted; "
+        "directories end with '/'."
+    )
+    args_model = ListFilesArgs
+    kind = ToolKind.read
+
+    async def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
+        return await asyncio.to_thread(self._list, args, ctx)
+
+    def _list(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
+        where = confine(ctx, args.path)
+        if isinstance(where, ToolOutput):
+            return where
+        target = where.target
+        if not target.exists():
+            return ToolOutput.error(f"directory {args.path!r} not found")
+        if not target.is_dir():
+            return ToolOutput.error(f"{args.path!r} is a file, not a directory; use read_file")
+        try:
+            entries = sorted(
+                entry.name + ("/" if entry.is_dir() else "") for entry in target.iterdir()
+            )
+        except OSError as error:
+            return ToolOutput.error(f"cannot list {args.path!r}: {error.strerror or error}")
+        # Names are not contents: a listing is internal even when it names a secret file.
+        label = PrivatizationLabel.of(PrivacyClass.internal, where.relative)
+        if not entries:
+            return ToolOutput(f"directory {args.path!r} is empty", label=label)
+        listing = bound_text("\n".join(entries), ctx.max_output, hint="list a subdirectory")
+        return ToolOutput(listing, label=label)
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteFile(Tool[WriteFileArgs]):
+    """Creates or replaces a whole file; parent directories are created as needed."""
+
+    name = "write_file"
+    description = (
+        "Write content to a workspace file, creating it (and its directories) or replacing it."
+    )
+    args_model = WriteFileArgs
+    kind = ToolKind.edit
+    needs_permission = True
+
+    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
+        return await asyncio.to_thread(self._write, args, ctx)
+
+    def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
+        where = confine(ctx, args.path)
+        if isinstance(where, ToolOutput):
+            return where
+        target = where.target
+        if target.is_dir():
+            return ToolOutput.error(f"{args.path!r} is a directory")
+        existed = target.exists()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(args.content, encoding="utf-8", newline="")
+        except OSError as error:
+            return ToolOutput.error(f"cannot write {args.path!r}: {error.strerror or error}")
+        verb = "replaced" if existed else "created"
+        lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
+        lines = lines if args.content else 0
+        return ToolOutput(
+            f"{verb} {where.relative} ({len(args.content)} characters, {lines} lines)",
+            label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
+        )
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root.")
+    old: str = Field(min_length=1, description="Exact text to replace; must occur exactly once.")
+    new: str = Field(description="Replacement text.")
+
+
+class EditFile(Tool[EditFileArgs]):
+    """Replaces one exact, unique snippet, so an edit can never land in the wrong place."""
+
+    name = "edit_file"
+    description = (
+        "Replace the exact text `old` with `new` in a workspace file. `old` must occur exactly "
+        "once (include surrounding lines to make it unique), matching whitespace exactly."
+    )
+    args_model = EditFileArgs
+    kind = ToolKind.edit
+    needs_permission = True
+
+    async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
+        return await asyncio.to_thread(self._edit, args, ctx)
+
+    def _edit(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
+        where = confine(ctx, args.path)
+        if isinstance(where, ToolOutput):
+            return where
+        target = where.target
+        if not target.is_file():
+            return ToolOutput.error(f"file {args.path!r} not found")
+        try:
+            data = target.read_bytes()
+        except OSError as error:
+            return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
+        if looks_binary(data[:SNIFF_BYTES]):
+            return ToolOutput.error(f"{args.path!r} is a binary file; edit_file edits text only")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ToolOutput.error(f"{args.path!r} is not UTF-8 text; edit_file cannot edit it")
+        old, new = args.old, args.new
+        if old not in text and "\r\n" in text:
+            # The model writes "\n"; a CRLF file keeps its own line endings.
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+        if count == 0:
+            return ToolOutput.error(
+                f"old text not found in {args.path!r}; it must match the file exactly, "
+                "including whitespace and indentation (read_file shows the current text)"
+            )
+        if count > 1:
+            lines = ", ".join(str(n) for n in _occurrence_lines(text, old)[:20])
+            return ToolOutput.error(
+                f"old text occurs {count} times in {args.path!r} (at lines {lines}); include "
+                "more surrounding lines so that it occurs exactly once"
+            )
+        at = text.index(old)
+        try:
+            target.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+        except OSError as error:
+            return ToolOutput.error(f"cannot write {args.path!r}: {error.strerror or error}")
+        line = text.count("\n", 0, at) + 1
+        return ToolOutput(
+            f"edited {where.relative}: replaced 1 occurrence at line {line}",
+            label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
+        )
+
+
+def _occurrence_lines(text: str, needle: str) -> list[int]:
+    """The 1-based line of each (non-overlapping) occurrence, for a readable ambiguity error."""
+    lines: list[int] = []
+    at = text.find(needle)
+    while at != -1:
+        lines.append(text.count("\n", 0, at) + 1)
+        at = text.find(needle, at + len(needle))
+    return lines

@@ -1,0 +1,160 @@
+"""The run_shell tool: one shell command in the workspace root, bounded in time and output.
+
+The command runs in its own process group so that a timeout or a cancelled call kills it with
+everything it started; nothing the command started outlives the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from engine.privacy import PrivatizationLabel
+from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput
+
+READ_CHUNK = 65536
+PIPE_GRACE = 1.0
+"""Seconds to wait, after the shell exits, for output still held by processes it left behind."""
+
+
+class RunShellArgs(ToolArgs):
+    command: str = Field(min_length=1, description="Shell command, run with /bin/sh.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the command is killed (default and maximum set by Trellis).",
+    )
+
+
+@dataclass(slots=True)
+class _Captured:
+    """Head and tail of the combined output, filled as it arrives so that a cut-off read still
+    keeps what came; the middle is dropped when the output is too long."""
+
+    keep: int
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        """Read to the end, so the pipe never fills up and stalls the command."""
+        while chunk := await stream.read(READ_CHUNK):
+            self.total += len(chunk)
+            room = self.keep - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > self.keep:
+                del self.tail[: len(self.tail) - self.keep]
+
+    def text(self) -> str:
+        kept = len(self.head) + len(self.tail)
+        if kept >= self.total:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        return (
+            f"{head}\n[output truncated: {kept} of {self.total} bytes shown; "
+            f"{self.total - kept} bytes from the middle dropped]\n{tail}"
+        )
+
+
+class RunShell(Tool[RunShellArgs]):
+    """Runs a command so the model can build, test and inspect; stdout and stderr are merged."""
+
+    name = "run_shell"
+    description = (
+        "Run a shell command in the workspace root and return its combined stdout and stderr "
+        "and exit code. Long output keeps its beginning and end. The command is killed at the "
+        "timeout."
+    )
+    args_model = RunShellArgs
+    kind = ToolKind.execute
+    needs_permission = True
+
+    async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolOutput:
+        timeout = min(args.timeout or ctx.timeout, ctx.max_timeout)
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_shell(
+            lambda: _ShellProtocol(loop),
+            args.command,
+            cwd=ctx.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert protocol.stdout is not None
+        captured = _Captured(keep=ctx.max_output // 2)
+        reader = asyncio.create_task(captured.drain(protocol.stdout))
+        try:
+            exited = await _within(protocol.exited.wait(), timeout)
+            if exited:
+                # Children left in the background may hold the pipe open: a moment, no more.
+                await asyncio.wait({reader}, timeout=PIPE_GRACE)
+            _kill_group(transport)
+            # What was written before the kill is still in the pipe; an escaped holder
+            # (a daemon in its own session) must not keep the call open.
+            await asyncio.wait({reader}, timeout=PIPE_GRACE)
+        finally:
+            # Also on cancellation: nothing the command started outlives the call.
+            _kill_group(transport)
+            reader.cancel()
+            if not protocol.exited.is_set():
+                # Killed just now: its exit follows at once; closing first would race the reaper.
+                await _within(protocol.exited.wait(), PIPE_GRACE)
+            transport.close()
+        label = PrivatizationLabel.of(ctx.shell_class)
+        output = captured.text() or "(no output)"
+        code = transport.get_returncode()
+        if not exited or code is None:
+            status = (
+                f"[killed: timed out after {timeout:g} s; pass a larger timeout "
+                f"(at most {ctx.max_timeout:g} s) if it needs longer]"
+            )
+            return ToolOutput(f"{output}\n{status}", is_error=True, label=label)
+        status = f"[killed by signal {-code}]" if code < 0 else f"[exit code {code}]"
+        return ToolOutput(f"{output}\n{status}", is_error=code != 0, label=label)
+
+
+class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Signals the shell's exit by itself: `Process.wait()` would also wait for the pipes to
+    close, which a background child can hold open for as long as it lives."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=READ_CHUNK, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+async def _within(waiting: Coroutine[Any, Any, Any], seconds: float) -> bool:
+    """Whether `waiting` finished within `seconds`; running out of time is an outcome here."""
+    try:
+        async with asyncio.timeout(seconds):
+            await waiting
+    except TimeoutError:
+        return False
+    return True
+
+
+def _kill_group(transport: asyncio.SubprocessTransport) -> None:
+    """Kill the command's whole process group; it may already be gone."""
+    if sys.platform == "win32":
+        if transport.get_returncode() is None:
+            transport.kill()
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(transport.get_pid(), signal.SIGKILL)

@@ -1,0 +1,137 @@
+"""The Tool concept: a named, schema-described action the model may call, and what it returns."""
+
+from __future__ import annotations
+
+import fnmatch
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.gateway.base import ToolSpec
+from engine.message import AdditionalContext
+from engine.privacy import PrivacyClass, PrivatizationLabel
+
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (".env*", "*.pem", "*.key", "id_*", "*credentials*")
+
+
+class ToolKind(StrEnum):
+    """What a tool does, so front ends can pick an icon and permission prompts can say it."""
+
+    read = "read"
+    edit = "edit"
+    search = "search"
+    execute = "execute"
+    other = "other"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Everything a tool may know about the call it serves; limits are explicit fields.
+
+    Cancellation: the loop runs each call as an asyncio task and cancels that task; a tool learns
+    of it as `CancelledError` at its next `await` and must release what it holds (run_shell kills
+    its process group) before letting the error propagate.
+    """
+
+    root: Path
+    max_output: int = 100_000
+    timeout: float = 120.0
+    max_timeout: float = 600.0
+    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    shell_class: PrivacyClass = PrivacyClass.internal
+    call_id: str = ""
+
+    def __post_init__(self) -> None:
+        if self.max_output <= 0:
+            raise ValueError(f"max_output must be positive, got {self.max_output}")
+        if self.timeout <= 0 or self.max_timeout <= 0:
+            raise ValueError(
+                f"timeouts must be positive, got timeout={self.timeout}, "
+                f"max_timeout={self.max_timeout}"
+            )
+
+    def is_secret(self, relative_path: str) -> bool:
+        """A file is secret when its name matches a secret pattern (DESIGN.md, privacy labels)."""
+        name = PurePosixPath(relative_path).name
+        return any(fnmatch.fnmatch(name, pattern) for pattern in self.secret_patterns)
+
+    def label_for(self, relative_paths: Iterable[str]) -> PrivatizationLabel:
+        """The label of material read from these workspace files: restricted if any is secret."""
+        paths = sorted(set(relative_paths))
+        secret = any(self.is_secret(p) for p in paths)
+        privacy_class = PrivacyClass.restricted if secret else PrivacyClass.internal
+        return PrivatizationLabel.of(privacy_class, *paths)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool call produced; `label` is the privacy label of the material it revealed."""
+
+    content: str
+    is_error: bool = False
+    additional_contexts: tuple[AdditionalContext, ...] = ()
+    label: PrivatizationLabel | None = None
+
+    @classmethod
+    def error(cls, message: str) -> ToolOutput:
+        """An error the model reads; it reveals nothing from the workspace, so it is internal."""
+        return cls(message, is_error=True, label=PrivatizationLabel.of(PrivacyClass.internal))
+
+
+def bound_text(text: str, limit: int, *, hint: str = "") -> str:
+    """Cut `text` to `limit` characters and say so, so the model never mistakes a cut for the end."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[output truncated: {limit} of {len(text)} characters shown"
+    return text[:limit] + marker + (f"; {hint}]" if hint else "]")
+
+
+class ToolArgs(BaseModel):
+    """Base of the built-in argument models: an unknown argument is most likely a misspelt one,
+    so the model is told rather than silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """A tool: its pydantic argument model is both the validator and the schema the model sees."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: type[ArgsT]
+    kind: ClassVar[ToolKind] = ToolKind.other
+    needs_permission: ClassVar[bool] = False
+
+    @abstractmethod
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput:
+        """Do the work; expected failures are error outputs, never exceptions."""
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it: name, description and a title-free JSON schema."""
+        schema = _strip_titles(self.args_model.model_json_schema())
+        return ToolSpec(self.name, self.description, schema)
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's generated `title`s (noise to the model) but keep properties named `title`."""
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    cleaned: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            cleaned[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _strip_titles(value)
+    return cleaned
