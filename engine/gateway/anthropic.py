@@ -1,0 +1,328 @@
+"""Anthropic's Messages API, natively: thinking blocks, their signatures, tool use, stream errors.
+
+Thinking blocks must be sent back verbatim with their signatures on the next request, so the
+reader collects them and emits one `ProviderStateDelta` at the end of the stream, before the one
+`UsageDelta` (totals) and the one `FinishDelta` that close every stream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from engine.events import Finish, Usage
+from engine.gateway.base import (
+    Codec,
+    FinishDelta,
+    GatewayError,
+    GatewayType,
+    ModelRequest,
+    ProviderStateDelta,
+    ReasoningDelta,
+    StreamDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageDelta,
+)
+from engine.gateway.codecs import codec_for
+from engine.gateway.http import HttpEndpoint, SseEvent, parse_json_event
+
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_TOKENS = 4096
+API_VERSION = "2023-06-01"
+THINKING_STATE_KEY = "thinking"
+"""`provider_state` key of the thinking blocks (with signatures), in order, as the codec reads it."""
+
+_FINISH: dict[str, Finish] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+_TRANSIENT_ERRORS = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+)
+
+
+@dataclass(slots=True)
+class _Block:
+    """An open content block: its type, and what must be kept of it when it stops."""
+
+    type: str
+    tool_index: int = -1
+    start_input: dict[str, Any] = field(default_factory=dict)
+    has_arguments: bool = False
+    thinking: list[str] = field(default_factory=list)
+    signature: str = ""
+    data: str = ""
+
+
+class AnthropicStreamReader:
+    """Messages API stream events to deltas."""
+
+    def __init__(self, provider: str = "anthropic") -> None:
+        self.provider = provider
+        self.done = False
+        self._started = False
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._stop_reason: str | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._tool_count = 0
+        self._thinking: list[dict[str, Any]] = []
+
+    def feed(self, event: SseEvent) -> list[StreamDelta]:
+        payload = parse_json_event(self.provider, event)
+        kind = payload.get("type") or event.event
+        match kind:
+            case "ping":
+                return []
+            case "error":
+                raise self._error(payload.get("error"))
+            case "message_start":
+                self._started = True
+                message = payload.get("message") or {}
+                self._count_usage(message.get("usage") if isinstance(message, dict) else None)
+                return []
+            case "content_block_start":
+                return self._block_start(payload)
+            case "content_block_delta":
+                return self._block_delta(payload)
+            case "content_block_stop":
+                return self._block_stop(payload)
+            case "message_delta":
+                delta = payload.get("delta") or {}
+                reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+                if isinstance(reason, str):
+                    self._stop_reason = reason
+                self._count_usage(payload.get("usage"))
+                return []
+            case "message_stop":
+                self.done = True
+                return []
+            case _:
+                return []  # the API may add event types; the docs ask clients to ignore them
+
+    def _count_usage(self, usage: Any) -> None:
+        """Input arrives in message_start (cache reads and writes are input too); output grows."""
+        if not isinstance(usage, dict):
+            return
+        inputs = sum(
+            _int(usage.get(key))
+            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        if inputs:
+            self._input_tokens = inputs
+        if "output_tokens" in usage:
+            self._output_tokens = _int(usage.get("output_tokens"))
+
+    def _index(self, payload: dict[str, Any]) -> int:
+        index = payload.get("index")
+        if not isinstance(index, int):
+            raise GatewayError(f"{self.provider}: malformed stream: a content block has no index")
+        return index
+
+    def _block_start(self, payload: dict[str, Any]) -> list[StreamDelta]:
+        index = self._index(payload)
+        content = payload.get("content_block")
+        if not isinstance(content, dict):
+            raise GatewayError(f"{self.provider}: malformed stream: content_block is missing")
+        block = _Block(type=str(content.get("type", "")))
+        self._blocks[index] = block
+        match block.type:
+            case "text":
+                text = _str(content.get("text"))
+                return [TextDelta(text)] if text else []
+            case "thinking":
+                text = _str(content.get("thinking"))
+                block.thinking.append(text)
+                block.signature = _str(content.get("signature"))
+                return [ReasoningDelta(text)] if text else []
+            case "redacted_thinking":
+                block.data = _str(content.get("data"))
+                return []
+            case "tool_use":
+                block.tool_index = self._tool_count
+                self._tool_count += 1
+                start_input = content.get("input")
+                block.start_input = start_input if isinstance(start_input, dict) else {}
+                return [
+                    ToolCallDelta(
+                        index=block.tool_index,
+                        id=_str(content.get("id")),
+                        name=_str(content.get("name")),
+                    )
+                ]
+            case _:
+                return []
+
+    def _block_delta(self, payload: dict[str, Any]) -> list[StreamDelta]:
+        index = self._index(payload)
+        block = self._blocks.get(index)
+        if block is None:
+            raise GatewayError(
+                f"{self.provider}: malformed stream: content_block_delta for block {index} "
+                "that never started"
+            )
+        delta = payload.get("delta")
+        if not isinstance(delta, dict):
+            raise GatewayError(
+                f"{self.provider}: malformed stream: content_block_delta has no delta"
+            )
+        match delta.get("type"):
+            case "text_delta":
+                text = _str(delta.get("text"))
+                return [TextDelta(text)] if text else []
+            case "thinking_delta":
+                text = _str(delta.get("thinking"))
+                block.thinking.append(text)
+                return [ReasoningDelta(text)] if text else []
+            case "signature_delta":
+                block.signature += _str(delta.get("signature"))
+                return []
+            case "input_json_delta":
+                if block.tool_index < 0:
+                    raise GatewayError(
+                        f"{self.provider}: malformed stream: input_json_delta in a "
+                        f"{block.type or 'untyped'} block"
+                    )
+                fragment = _str(delta.get("partial_json"))
+                if not fragment:
+                    return []
+                block.has_arguments = True
+                return [ToolCallDelta(index=block.tool_index, arguments=fragment)]
+            case _:
+                return []
+
+    def _block_stop(self, payload: dict[str, Any]) -> list[StreamDelta]:
+        block = self._blocks.pop(self._index(payload), None)
+        if block is None:
+            return []
+        match block.type:
+            case "thinking":
+                self._thinking.append(
+                    {
+                        "type": "thinking",
+                        "thinking": "".join(block.thinking),
+                        "signature": block.signature,
+                    }
+                )
+            case "redacted_thinking":
+                self._thinking.append({"type": "redacted_thinking", "data": block.data})
+            case "tool_use" if not block.has_arguments:
+                # A call without input deltas still needs its (empty) arguments object.
+                return [
+                    ToolCallDelta(index=block.tool_index, arguments=json.dumps(block.start_input))
+                ]
+        return []
+
+    def _error(self, error: Any) -> GatewayError:
+        kind = _str(error.get("type")) if isinstance(error, dict) else ""
+        message = _str(error.get("message")) if isinstance(error, dict) else str(error)
+        return GatewayError(
+            f"{self.provider}: error in stream: {message or 'no message'} ({kind or 'unknown'})",
+            transient=kind in _TRANSIENT_ERRORS,
+        )
+
+    def close(self) -> list[StreamDelta]:
+        """The thinking state, usage and finish; a stream without a stop reason was cut off."""
+        if not self._started:
+            raise GatewayError(f"{self.provider}: malformed stream: no message_start event")
+        if self._stop_reason is None:
+            raise GatewayError(
+                f"{self.provider}: stream ended before the response finished (no stop_reason)",
+                transient=True,
+            )
+        deltas: list[StreamDelta] = []
+        if self._thinking:
+            deltas.append(ProviderStateDelta({THINKING_STATE_KEY: list(self._thinking)}))
+        usage = Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens)
+        deltas.append(UsageDelta(usage))
+        deltas.append(FinishDelta(_FINISH.get(self._stop_reason, "stop")))
+        return deltas
+
+
+class AnthropicGateway:
+    """The Messages API over SSE; the system prompt goes in `system`, tools with `input_schema`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        timeout: float = DEFAULT_TIMEOUT,
+        provider_name: str = "anthropic",
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._codec = codec_for(GatewayType.anthropic)
+        self._max_tokens = max_tokens
+        self._endpoint = HttpEndpoint(
+            provider=provider_name,
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=timeout,
+            api_key_env=api_key_env,
+            transport=transport,
+        )
+
+    @property
+    def gateway_type(self) -> GatewayType:
+        return GatewayType.anthropic
+
+    @property
+    def codec(self) -> Codec:
+        return self._codec
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for `request`; `max_tokens` is required by the API."""
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_output_tokens or self._max_tokens,
+            "stream": True,
+            "messages": self._codec.serialize(request.items),
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
+        key = self._endpoint.api_key()
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
+        reader = AnthropicStreamReader(self._endpoint.provider)
+        body = self.request_body(request)
+        async for event in self._endpoint.events("messages", body, self._headers()):
+            for delta in reader.feed(event):
+                yield delta
+            if reader.done:
+                break
+        for delta in reader.close():
+            yield delta
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,224 @@
+"""What every network gateway shares: one streaming POST, server-sent-event framing, error classes.
+
+The gateways never retry; they classify. Timeouts, connection failures, HTTP 408, 429 and 5xx are
+transient (`GatewayError.transient`), so the agent loop may retry them with a `retry` event; any
+other 4xx is permanent and carries the provider's own error message. API keys are read from the
+environment at request time and are scrubbed from every error message.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from engine.gateway.base import GatewayError
+
+TRANSIENT_STATUSES = frozenset({408, 429})
+"""4xx statuses worth retrying; every 5xx is too."""
+
+ERROR_SNIPPET_CHARS = 500
+"""How much of an unparsable error body an error message quotes."""
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One server-sent event: its `event` field ("" when absent) and its joined `data` lines."""
+
+    event: str
+    data: str
+
+
+class SseDecoder:
+    """Server-sent-event framing (WHATWG): lines in, events out; comments and `id`/`retry` ignored."""
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed_line(self, line: str) -> SseEvent | None:
+        """Take one line (without its line ending); return the event a blank line completes."""
+        if not line:
+            return self.flush()
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return None
+
+    def flush(self) -> SseEvent | None:
+        """The pending event, if it has data; a stream may end without the final blank line."""
+        event = SseEvent(self._event, "\n".join(self._data)) if self._data else None
+        self._event = ""
+        self._data = []
+        return event
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: building one reads the CA bundle (~0.1 s)."""
+    return httpx.create_ssl_context()
+
+
+def is_transient_status(status: int) -> bool:
+    return status in TRANSIENT_STATUSES or status >= 500
+
+
+def error_message_of(body: bytes | str) -> str:
+    """The provider's own error message from an error body (OpenAI, Gemini, Anthropic, Ollama shapes)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        return text.strip()[:ERROR_SNIPPET_CHARS]
+    if isinstance(parsed, list) and parsed:  # Gemini's streaming endpoint wraps errors in a list
+        parsed = parsed[0]
+    if isinstance(parsed, dict):
+        error = parsed.get("error", parsed)
+        if isinstance(error, str):
+            return error
+        if isinstance(error, dict):
+            message = error.get("message")
+            kind = error.get("type") or error.get("status")
+            if isinstance(message, str) and message:
+                return f"{message} ({kind})" if isinstance(kind, str) and kind else message
+    return text.strip()[:ERROR_SNIPPET_CHARS]
+
+
+def parse_json_event(provider: str, event: SseEvent) -> dict[str, Any]:
+    """The JSON object an event carries; anything else is a malformed stream."""
+    try:
+        value = json.loads(event.data)
+    except ValueError:
+        snippet = event.data[:120]
+        raise GatewayError(
+            f"{provider}: malformed stream: an event's data is not JSON: {snippet!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise GatewayError(
+            f"{provider}: malformed stream: expected a JSON object, got {type(value).__name__}"
+        )
+    return value
+
+
+class HttpEndpoint:
+    """One provider base URL, its timeout and the name of the variable holding its key.
+
+    Owns the `httpx.AsyncClient` (one connection pool per gateway); `transport` lets tests mount
+    an in-process transport, though the test suite uses real loopback servers.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base_url: str,
+        timeout: float,
+        api_key_env: str = "",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.api_key_env = api_key_env
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout), transport=transport, verify=_tls_context()
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpEndpoint({self.provider!r}, {self.base_url!r}, key from {self.api_key_env!r})"
+
+    def api_key(self) -> str | None:
+        """The key from the environment; None when no variable is configured.
+
+        Raises a permanent `GatewayError` naming the variable (never a value) when it is unset.
+        """
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise GatewayError(
+                f"{self.provider}: the API key variable {self.api_key_env} is not set in the environment"
+            )
+        return key
+
+    def redact(self, text: str) -> str:
+        """`text` with the API key replaced, so no error or log line ever carries it."""
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        return text.replace(key, "[redacted]") if key else text
+
+    async def events(
+        self, path: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> AsyncIterator[SseEvent]:
+        """POST `body` as JSON to `path` and yield the response's server-sent events.
+
+        Raises `GatewayError`: transient for timeouts, connection failures, 408/429/5xx; permanent
+        for other 4xx (with the provider's message) and for a response that is not an event stream.
+        """
+        url = f"{self.base_url}/{path.lstrip('/')}"
+        try:
+            async with self._client.stream(
+                "POST", url, json=dict(body), headers=dict(headers)
+            ) as response:
+                if response.status_code >= 400:
+                    raise self._status_error(response, await response.aread())
+                content_type = response.headers.get("content-type", "")
+                if "event-stream" not in content_type and "json" in content_type:
+                    raw = await response.aread()
+                    raise GatewayError(
+                        f"{self.provider}: malformed stream: expected text/event-stream, got "
+                        f"{content_type}: {self.redact(error_message_of(raw))}",
+                        status=response.status_code,
+                    )
+                decoder = SseDecoder()
+                async for line in response.aiter_lines():
+                    event = decoder.feed_line(line)
+                    if event is not None:
+                        yield event
+                tail = decoder.flush()
+                if tail is not None:
+                    yield tail
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise GatewayError(
+                f"{self.provider}: cannot use the URL {url!r}: {exc} "
+                "(base_url must start with http:// or https://)"
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise GatewayError(
+                f"{self.provider}: no response within {self.timeout:g}s ({type(exc).__name__})",
+                transient=True,
+            ) from exc
+        except httpx.TransportError as exc:
+            detail = self.redact(str(exc)) or type(exc).__name__
+            raise GatewayError(
+                f"{self.provider}: connection to {self.base_url} failed: {detail}", transient=True
+            ) from exc
+        except httpx.HTTPError as exc:  # e.g. a body that fails to decode
+            raise GatewayError(
+                f"{self.provider}: malformed response: {self.redact(str(exc))}"
+            ) from exc
+
+    def _status_error(self, response: httpx.Response, body: bytes) -> GatewayError:
+        status = response.status_code
+        message = self.redact(error_message_of(body)) or response.reason_phrase
+        retry_after = response.headers.get("retry-after")
+        suffix = f" (retry after {retry_after}s)" if retry_after else ""
+        return GatewayError(
+            f"{self.provider}: HTTP {status}: {message}{suffix}",
+            transient=is_transient_status(status),
+            status=status,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

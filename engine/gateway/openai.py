@@ -1,0 +1,238 @@
+"""Any OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, ...).
+
+Streams with `stream_options.include_usage`, so the last chunk carries the token counts. Every
+stream ends with exactly one `UsageDelta` (the totals) and then one `FinishDelta`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from engine.events import Finish, Usage
+from engine.gateway.base import (
+    Codec,
+    FinishDelta,
+    GatewayError,
+    GatewayType,
+    ModelRequest,
+    ReasoningDelta,
+    StreamDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageDelta,
+)
+from engine.gateway.codecs import codec_for
+from engine.gateway.http import HttpEndpoint, SseEvent, parse_json_event
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+
+_FINISH: dict[str, Finish] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "refusal",
+}
+
+
+class OpenAIStreamReader:
+    """Chat Completions chunks to deltas; keeps what must be known at the end (usage, finish)."""
+
+    def __init__(self, provider: str = "openai") -> None:
+        self.provider = provider
+        self.done = False
+        self._usage = Usage()
+        self._finish: str | None = None
+        self._refused = False
+        # The provider's (index, id) to our tool-call index: some servers repeat index 0 for
+        # every complete call, so a new id at a known index starts a new call.
+        self._calls: dict[int, tuple[str, int]] = {}
+        self._count = 0
+
+    def feed(self, event: SseEvent) -> list[StreamDelta]:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return []
+        chunk = parse_json_event(self.provider, event)
+        if "error" in chunk:
+            raise _stream_error(self.provider, chunk["error"])
+        deltas: list[StreamDelta] = []
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = Usage(
+                input_tokens=_int(usage.get("prompt_tokens")),
+                output_tokens=_int(usage.get("completion_tokens")),
+            )
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise GatewayError(f"{self.provider}: malformed stream: `choices` is not a list")
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise GatewayError(f"{self.provider}: malformed stream: `delta` is not an object")
+            deltas.extend(self._choice_deltas(delta))
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason:
+                self._finish = reason
+        return deltas
+
+    def _choice_deltas(self, delta: dict[str, Any]) -> list[StreamDelta]:
+        deltas: list[StreamDelta] = []
+        # Servers name the reasoning stream differently: DeepSeek and vLLM `reasoning_content`,
+        # OpenRouter and Ollama `reasoning`.
+        for key in ("reasoning_content", "reasoning"):
+            reasoning = delta.get(key)
+            if isinstance(reasoning, str) and reasoning:
+                deltas.append(ReasoningDelta(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            deltas.append(TextDelta(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refused = True
+            deltas.append(TextDelta(refusal))
+        for fragment in delta.get("tool_calls") or []:
+            deltas.append(self._tool_fragment(fragment))
+        return deltas
+
+    def _tool_fragment(self, fragment: Any) -> ToolCallDelta:
+        if not isinstance(fragment, dict):
+            raise GatewayError(f"{self.provider}: malformed stream: a tool call is not an object")
+        function = fragment.get("function") or {}
+        raw_index = fragment.get("index")
+        provider_index = raw_index if isinstance(raw_index, int) else self._count
+        call_id = _str(fragment.get("id"))
+        known = self._calls.get(provider_index)
+        if known is None or (call_id and known[0] and call_id != known[0]):
+            known = (call_id, self._count)
+            self._calls[provider_index] = known
+            self._count += 1
+        elif call_id and not known[0]:
+            self._calls[provider_index] = (call_id, known[1])
+        return ToolCallDelta(
+            index=known[1],
+            id=call_id,
+            name=_str(function.get("name")),
+            arguments=_str(function.get("arguments")),
+        )
+
+    def close(self) -> list[StreamDelta]:
+        """The closing usage and finish; a stream that never said why it stopped was cut off."""
+        if self._finish is None:
+            raise GatewayError(
+                f"{self.provider}: stream ended before the response finished (no finish_reason)",
+                transient=True,
+            )
+        finish = _FINISH.get(self._finish, "stop")
+        if self._refused:
+            finish = "refusal"
+        elif self._count and finish == "stop":
+            finish = "tool_calls"  # Ollama and others say "stop" after tool calls
+        return [UsageDelta(self._usage), FinishDelta(finish)]
+
+
+class OpenAIGateway:
+    """Chat Completions over SSE; the system prompt goes first as a `system` message."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key_env: str = "",
+        timeout: float = DEFAULT_TIMEOUT,
+        provider_name: str = "openai",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._codec = codec_for(GatewayType.openai)
+        self._endpoint = HttpEndpoint(
+            provider=provider_name,
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=timeout,
+            api_key_env=api_key_env,
+            transport=transport,
+        )
+
+    @property
+    def gateway_type(self) -> GatewayType:
+        return GatewayType.openai
+
+    @property
+    def codec(self) -> Codec:
+        return self._codec
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for `request`."""
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend(self._codec.serialize(request.items))
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in request.tools
+            ]
+        if request.max_output_tokens is not None:
+            body["max_tokens"] = request.max_output_tokens
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream"}
+        key = self._endpoint.api_key()
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
+        reader = OpenAIStreamReader(self._endpoint.provider)
+        body = self.request_body(request)
+        async for event in self._endpoint.events("chat/completions", body, self._headers()):
+            for delta in reader.feed(event):
+                yield delta
+            if reader.done:
+                break
+        for delta in reader.close():
+            yield delta
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+
+def _stream_error(provider: str, error: Any) -> GatewayError:
+    """An error object sent inside the stream (vLLM, OpenRouter do this mid-response)."""
+    if isinstance(error, dict):
+        message = _str(error.get("message")) or str(error)
+        code = error.get("code")
+        status = code if isinstance(code, int) else None
+    else:
+        message, status = str(error), None
+    transient = status is not None and (status == 429 or status >= 500)
+    return GatewayError(
+        f"{provider}: error in stream: {message}", transient=transient, status=status
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
