@@ -1,0 +1,46 @@
+"""The working Context and the cooperative Areas that render into it (spec/context-areas.md)."""
+
+from engine.context.area import (
+    AreaFlowState,
+    AreaLifeState,
+    ContextAreaImplementation,
+    EffectRange,
+    RestorableArea,
+)
+from engine.context.context import Context
+from engine.context.coop_context import CoopContext, Sink
+from engine.context.errors import AreaCallbackError, AreaRegistrationError
+from engine.context.provenance import ItemKind, Provenance
+from engine.context.rebuild import (
+    AreaRecord,
+    RebuiltContext,
+    Resumed,
+    UnrestorableArea,
+    message_provenance,
+    rebuild_context,
+    resume_coop_context,
+)
+from engine.gateway.base import NativeContent
+
+__all__ = [
+    "AreaCallbackError",
+    "AreaFlowState",
+    "AreaLifeState",
+    "AreaRecord",
+    "AreaRegistrationError",
+    "Context",
+    "ContextAreaImplementation",
+    "CoopContext",
+    "EffectRange",
+    "ItemKind",
+    "NativeContent",
+    "Provenance",
+    "RebuiltContext",
+    "RestorableArea",
+    "Resumed",
+    "Sink",
+    "UnrestorableArea",
+    "message_provenance",
+    "rebuild_context",
+    "resume_coop_context",
+]

@@ -1,0 +1,84 @@
+"""The Context Area contract (spec/context-areas.md): states, the protocol, the effect range."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, Self, TypeGuard, runtime_checkable
+
+from engine.gateway.base import NativeContent
+from engine.message import Message
+
+
+class AreaLifeState(StrEnum):
+    """spec: retain -> retired -> removed; retirement is irreversible."""
+
+    retain = "retain"
+    retired = "retired"
+
+
+class AreaFlowState(StrEnum):
+    """spec: exclusive keeps the cursor and returns; yielded advances it."""
+
+    exclusive = "exclusive"
+    yielded = "yielded"
+
+
+class ContextAreaImplementation(Protocol):
+    """The structural contract of an Area; nothing to inherit, nothing to decorate."""
+
+    @property
+    def life_state(self) -> AreaLifeState: ...
+
+    @property
+    def flow_state(self) -> AreaFlowState: ...
+
+    def observe(self, context: Sequence[NativeContent]) -> None: ...
+
+    def render(self) -> list[Message]: ...
+
+    def promote(self) -> tuple[Message, ...]: ...
+
+    def gc_prologue(self) -> None: ...
+
+
+@runtime_checkable
+class RestorableArea(Protocol):
+    """The optional members: an Area that has them is rebuilt on resume from its recorded state."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> Self: ...
+
+
+def is_restorable(area: object) -> TypeGuard[RestorableArea]:
+    """The cheap structural check (`isinstance` on a runtime Protocol is slow per call)."""
+    return (
+        isinstance(getattr(area, "kind", None), str)
+        and callable(getattr(area, "snapshot", None))
+        and callable(getattr(type(area), "restore", None))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRange:
+    """An Area's positional influence over the Context: a closed interval of indices."""
+
+    earliest: int
+    latest: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.earliest <= self.latest:
+            raise ValueError(f"invalid effect range [{self.earliest}, {self.latest}]")
+
+    def overlaps(self, other: EffectRange) -> bool:
+        """Closed intervals: sharing an index (touching) counts."""
+        return self.earliest <= other.latest and other.earliest <= self.latest
+
+    def extended_to(self, latest: int) -> EffectRange:
+        return EffectRange(self.earliest, latest)

@@ -1,0 +1,73 @@
+"""Built-in Areas and the loader for Areas named by import path in the config."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, cast
+
+from engine.context.area import ContextAreaImplementation, RestorableArea
+from engine.context.areas.notice import NoticeArea
+from engine.context.areas.plan import PlanArea, PlanItem
+from engine.context.areas.subtask import SUBTASK_DONE, SUBTASK_DONE_TOOL, SubtaskArea
+from engine.context.areas.watch import WatchArea
+
+__all__ = [
+    "BUILTIN_KINDS",
+    "SUBTASK_DONE",
+    "SUBTASK_DONE_TOOL",
+    "AreaLoadError",
+    "NoticeArea",
+    "PlanArea",
+    "PlanItem",
+    "SubtaskArea",
+    "WatchArea",
+    "load_area",
+]
+
+BUILTIN_KINDS: dict[str, type[RestorableArea]] = {
+    "notice": NoticeArea,
+    "subtask": SubtaskArea,
+    "watch": WatchArea,
+    "plan": PlanArea,
+}
+"""The restorable kinds resume knows without configuration."""
+
+_MEMBERS = ("life_state", "flow_state", "observe", "render", "promote", "gc_prologue")
+
+
+class AreaLoadError(ImportError):
+    """An Area named in the config could not be loaded; the message names its import path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot load Area {path!r}: {reason}")
+
+
+def load_area(path: str, args: Mapping[str, Any] | None = None) -> ContextAreaImplementation:
+    """Import `package.module:Class` (or `package.module.Class`) and build it with `args`.
+
+    Raises `AreaLoadError` naming `path` when the module or attribute is missing, construction
+    fails, or the object lacks a member of the Area protocol.
+    """
+    module_name, sep, attribute = path.partition(":")
+    if not sep:
+        module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute:
+        raise AreaLoadError(path, "expected 'package.module:Class'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise AreaLoadError(path, f"import of {module_name!r} failed: {exc}") from exc
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise AreaLoadError(path, f"module {module_name!r} has no callable {attribute!r}")
+    try:
+        area = factory(**dict(args or {}))
+    except Exception as exc:
+        raise AreaLoadError(path, f"{attribute}(...) raised {type(exc).__name__}: {exc}") from exc
+    missing = [name for name in _MEMBERS if not hasattr(area, name)]
+    if missing:
+        raise AreaLoadError(path, f"{type(area).__name__} lacks {', '.join(missing)}")
+    return cast(ContextAreaImplementation, area)

@@ -1,0 +1,123 @@
+"""watch: a workspace file kept in view; re-rendered when it changes, retired on unwatch.
+
+Reads are small and bounded (`max_bytes`, default 64 KiB) and happen inside observe()/render(),
+which the agent loop calls between model invocations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Self
+
+from engine.context.area import AreaFlowState, AreaLifeState
+from engine.gateway.base import NativeContent
+from engine.message import Message, Role, Source
+
+DEFAULT_MAX_BYTES = 64 * 1024
+
+
+class WatchArea:
+    """Yielded; renders the file on first render and again after observe() sees a change."""
+
+    kind = "watch"
+
+    def __init__(self, path: str, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.root = Path(root).resolve()
+        target = (self.root / path).resolve()
+        if not target.is_relative_to(self.root):
+            raise ValueError(f"watch path {path!r} lies outside the workspace {self.root}")
+        self.path = path
+        self.max_bytes = max_bytes
+        self._target = target
+        self._stat: tuple[int, int] | None = None  # (mtime_ns, size) of the rendered version
+        self._digest: str | None = None  # SHA-256 of the rendered bytes; "" for a missing file
+        self._dirty = True
+        self._unwatched = False
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    @property
+    def source(self) -> Source:
+        return Source("area", f"watch:{self.path}")
+
+    def unwatch(self) -> None:
+        self._unwatched = True
+
+    @property
+    def life_state(self) -> AreaLifeState:
+        return AreaLifeState.retired if self._unwatched else AreaLifeState.retain
+
+    @property
+    def flow_state(self) -> AreaFlowState:
+        return AreaFlowState.yielded
+
+    def observe(self, context: Sequence[NativeContent]) -> None:
+        """Mark the file changed when its stat differs and its bytes hash differently."""
+        _ = context
+        stat = self._current_stat()
+        if stat == self._stat and stat is not None:
+            return
+        data = self._read()
+        digest = "" if data is None else hashlib.sha256(data).hexdigest()
+        if digest != self._digest:
+            self._dirty = True
+        self._stat = stat
+
+    def render(self) -> list[Message]:
+        if not self._dirty:
+            return []
+        self._dirty = False
+        self._stat = self._current_stat()
+        data = self._read()
+        if data is None:
+            self._digest = ""
+            return [Message(Role.user, f"Watched file {self.path}: (missing)", self.source)]
+        self._digest = hashlib.sha256(data).hexdigest()
+        shown = data[: self.max_bytes].decode("utf-8", errors="replace")
+        note = ""
+        if len(data) > self.max_bytes:
+            note = f"\n[truncated: showing {self.max_bytes} of {len(data)} bytes]"
+        text = f"Watched file {self.path}:\n```\n{shown}\n```{note}"
+        return [Message(Role.user, text, self.source)]
+
+    def promote(self) -> tuple[Message, ...]:
+        return ()
+
+    def gc_prologue(self) -> None:
+        pass
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "root": str(self.root),
+            "max_bytes": self.max_bytes,
+            "digest": self._digest,
+            "unwatched": self._unwatched,
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> Self:
+        area = cls(
+            state["path"], state["root"], max_bytes=int(state.get("max_bytes", DEFAULT_MAX_BYTES))
+        )
+        area._digest = state.get("digest")
+        area._dirty = area._digest is None  # rendered before: observe() decides
+        area._unwatched = bool(state.get("unwatched", False))
+        return area
+
+    def _current_stat(self) -> tuple[int, int] | None:
+        try:
+            stat = self._target.stat()
+        except OSError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size)
+
+    def _read(self) -> bytes | None:
+        try:
+            return self._target.read_bytes()
+        except OSError:
+            return None

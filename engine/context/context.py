@@ -1,0 +1,156 @@
+"""The provider-native, append-only working Context, with each item's provenance beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from engine.context.provenance import Provenance
+from engine.gateway.base import Codec, GatewayType, NativeContent
+from engine.gateway.codecs import codec_for
+from engine.message import Message, ToolCall, ToolResult
+
+OwnerStamp = Callable[[Provenance], Provenance]
+"""Called on every emplaced item's provenance; CoopContext uses it to stamp the owner."""
+
+
+class Context(Sequence[NativeContent]):
+    """One native item per emplaced message, per assistant message with its tool calls, and per
+    tool result, so an index means the same in every format and a rebuilt Context matches.
+
+    Items and provenances are kept in two aligned lists; every mutation touches both.
+    """
+
+    _gateway_type: GatewayType
+    _codec: Codec
+    _items: list[NativeContent]
+    _provenances: list[Provenance]
+    _stamp: OwnerStamp | None
+
+    def __init__(self, gateway_type: GatewayType, *, codec: Codec | None = None) -> None:
+        self._gateway_type = gateway_type
+        self._codec = codec if codec is not None else codec_for(gateway_type)
+        self._items = []
+        self._provenances = []
+        self._stamp = None
+
+    @property
+    def gateway_type(self) -> GatewayType:
+        return self._gateway_type
+
+    @property
+    def codec(self) -> Codec:
+        return self._codec
+
+    def set_owner_stamp(self, stamp: OwnerStamp | None) -> None:
+        """Install the hook that stamps ownership on emplaced items (one CoopContext per Context)."""
+        self._stamp = stamp
+
+    # --- appending ---------------------------------------------------------------------------
+
+    def emplace_message(self, message: Message, provenance: Provenance) -> int:
+        """Encode a generic message and append it; returns its index."""
+        return self._emplace(self._codec.encode_message(message), provenance)
+
+    def emplace_assistant(
+        self,
+        content: str,
+        tool_calls: Sequence[ToolCall],
+        provenance: Provenance,
+        *,
+        reasoning: str = "",
+        provider_state: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Append one assistant item carrying its tool calls and opaque provider state."""
+        item = self._codec.encode_assistant(
+            content, tool_calls, reasoning=reasoning, provider_state=provider_state
+        )
+        return self._emplace(item, provenance)
+
+    def emplace_tool_result(self, result: ToolResult, name: str, provenance: Provenance) -> int:
+        """Append one tool result; `name` is the called tool's (Gemini needs it)."""
+        return self._emplace(self._codec.encode_tool_result(result, name=name), provenance)
+
+    def append_native(self, item: NativeContent, provenance: Provenance) -> int:
+        """Append an already-native item with its provenance as is (carry-over; no stamping)."""
+        self._items.append(item)
+        self._provenances.append(provenance)
+        return len(self._items) - 1
+
+    def _emplace(self, item: NativeContent, provenance: Provenance) -> int:
+        if self._stamp is not None:
+            provenance = self._stamp(provenance)
+        return self.append_native(item, provenance)
+
+    # --- cutting ------------------------------------------------------------------------------
+
+    def detach_tail(self, index: int) -> list[tuple[NativeContent, Provenance]]:
+        """Cut the items from `index` on and return them with their provenances, in order.
+
+        `index` follows Python's rules for a slice start (negative counts from the end; past the
+        end detaches nothing).
+        """
+        start, _, _ = slice(index, None).indices(len(self._items))
+        tail = list(zip(self._items[start:], self._provenances[start:], strict=True))
+        del self._items[start:]
+        del self._provenances[start:]
+        return tail
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> NativeContent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[NativeContent, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> NativeContent | tuple[NativeContent, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[index])
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[NativeContent]:
+        return iter(self._items)
+
+    def provenance(self, index: int) -> Provenance:
+        return self._provenances[index]
+
+    @property
+    def provenances(self) -> tuple[Provenance, ...]:
+        """Aligned with the items: `provenances[i]` is where `self[i]` came from."""
+        return tuple(self._provenances)
+
+    def provenances_from(self, index: int) -> tuple[Provenance, ...]:
+        """The provenances of the tail from `index` (costs the tail, not the whole Context)."""
+        return tuple(self._provenances[index:])
+
+    def entries(self) -> list[tuple[NativeContent, Provenance]]:
+        """Items with their provenances, in order (a shallow copy)."""
+        return list(zip(self._items, self._provenances, strict=True))
+
+    def messages(self) -> list[Message]:
+        """The items decoded to generic messages (display, tests); sources come from provenance."""
+        decoded: list[Message] = []
+        for item, provenance in zip(self._items, self._provenances, strict=True):
+            message = self._codec.decode(item)
+            if message.source is None and provenance.source is not None:
+                message = Message(
+                    message.role,
+                    message.content,
+                    provenance.source,
+                    message.tool_calls,
+                    message.tool_call_id,
+                    message.is_error,
+                )
+            decoded.append(message)
+        return decoded
+
+    def serialize(self) -> list[dict[str, Any]]:
+        """The provider's request list for the whole Context (merging where it requires)."""
+        return self._codec.serialize(self._items)
+
+    def __repr__(self) -> str:
+        return f"Context({self._gateway_type.value}, {len(self._items)} items)"

@@ -1,0 +1,457 @@
+"""CoopContext: schedules Areas over one Context and reclaims retired tails (spec/context-areas.md).
+
+Areas sit on a ring in registration order (the cursor walks it); Areas with an effect range sit in
+an insertion-ordered dict kept in order of increasing `latest`, so the Collector walks only the
+tail component. A render touches only the Areas it collects, observes or renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from functools import partial
+from typing import Any, TypeVar
+
+from engine.context.area import (
+    AreaFlowState,
+    AreaLifeState,
+    ContextAreaImplementation,
+    EffectRange,
+    is_restorable,
+)
+from engine.context.collector import tail_component
+from engine.context.context import Context
+from engine.context.errors import AreaCallbackError, AreaRegistrationError
+from engine.context.ownership import OwnershipLedger
+from engine.context.provenance import ItemKind, Provenance
+from engine.context.slots import RangesView, Ring, Slot
+from engine.events import (
+    AreaCursor,
+    AreaRegister,
+    AreaRender,
+    AreaState,
+    Event,
+    GcCollect,
+    MessageData,
+    Payload,
+)
+from engine.gateway.base import NativeContent
+from engine.message import Message, Source
+
+Sink = Callable[[Payload], object]
+"""Receives every area and GC event; if it returns the logged `Event`, its seq is the provenance's."""
+
+T = TypeVar("T")
+
+
+def area_serial(area_id: str) -> int:
+    """The session-wide number `n` of an id `kind#n`."""
+    number = area_id.rpartition("#")[2]
+    return int(number) if number.isdigit() else 0
+
+
+class CoopContext:
+    """Registers Areas, renders them into the Context and collects their reclaimable tails."""
+
+    def __init__(
+        self, context: Context, sink: Sink | None = None, *, first_serial: int = 1
+    ) -> None:
+        """`first_serial` numbers the next registered Area (resume continues the session's ids)."""
+        self._context = context
+        self._sink = sink
+        self._slots: dict[ContextAreaImplementation, Slot] = {}
+        self._by_id: dict[str, Slot] = {}
+        self._ring = Ring()
+        self._cursor: Slot | None = None
+        self._ranged: dict[Slot, None] = {}  # increasing latest
+        self._unranged: dict[Slot, None] = {}  # registration order
+        self._garbage: list[tuple[NativeContent, Provenance]] = []
+        self._ledger = OwnershipLedger()
+        self._serial = first_serial - 1
+        self._rendering = False
+        context.set_owner_stamp(self._stamp)
+
+    # --- public view ----------------------------------------------------------------------
+
+    @property
+    def context(self) -> Context:
+        return self._context
+
+    @property
+    def cursor(self) -> ContextAreaImplementation | None:
+        return self._cursor.area if self._cursor is not None else None
+
+    @property
+    def cursor_id(self) -> str | None:
+        return self._cursor.id if self._cursor is not None else None
+
+    @property
+    def ranges(self) -> Mapping[ContextAreaImplementation, EffectRange]:
+        return RangesView(self._slots, self._ranged)
+
+    @property
+    def areas(self) -> tuple[ContextAreaImplementation, ...]:
+        """The registered Areas in registration (cursor) order."""
+        return tuple(slot.area for slot in self._ring)
+
+    @property
+    def garbage(self) -> tuple[NativeContent, ...]:
+        """Every reclaimed item, in the order it was reclaimed."""
+        return tuple(item for item, _ in self._garbage)
+
+    @property
+    def garbage_entries(self) -> tuple[tuple[NativeContent, Provenance], ...]:
+        return tuple(self._garbage)
+
+    @property
+    def holder(self) -> str | None:
+        """The id of the Area that owns items appended now (it holds the cursor exclusively)."""
+        return self._ledger.holder()
+
+    def area_id(self, area: ContextAreaImplementation) -> str:
+        return self._slots[area].id
+
+    def area_by_id(self, area_id: str) -> ContextAreaImplementation:
+        return self._by_id[area_id].area
+
+    def __contains__(self, area: object) -> bool:
+        try:
+            return area in self._slots
+        except TypeError:
+            return False
+
+    # --- registration ---------------------------------------------------------------------
+
+    def register(self, area: ContextAreaImplementation) -> str:
+        """Add an Area at the end of the ring and return its session-unique id.
+
+        Raises `AreaRegistrationError` for an unhashable Area or a second registration.
+        """
+        try:
+            hash(area)
+        except TypeError as exc:
+            message = (
+                f"cannot register {type(area).__name__}: an Area must be hashable by identity "
+                "(for a dataclass use @dataclass(eq=False))"
+            )
+            raise AreaRegistrationError(message) from exc
+        existing = self._slots.get(area)
+        if existing is not None:
+            same = "this instance" if existing.area is area else "an equal Area"
+            message = f"cannot register {type(area).__name__}: {same} is already registered as {existing.id}"
+            raise AreaRegistrationError(message)
+        restorable = is_restorable(area)
+        kind = area.kind if is_restorable(area) else type(area).__name__
+        self._serial += 1
+        slot = Slot(area, f"{kind}#{self._serial}", self._serial, restorable)
+        snapshot = self._snapshot(slot)
+        name = getattr(area, "name", "")
+        self._emit(
+            lambda: AreaRegister(
+                area=slot.id,
+                kind=kind,
+                name=name if isinstance(name, str) else "",
+                state=snapshot,
+            )
+        )
+        self._link(slot)
+        self._report(slot, force=True)
+        return slot.id
+
+    def adopt(
+        self,
+        area: ContextAreaImplementation,
+        area_id: str,
+        *,
+        reported: tuple[AreaLifeState, AreaFlowState],
+        snapshot: dict[str, Any] | None,
+    ) -> None:
+        """Re-seat a restored Area under its recorded id (resume), in registration order; emits
+        nothing."""
+        serial = area_serial(area_id)
+        self._serial = max(self._serial, serial)
+        slot = Slot(area, area_id, serial, is_restorable(area), None, snapshot)
+        self._link(slot)
+        self._ledger.states[area_id] = reported
+
+    def adopt_range(self, area: ContextAreaImplementation, effect: EffectRange) -> None:
+        """Give an adopted Area its recorded range; call in order of increasing `latest`."""
+        slot = self._slots[area]
+        slot.range = effect
+        self._unranged.pop(slot, None)
+        self._ranged[slot] = None
+
+    def set_cursor(self, area_id: str | None) -> None:
+        """Re-seat the cursor (resume); emits nothing."""
+        self._cursor = self._by_id[area_id] if area_id is not None else None
+        self._ledger.cursor = area_id
+
+    # --- render ---------------------------------------------------------------------------
+
+    def render(self, *, turn: int | None = None) -> Context:
+        """Collect first, then run one pass from the cursor; returns the same Context every time.
+
+        `turn` is recorded in the provenance of rendered and promoted items. An exception in an
+        Area callback propagates as `AreaCallbackError`; the Context is as before that callback.
+        """
+        self._rendering = True
+        try:
+            self._collect(turn)
+            self._pass(turn)
+            if self._cursor is not None:
+                # Report the cursor Area's state so ownership can be read from the events.
+                self._report(self._cursor)
+        finally:
+            self._rendering = False
+        return self._context
+
+    def _pass(self, turn: int | None) -> None:
+        # spec: one pass from the cursor; each retained Area at most once, wrapping once.
+        if self._ring.head is None:
+            return
+        if self._cursor is None:
+            self._move_cursor(self._ring.head)
+        assert self._cursor is not None
+        start = slot = self._cursor
+        while True:
+            life = self._life(slot)
+            if life == AreaLifeState.retain:
+                if slot.range is not None:
+                    # spec: observe() only after a non-empty render created an EffectRange.
+                    view = self._context[slot.range.earliest : slot.range.latest + 1]
+                    self._call(slot, "observe", partial(slot.area.observe, view))
+                    life = self._life(slot)
+                # spec: an Area that retires inside observe() is not rendered in this pass.
+                if life == AreaLifeState.retain:
+                    rendered = self._render_one(slot, turn)
+                    # spec: flow_state is read after render(); exclusive keeps the cursor.
+                    life, flow = self._life(slot), self._flow(slot)
+                    self._note(slot, life, flow, check_snapshot=rendered)
+                    if flow == AreaFlowState.exclusive:
+                        self._move_cursor(slot)
+                        return
+                else:
+                    self._note(slot, life, self._flow(slot))
+            slot = slot.next
+            if slot is start:
+                # spec: after a pass in which every Area yielded, the cursor is where it started.
+                return
+
+    def _render_one(self, slot: Slot, turn: int | None) -> bool:
+        """Render one Area and append its messages; True when it rendered any."""
+        rendered = self._call(slot, "render", slot.area.render)
+        if isinstance(rendered, list) and not rendered:
+            return False  # spec: an empty render creates or moves no range (the common case)
+        messages, natives = self._encode(slot, "render", rendered)
+        if not messages:
+            return False
+        start = len(self._context)
+        latest = start + len(natives) - 1
+        # spec: the first non-empty render fixes earliest; later ones move latest.
+        effect = (
+            EffectRange(start, latest) if slot.range is None else slot.range.extended_to(latest)
+        )
+        seq = self._emit(
+            lambda: AreaRender(
+                area=slot.id,
+                messages=tuple(MessageData.of(m) for m in messages),
+                earliest=effect.earliest,
+                latest=effect.latest,
+            )
+        )
+        for message, native in zip(messages, natives, strict=True):
+            provenance = Provenance(
+                kind=ItemKind.area, seq=seq, turn=turn, source=message.source, owner=slot.id
+            )
+            self._context.append_native(native, provenance)
+        slot.range = effect
+        self._unranged.pop(slot, None)
+        self._ranged.pop(slot, None)
+        self._ranged[slot] = None  # now the range reaching furthest toward the tail
+        return True
+
+    # --- collection -------------------------------------------------------------------------
+
+    def _collect(self, turn: int | None) -> None:
+        """One collection, at the start of render(): a safe point between model invocations."""
+        # 1. Plan: the tail component when every Area in it is retired, and the Areas that
+        #    retired without ever rendering (nothing of theirs to detach).
+        component = tail_component(
+            ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None),
+            lambda slot: self._life(slot) == AreaLifeState.retired,
+        )
+        planned = list(component.areas) if component is not None and component.reclaimable else []
+        # Every never-rendered Area's life_state is read: it costs one property read each.
+        planned += [slot for slot in self._unranged if self._life(slot) == AreaLifeState.retired]
+        if not planned:
+            return
+        planned.sort(key=lambda slot: slot.serial)
+        for slot in planned:
+            self._report(slot)
+        # 2. Every promote() before any gc_prologue(); state changes inside change nothing.
+        promoted: list[tuple[Message, NativeContent]] = []
+        for slot in planned:
+            result = self._call(slot, "promote", slot.area.promote)
+            messages, natives = self._encode(slot, "promote", result)
+            promoted += zip(messages, natives, strict=True)
+        # 3. Every gc_prologue(), the last word before detachment.
+        for slot in planned:
+            self._call(slot, "gc_prologue", slot.area.gc_prologue)
+        # 4. Detach the tail from the component's earliest index (nothing when none is planned).
+        earliest = len(self._context)
+        if component is not None and component.reclaimable:
+            earliest = component.earliest
+        collected = {slot.id for slot in planned}
+        provenances = self._context.provenances_from(earliest)
+        reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
+        carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
+        seq = self._emit(
+            lambda: GcCollect(
+                areas=tuple(slot.id for slot in planned),
+                earliest=earliest,
+                reclaimed=tuple(reclaimed),
+                promoted=tuple(MessageData.of(m) for m, _ in promoted),
+                carried=tuple(carried),
+            )
+        )
+        detached = self._context.detach_tail(earliest)
+        # 5. Items owned by a collected Area go to garbage, in order.
+        self._garbage += [detached[i - earliest] for i in reclaimed]
+        # 6. The promoted messages are appended; they belong to no Area.
+        for message, native in promoted:
+            provenance = Provenance(
+                kind=ItemKind.promoted, seq=seq, turn=turn, source=message.source
+            )
+            self._context.append_native(native, provenance)
+        # 7. Every other detached item is re-appended in its original order, with its provenance.
+        for i in carried:
+            self._context.append_native(*detached[i - earliest])
+        # 8. The Areas are removed; a cursor on a collected Area moves to the next surviving one.
+        cursor = self._cursor
+        if cursor is not None and cursor.id in collected:
+            survivor = cursor.next
+            while survivor.id in collected and survivor is not cursor:
+                survivor = survivor.next
+            cursor = None if survivor is cursor else survivor
+        for slot in planned:
+            self._unlink(slot)
+        self._move_cursor(cursor)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _stamp(self, provenance: Provenance) -> Provenance:
+        # Items the loop appends between renders belong to the Area holding the cursor exclusively.
+        if self._rendering or provenance.owner is not None:
+            return provenance
+        holder = self._ledger.holder()
+        return provenance.owned_by(holder) if holder is not None else provenance
+
+    def _call(self, slot: Slot, callback: str, function: Callable[[], T]) -> T:
+        """Run one Area callback; on an exception, roll the Context back and name the Area."""
+        length = len(self._context)
+        try:
+            return function()
+        except Exception as exc:
+            if len(self._context) > length:
+                self._context.detach_tail(length)
+            raise AreaCallbackError(slot.id, type(slot.area).__name__, callback, exc) from exc
+
+    def _encode(
+        self, slot: Slot, callback: str, result: object
+    ) -> tuple[list[Message], list[NativeContent]]:
+        """Check a callback's messages and encode them; a default source names the Area's kind."""
+
+        def encode() -> tuple[list[Message], list[NativeContent]]:
+            if not isinstance(result, list | tuple):
+                raise TypeError(f"expected a list of Message, got {type(result).__name__}")
+            messages: list[Message] = []
+            for message in result:
+                if not isinstance(message, Message):
+                    raise TypeError(f"expected Message, got {type(message).__name__}")
+                if message.source is None:
+                    message = replace(message, source=Source("area", slot.id.partition("#")[0]))
+                messages.append(message)
+            return messages, [self._context.codec.encode_message(m) for m in messages]
+
+        return self._call(slot, callback, encode)
+
+    def _life(self, slot: Slot) -> AreaLifeState:
+        # Read directly (no closure): the pass and the Collector read it for every Area they touch.
+        try:
+            return slot.area.life_state
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(slot.area).__name__, "life_state", exc) from exc
+
+    def _flow(self, slot: Slot) -> AreaFlowState:
+        try:
+            return slot.area.flow_state
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(slot.area).__name__, "flow_state", exc) from exc
+
+    def _snapshot(self, slot: Slot) -> dict[str, Any] | None:
+        if not slot.restorable:
+            return None
+        area = slot.area
+        assert is_restorable(area)
+        return self._call(slot, "snapshot", area.snapshot)
+
+    def _report(self, slot: Slot, *, force: bool = False) -> None:
+        self._note(slot, self._life(slot), self._flow(slot), force=force)
+
+    def _note(
+        self,
+        slot: Slot,
+        life: AreaLifeState,
+        flow: AreaFlowState,
+        *,
+        force: bool = False,
+        check_snapshot: bool = False,
+    ) -> None:
+        """Emit `area/state` when life or flow changed since last reported (or, after a
+        non-empty render, the snapshot did)."""
+        state = (AreaLifeState(life), AreaFlowState(flow))
+        changed = force or self._ledger.states.get(slot.id) != state
+        if not changed and not (check_snapshot and slot.restorable):
+            return
+        snapshot = self._snapshot(slot)
+        if not changed and snapshot == slot.snapshot:
+            return
+        self._ledger.states[slot.id] = state
+        slot.snapshot = snapshot
+        self._emit(
+            lambda: AreaState(
+                area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
+            )
+        )
+
+    def _move_cursor(self, slot: Slot | None) -> None:
+        if slot is self._cursor:
+            return
+        self._cursor = slot
+        self._ledger.cursor = slot.id if slot is not None else None
+        self._emit(lambda: AreaCursor(area=self._ledger.cursor))
+
+    def _emit(self, payload: Callable[[], Payload]) -> int | None:
+        """Build the event only when a sink listens (payload models cost a validation each)."""
+        if self._sink is None:
+            return None
+        result = self._sink(payload())
+        return result.seq if isinstance(result, Event) else None
+
+    def _link(self, slot: Slot) -> None:
+        self._slots[slot.area] = slot
+        self._by_id[slot.id] = slot
+        if slot.range is None:
+            self._unranged[slot] = None
+        self._ring.append(slot)
+
+    def _unlink(self, slot: Slot) -> None:
+        del self._slots[slot.area]
+        del self._by_id[slot.id]
+        self._ranged.pop(slot, None)
+        self._unranged.pop(slot, None)
+        self._ledger.forget(slot.id)
+        self._ring.remove(slot)
+
+    def __repr__(self) -> str:
+        return f"CoopContext({len(self._slots)} areas, cursor={self.cursor_id}, {self._context!r})"

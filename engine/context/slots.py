@@ -1,0 +1,76 @@
+"""Registered Areas as slots on a ring (registration and cursor order) plus the ranges view."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.context.area import ContextAreaImplementation, EffectRange
+
+
+@dataclass(eq=False, slots=True)
+class Slot:
+    """One registered Area: its id, place on the ring, effect range and last reported snapshot."""
+
+    area: ContextAreaImplementation
+    id: str
+    serial: int
+    restorable: bool
+    range: EffectRange | None = None
+    snapshot: dict[str, Any] | None = None
+    prev: Slot = field(init=False, repr=False)
+    next: Slot = field(init=False, repr=False)
+
+
+class Ring:
+    """A circular doubly linked list: O(1) insertion at the end, removal and cursor steps."""
+
+    def __init__(self) -> None:
+        self.head: Slot | None = None
+
+    def append(self, slot: Slot) -> None:
+        if self.head is None:
+            slot.prev = slot.next = slot
+            self.head = slot
+            return
+        last = self.head.prev
+        slot.prev, slot.next = last, self.head
+        last.next = self.head.prev = slot
+
+    def remove(self, slot: Slot) -> None:
+        if slot.next is slot:
+            self.head = None
+            return
+        slot.prev.next = slot.next
+        slot.next.prev = slot.prev
+        if self.head is slot:
+            self.head = slot.next
+
+    def __iter__(self) -> Iterator[Slot]:
+        slot = self.head
+        while slot is not None:
+            yield slot
+            slot = slot.next
+            if slot is self.head:
+                return
+
+
+class RangesView(Mapping[ContextAreaImplementation, EffectRange]):
+    """A read-only view of the effect ranges, in order of increasing `latest`."""
+
+    def __init__(self, slots: Mapping[ContextAreaImplementation, Slot], ranged: dict[Slot, None]):
+        self._slots = slots
+        self._ranged = ranged
+
+    def __getitem__(self, area: ContextAreaImplementation) -> EffectRange:
+        slot = self._slots.get(area)
+        if slot is None or slot.range is None:
+            raise KeyError(area)
+        return slot.range
+
+    def __iter__(self) -> Iterator[ContextAreaImplementation]:
+        return (slot.area for slot in self._ranged)
+
+    def __len__(self) -> int:
+        return len(self._ranged)

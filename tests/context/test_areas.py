@@ -1,0 +1,160 @@
+"""Built-in Areas (notice, subtask, watch, plan), their snapshots, and the config loader."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.context import AreaFlowState, AreaLifeState, ContextAreaImplementation, RestorableArea
+from engine.context.areas import (
+    BUILTIN_KINDS,
+    SUBTASK_DONE_TOOL,
+    AreaLoadError,
+    NoticeArea,
+    PlanArea,
+    SubtaskArea,
+    WatchArea,
+    load_area,
+)
+from tests.context.fakes import Harness
+
+
+def test_notice_is_one_shot_and_takes_only_itself() -> None:
+    h = Harness()
+    notice: ContextAreaImplementation = NoticeArea("Use the repo state.")
+    h.coop.register(notice)
+    h.say("before")
+    assert notice.flow_state is AreaFlowState.yielded
+    h.render()
+    assert notice.life_state is AreaLifeState.retired
+    h.say("after")
+    h.render()
+    assert h.texts() == ["before", "after"]
+    assert h.garbage() == ["Use the repo state."]
+
+
+def test_subtask_is_exclusive_until_done_then_promotes_its_result() -> None:
+    h = Harness()
+    h.say("main question")
+    task = SubtaskArea("find the bug")
+    assert task.tool_name == SUBTASK_DONE_TOOL.name == "subtask_done"
+    h.coop.register(task)
+    h.render()
+    assert h.texts()[-1].startswith("Subtask: find the bug")
+    assert task.flow_state is AreaFlowState.exclusive
+    assert task.active
+    h.say("model works")
+    h.render()
+    assert h.texts().count("model works") == 1  # renders nothing more while it works
+    task.complete("it was an off-by-one")
+    assert (task.life_state, task.flow_state) == (AreaLifeState.retired, AreaFlowState.yielded)
+    h.say("subtask_done result")
+    h.render()
+    assert h.texts() == ["main question", "Subtask find the bug: it was an off-by-one"]
+    with pytest.raises(RuntimeError, match="already complete"):
+        task.complete("again")
+
+
+def test_watch_renders_the_file_and_re_renders_only_when_it_changes(tmp_path: Path) -> None:
+    target = tmp_path / "notes.md"
+    target.write_text("v1")
+    h = Harness()
+    watch = WatchArea("notes.md", tmp_path)
+    h.coop.register(watch)
+    h.render()
+    assert "v1" in h.texts()[-1]
+    h.render()
+    assert len(h.texts()) == 1
+    target.write_text("v2 longer")
+    h.render()
+    assert "v2 longer" in h.texts()[-1]
+    os.utime(target, ns=(1, 1))  # touched, same bytes: no re-render
+    h.render()
+    assert len(h.texts()) == 2
+    watch.unwatch()
+    assert watch.life_state is AreaLifeState.retired
+    h.render()
+    assert h.texts() == []
+
+
+def test_watch_missing_file_truncation_and_confinement(tmp_path: Path) -> None:
+    missing = WatchArea("nope.txt", tmp_path)
+    assert "(missing)" in missing.render()[0].content
+    (tmp_path / "big.txt").write_text("x" * 100)
+    big = WatchArea("big.txt", tmp_path, max_bytes=10)
+    assert "[truncated: showing 10 of 100 bytes]" in big.render()[0].content
+    with pytest.raises(ValueError, match="outside the workspace"):
+        WatchArea("../escape", tmp_path)
+
+
+def test_plan_checklist_re_renders_when_changed() -> None:
+    h = Harness()
+    plan = PlanArea("Plan", ["read", "fix"])
+    h.coop.register(plan)
+    h.render()
+    assert h.texts()[-1] == "Plan:\n- [ ] 1. read\n- [ ] 2. fix"
+    h.render()
+    assert len(h.texts()) == 1
+    plan.check(1)
+    test_id = plan.add("test")
+    plan.remove(2)
+    h.render()
+    assert h.texts()[-1] == "Plan:\n- [x] 1. read\n- [ ] 3. test"
+    assert test_id == 3
+    plan.uncheck(1)
+    plan.close()
+    assert plan.life_state is AreaLifeState.retired
+    with pytest.raises(KeyError):
+        plan.check(99)
+
+
+def test_snapshot_restore_round_trips(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    task = SubtaskArea("g")
+    task.render()
+    plan = PlanArea("P", ["a"])
+    plan.check(1)
+    areas: list[RestorableArea] = [NoticeArea("n"), task, WatchArea("f", tmp_path), plan]
+    for area in areas:
+        assert isinstance(area, RestorableArea)
+        assert BUILTIN_KINDS[area.kind] is type(area)
+        restored = type(area).restore(area.snapshot())
+        assert restored.snapshot() == area.snapshot()
+
+
+def test_restored_watch_re_renders_only_if_the_file_changed(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_text("same")
+    watch = WatchArea("f", tmp_path)
+    watch.render()
+    restored = WatchArea.restore(watch.snapshot())
+    restored.observe(())
+    assert restored.render() == []
+    target.write_text("changed")
+    restored.observe(())
+    assert "changed" in restored.render()[0].content
+
+
+def test_load_area_by_import_path() -> None:
+    area = load_area("engine.context.areas.notice:NoticeArea", {"text": "hi"})
+    assert isinstance(area, NoticeArea)
+    assert isinstance(load_area("engine.context.areas.plan.PlanArea"), PlanArea)
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("no.such.module:Area", "import of 'no.such.module' failed"),
+        ("engine.context.areas.notice:Missing", "has no callable 'Missing'"),
+        ("engine.context.areas.notice:NoticeArea", "raised TypeError"),
+        ("engine.message:Source", "raised"),
+        ("collections:OrderedDict", "lacks life_state"),
+        ("nocolon", "expected 'package.module:Class'"),
+    ],
+)
+def test_a_failing_load_names_the_path(path: str, reason: str) -> None:
+    with pytest.raises(AreaLoadError, match=reason) as info:
+        load_area(path)
+    assert path in str(info.value)
