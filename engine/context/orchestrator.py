@@ -1,0 +1,427 @@
+"""The ContextOrchestrator: what one model request carries, bounded, ordered and attributed.
+
+`assemble()` takes the Context's native items and their aligned provenance and returns the floor,
+the reserved lane, the newest complete history groups that fit, and the current turn whole
+(context-orchestration, "Governors"; DESIGN.md, "Orchestrator"). The agent loop sends exactly what it
+returns, after the egress gate.
+
+Cost stays flat as a session grows (DESIGN.md, principle 5): a `GroupIndex` is kept beside the
+Context and updated only with what changed, so a step touches the new items, the reserved lane, the
+current turn and the groups it keeps, never the whole history.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from engine.context.budget import (
+    CHARS_PER_TOKEN,
+    DEFAULT_CHAR_CAP,
+    DEFAULT_TURN_WINDOW,
+    Budget,
+    BudgetBreakdown,
+    ContextBudgetExceededError,
+    item_chars,
+)
+from engine.context.egress import (
+    DEFAULT_SECRET_PATTERNS,
+    DEFAULT_SHELL_CLASS,
+    EgressGate,
+    EgressRefusedError,
+    default_egress_class,
+    is_secret_path,
+    label_for_provenance,
+    secret_label,
+    tool_result_label,
+)
+from engine.context.floor import (
+    DEFAULT_INSTRUCTION_FILES,
+    DEFAULT_INSTRUCTION_MAX_BYTES,
+    Block,
+    FloorBuilder,
+    FloorLog,
+    Layer,
+    PinBoard,
+    environment_block,
+    karma_blocks,
+    order_floor,
+    prefix_digest,
+    system_text,
+)
+from engine.context.grants import (
+    EnvironmentKey,
+    EnvironmentLease,
+    EnvironmentSnapshots,
+    Grant,
+    GrantTracker,
+)
+from engine.context.provenance import ItemKind, Provenance
+from engine.events import Figures, StepStart
+from engine.gateway.base import NativeContent
+from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DEFAULT_CHAR_CAP",
+    "DEFAULT_INSTRUCTION_FILES",
+    "DEFAULT_INSTRUCTION_MAX_BYTES",
+    "DEFAULT_SECRET_PATTERNS",
+    "DEFAULT_SHELL_CLASS",
+    "DEFAULT_TURN_WINDOW",
+    "AssembledContext",
+    "Block",
+    "Budget",
+    "BudgetBreakdown",
+    "ContextBudgetExceededError",
+    "ContextOrchestrator",
+    "EgressGate",
+    "EgressRefusedError",
+    "EnvironmentKey",
+    "EnvironmentLease",
+    "EnvironmentSnapshots",
+    "FloorBuilder",
+    "FloorLog",
+    "Grant",
+    "GrantTracker",
+    "GroupIndex",
+    "Layer",
+    "PinBoard",
+    "default_egress_class",
+    "environment_block",
+    "is_secret_path",
+    "item_chars",
+    "karma_blocks",
+    "label_for_provenance",
+    "order_floor",
+    "prefix_digest",
+    "secret_label",
+    "system_text",
+    "tool_result_label",
+]
+
+ALWAYS_RESERVED: frozenset[ItemKind] = frozenset({ItemKind.promoted, ItemKind.summary})
+"""Kinds that never age out: a promoted message or a summary stands for reclaimed material."""
+
+
+@dataclass(slots=True)
+class _Group:
+    """One complete past-turn group: its members in Context order and what they cost."""
+
+    turn: int
+    start: int
+    members: list[int]
+    unowned_chars: int = 0
+    owned: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroupIndex:
+    """The history's groups, kept incrementally beside the Context.
+
+    Grouping: promoted items and summaries are in no group (always reserved). Every other item joins
+    the group of its turn; consecutive items of one turn form one group, and items appended between
+    turns (turn None) join the group of the turn that follows them, or stay pending at the tail as
+    the next turn's pre-prompt context. Items owned by an Area are group members too, with their
+    owner remembered, because whether they are reserved depends on which Areas are retained at the
+    time of assembly, not at the time of append.
+
+    Upkeep: `sync()` indexes only the items appended since the last call (each item's cost and label
+    computed once). Detaching the tail must be reported with `note_detached(index)`: the index drops
+    the groups touching the cut and re-indexes the survivors of the last one, a cost proportional to
+    the change. As a safety net, `sync()` rebuilds from scratch when the Context shrank below the
+    indexed length or its last indexed provenance differs from the recorded one.
+    """
+
+    shell_class: PrivacyClass = DEFAULT_SHELL_CLASS
+    _provenances: list[Provenance] = field(default_factory=list)
+    _chars: list[int] = field(default_factory=list)
+    _labels: list[PrivatizationLabel] = field(default_factory=list)
+    _groups: list[_Group] = field(default_factory=list)
+    _starts: list[int] = field(default_factory=list)
+    _first_of_turn: dict[int, int] = field(default_factory=dict)
+    _pending: list[int] = field(default_factory=list)
+    _always: list[int] = field(default_factory=list)
+    _by_owner: dict[str, list[int]] = field(default_factory=dict)
+    _interned: dict[PrivatizationLabel, PrivatizationLabel] = field(default_factory=dict)
+
+    def sync(self, items: Sequence[NativeContent], provenances: Sequence[Provenance]) -> None:
+        """Index the items appended since the last call."""
+        count = len(provenances)
+        if len(items) != count:
+            raise ValueError(f"{len(items)} items but {count} provenances: they must be aligned")
+        indexed = len(self._provenances)
+        if indexed > count:
+            self.note_detached(count)
+        elif indexed:
+            last, recorded = provenances[indexed - 1], self._provenances[indexed - 1]
+            if last is not recorded and last != recorded:
+                self.note_detached(0)  # an unreported rewrite: rebuild rather than trust the index
+        for index in range(len(self._provenances), count):
+            provenance = provenances[index]
+            self._provenances.append(provenance)
+            self._chars.append(item_chars(items[index]))
+            label = label_for_provenance(provenance, shell_class=self.shell_class)
+            self._labels.append(self._interned.setdefault(label, label))
+            self._add(index)
+
+    def note_detached(self, from_index: int) -> None:
+        """The Context's tail from `from_index` was detached; forget it."""
+        if from_index >= len(self._provenances):
+            return
+        from_index = max(from_index, 0)
+        position = bisect_left(self._starts, from_index) - 1
+        replay_from = self._starts[position] if position >= 0 else 0
+        kept = slice(replay_from, from_index)
+        survivors = (self._provenances[kept], self._chars[kept], self._labels[kept])
+        self._truncate(replay_from)
+        for provenance, chars, label in zip(*survivors, strict=True):
+            self._provenances.append(provenance)
+            self._chars.append(chars)
+            self._labels.append(label)
+            self._add(len(self._provenances) - 1)
+
+    def _add(self, index: int) -> None:
+        provenance = self._provenances[index]
+        if provenance.kind in ALWAYS_RESERVED:
+            self._always.append(index)
+            return
+        if provenance.owner is not None:
+            self._by_owner.setdefault(provenance.owner, []).append(index)
+        if provenance.turn is None:
+            self._pending.append(index)
+            return
+        joining = [*self._pending, index]
+        self._pending.clear()
+        if self._groups and self._groups[-1].turn == provenance.turn:
+            group = self._groups[-1]
+        else:
+            group = _Group(turn=provenance.turn, start=joining[0], members=[])
+            self._first_of_turn.setdefault(provenance.turn, len(self._groups))
+            self._groups.append(group)
+            self._starts.append(group.start)
+        for member in joining:
+            group.members.append(member)
+            if self._provenances[member].owner is None:
+                group.unowned_chars += self._chars[member]
+            else:
+                group.owned.append(member)
+
+    def _truncate(self, cut: int) -> None:
+        while self._groups and self._groups[-1].start >= cut:
+            group = self._groups.pop()
+            self._starts.pop()
+            if self._first_of_turn.get(group.turn) == len(self._groups):
+                del self._first_of_turn[group.turn]
+        del self._pending[bisect_left(self._pending, cut) :]
+        del self._always[bisect_left(self._always, cut) :]
+        for owner in list(self._by_owner):
+            indices = self._by_owner[owner]
+            del indices[bisect_left(indices, cut) :]
+            if not indices:
+                del self._by_owner[owner]
+        del self._provenances[cut:], self._chars[cut:], self._labels[cut:]
+
+    # --- reads used by assembly -------------------------------------------------------------
+
+    def reserved(self, retained_owners: frozenset[str]) -> list[int]:
+        """The reserved lane's indices in Context order: promoted, summaries, retained Areas' items."""
+        lanes = [self._always]
+        lanes.extend(self._by_owner[o] for o in retained_owners if o in self._by_owner)
+        return sorted(itertools.chain.from_iterable(lanes))
+
+    def current_start(self, current_turn: int) -> int:
+        """The position of the first group of the current turn: everything from it on is the turn."""
+        position = len(self._groups)
+        while position > 0 and self._groups[position - 1].turn >= current_turn:
+            position -= 1
+        first = self._first_of_turn.get(current_turn)
+        return position if first is None else min(first, position)
+
+    def group_chars(self, position: int, retained_owners: frozenset[str]) -> int:
+        """What a history group costs once its retained Areas' items are already reserved."""
+        group = self._groups[position]
+        owned = sum(
+            self._chars[m] for m in group.owned if self._provenances[m].owner not in retained_owners
+        )
+        return group.unowned_chars + owned
+
+    def members(self, start: int, stop: int, retained_owners: frozenset[str]) -> Iterator[int]:
+        """Unreserved members of the groups at positions `start..stop-1`, in Context order."""
+        for position in range(start, stop):
+            yield from self._unreserved(self._groups[position].members, retained_owners)
+
+    def current(self, start: int, retained_owners: frozenset[str]) -> Iterator[int]:
+        """Unreserved items of the current turn: its groups from `start` and the pending tail."""
+        yield from self.members(start, len(self._groups), retained_owners)
+        yield from self._unreserved(self._pending, retained_owners)
+
+    def _unreserved(self, indices: list[int], retained_owners: frozenset[str]) -> Iterator[int]:
+        for index in indices:
+            owner = self._provenances[index].owner
+            if owner is None or owner not in retained_owners:
+                yield index
+
+    def chars(self, index: int) -> int:
+        return self._chars[index]
+
+    def label(self, index: int) -> PrivatizationLabel:
+        return self._labels[index]
+
+    def provenance(self, index: int) -> Provenance:
+        return self._provenances[index]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssembledContext:
+    """One request's context: what the loop sends, with everything needed to attribute it.
+
+    `items`, `indices`, `provenances` and `labels` are aligned and in Context order; the items are
+    copies, so a gateway may merge or mutate them without touching the Context.
+    """
+
+    floor: tuple[Block, ...]
+    system: str
+    items: tuple[NativeContent, ...]
+    indices: tuple[int, ...]
+    provenances: tuple[Provenance, ...]
+    labels: tuple[PrivatizationLabel, ...]
+    reserved_indices: tuple[int, ...]
+    current_indices: tuple[int, ...]
+    context_window: int | None  # the window the cap derives from (generation window preferred)
+    prefix_digest: str
+    label: PrivatizationLabel
+    figures: Figures
+    groups_kept: int
+    groups_dropped: int
+
+    @property
+    def floor_hashes(self) -> tuple[str, ...]:
+        return tuple(b.content_hash for b in self.floor)
+
+    def step_start(self, *, turn: int, step: int) -> StepStart:
+        """The `step/start` payload recording this request's floor and figures."""
+        return StepStart(
+            turn=turn,
+            step=step,
+            prefix_digest=self.prefix_digest,
+            floor=self.floor_hashes,
+            figures=self.figures,
+        )
+
+
+@dataclass(slots=True)
+class ContextOrchestrator:
+    """Assembles each request from the Context; one per session, because it keeps the GroupIndex."""
+
+    shell_class: PrivacyClass = DEFAULT_SHELL_CLASS
+    index: GroupIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = GroupIndex(shell_class=self.shell_class)
+
+    def note_detached(self, from_index: int) -> None:
+        """Report that the Context's tail from `from_index` was detached (collection, compaction)."""
+        self.index.note_detached(from_index)
+
+    def assemble(
+        self,
+        items: Sequence[NativeContent],
+        provenances: Sequence[Provenance],
+        *,
+        current_turn: int,
+        retained_owners: frozenset[str],
+        floor: Sequence[Block],
+        budget: Budget,
+    ) -> AssembledContext:
+        """Bound and order one request; raises `ContextBudgetExceededError` when nothing fits.
+
+        The floor, the reserved lane and the whole current turn are reserved first; history keeps the
+        newest complete groups that fit, at most `turn_window`, stopping at the first that does not.
+        """
+        index = self.index
+        index.sync(items, provenances)
+        floor = tuple(floor)
+        cap = budget.cap
+        # 1. the reserved lane: promoted items, summaries, and items owned by retained Areas
+        reserved = index.reserved(retained_owners)
+        # 2. the current turn, whole: from its first group (pre-prompt contexts included) to the tail
+        start = index.current_start(current_turn)
+        current = list(index.current(start, retained_owners))
+        # 3. reserve floor, lane and turn before any history; fail with the numbers if they overflow
+        floor_chars = sum(b.chars for b in floor)
+        reserved_chars = sum(index.chars(i) for i in reserved)
+        current_chars = sum(index.chars(i) for i in current)
+        used = floor_chars + reserved_chars + current_chars
+        if used > cap:
+            raise _exceeded(
+                index, floor_chars, reserved, reserved_chars, current, current_chars, cap
+            )
+        reserved_total = used
+        # 4. history: newest complete groups first, stopping at the window or the first misfit
+        kept = 0
+        window = max(budget.turn_window, 0)
+        while kept < window and start - kept > 0:
+            cost = index.group_chars(start - kept - 1, retained_owners)
+            if used + cost > cap:
+                break
+            used += cost
+            kept += 1
+        history = index.members(start - kept, start, retained_owners)
+        # 5. everything sent, in Context order, as copies
+        sent = tuple(sorted((*reserved, *history, *current)))  # sorted runs: timsort merges them
+        labels = tuple(index.label(i) for i in sent)
+        distinct = {id(x): x for x in (*(b.label for b in floor), *labels)}  # labels are interned
+        return AssembledContext(
+            floor=floor,
+            system=system_text(floor),
+            items=_copies(items, sent),
+            indices=sent,
+            provenances=tuple(index.provenance(i) for i in sent),
+            labels=labels,
+            reserved_indices=tuple(reserved),
+            current_indices=tuple(current),
+            context_window=budget.window,
+            prefix_digest=prefix_digest(floor),
+            label=join_all(list(distinct.values())),
+            figures=Figures(
+                chars=used,
+                cap=cap,
+                groups_kept=kept,
+                groups_dropped=start - kept,
+                reserved=reserved_total,
+            ),
+            groups_kept=kept,
+            groups_dropped=start - kept,
+        )
+
+
+def _copies(items: Sequence[NativeContent], indices: Sequence[int]) -> tuple[NativeContent, ...]:
+    """Deep copies of the sent items in one C-level pickle round trip (JSON-shaped, so picklable),
+    several times cheaper than `copy.deepcopy` item by item."""
+    chosen = [items[i] for i in indices]
+    copied: list[NativeContent] = pickle.loads(pickle.dumps(chosen, pickle.HIGHEST_PROTOCOL))
+    return tuple(copied)
+
+
+def _exceeded(
+    index: GroupIndex,
+    floor_chars: int,
+    reserved: list[int],
+    reserved_chars: int,
+    current: list[int],
+    current_chars: int,
+    cap: int,
+) -> ContextBudgetExceededError:
+    largest = max([*reserved, *current], key=index.chars, default=None)
+    breakdown = BudgetBreakdown(
+        floor=floor_chars,
+        reserved_lane=reserved_chars,
+        current_turn=current_chars,
+        largest_index=largest,
+        largest_chars=0 if largest is None else index.chars(largest),
+    )
+    return ContextBudgetExceededError(needed=breakdown.total, allowed=cap, breakdown=breakdown)
