@@ -136,7 +136,7 @@ class ContextConfig(_Section):
     char_cap: PositiveInt = 96_000
     turn_window: int = 20  # 0 or less keeps no history group
     instruction_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "TRELLIS.md"])
-    instruction_max_bytes: NonNegativeInt = 32_768
+    instruction_max_bytes: PositiveInt = 32_768
     secret_patterns: list[str] = Field(
         default_factory=lambda: [".env*", "*.pem", "*.key", "id_*", "*credentials*"]
     )

@@ -19,6 +19,7 @@ from engine.context.rebuild import (
     message_provenance,
     rebuild_context,
     resume_coop_context,
+    user_message_text,
 )
 from engine.gateway.base import NativeContent
 
@@ -43,4 +44,5 @@ __all__ = [
     "message_provenance",
     "rebuild_context",
     "resume_coop_context",
+    "user_message_text",
 ]

@@ -123,6 +123,29 @@ class Context(Sequence[NativeContent]):
         """Aligned with the items: `provenances[i]` is where `self[i]` came from."""
         return tuple(self._provenances)
 
+    @property
+    def provenance_view(self) -> Sequence[Provenance]:
+        """A read-only live view of the provenances, for readers that must not copy each step."""
+        return _ProvenanceView(self._provenances)
+
+    def rebind(
+        self, gateway_type: GatewayType, entries: Sequence[tuple[NativeContent, Provenance]]
+    ) -> None:
+        """Switch to another provider's format: the same positions and provenance, new items.
+
+        `entries` come from rebuilding the same log in the new format (a model change), so every
+        index keeps its meaning and the Areas' effect ranges stay valid.
+        """
+        if len(entries) != len(self._items):
+            raise ValueError(
+                f"rebinding needs {len(self._items)} items, got {len(entries)}: the log and the "
+                "Context disagree"
+            )
+        self._gateway_type = gateway_type
+        self._codec = codec_for(gateway_type)
+        self._items = [item for item, _ in entries]
+        self._provenances = [provenance for _, provenance in entries]
+
     def provenances_from(self, index: int) -> tuple[Provenance, ...]:
         """The provenances of the tail from `index` (costs the tail, not the whole Context)."""
         return tuple(self._provenances[index:])
@@ -154,3 +177,24 @@ class Context(Sequence[NativeContent]):
 
     def __repr__(self) -> str:
         return f"Context({self._gateway_type.value}, {len(self._items)} items)"
+
+
+class _ProvenanceView(Sequence[Provenance]):
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[Provenance]) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Provenance: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Provenance, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Provenance | tuple[Provenance, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[index])
+        return self._items[index]

@@ -90,6 +90,19 @@ def message_provenance(event: Event, turn: int | None) -> Provenance:
             raise TypeError(f"{event.type} does not append a message to the Context")
 
 
+def user_message_text(message: UserMessage) -> str:
+    """What the model sees of a user/message: its content, then each attachment's text, named."""
+    if not message.attachments:
+        return message.content
+    parts = [message.content]
+    for attachment in message.attachments:
+        name = attachment.uri or attachment.name
+        parts.append(
+            f'<attachment name="{name}" type="{attachment.mime_type}">\n{attachment.text}\n</attachment>'
+        )
+    return "\n\n".join(parts)
+
+
 def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> RebuiltContext:
     """Replay `events` into a new Context; returns it with the Areas' records, cursor and garbage."""
     context = Context(gateway_type)
@@ -110,8 +123,8 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
                 turn = number
             case TurnEnd():
                 turn = None
-            case UserMessage(content=content, source=source):
-                message = Message(Role.user, content, source)
+            case UserMessage(source=source) as user:
+                message = Message(Role.user, user_message_text(user), source)
                 context.emplace_message(message, stamped(message_provenance(event, turn)))
             case AssistantMessage() as reply:
                 context.emplace_assistant(

@@ -1,0 +1,19 @@
+"""The agent loop (spec/context-injection.md): turns, the outbox, admission, tools."""
+
+from engine.agent.admission import Allow, Block, PromptDecision, PromptListener, PromptSubmission
+from engine.agent.agent import Agent, AgentClosedError, ToolHook
+from engine.agent.factory import open_agent
+from engine.agent.options import AgentOptions
+
+__all__ = [
+    "Agent",
+    "AgentClosedError",
+    "AgentOptions",
+    "Allow",
+    "Block",
+    "PromptDecision",
+    "PromptListener",
+    "PromptSubmission",
+    "ToolHook",
+    "open_agent",
+]

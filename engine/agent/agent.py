@@ -1,0 +1,546 @@
+"""The Agent: one session's model loop behind `send`, `steer`, `inject` and `cancel`.
+
+Front ends use this API and the session's event stream; nothing here knows a front end. Turns run
+one at a time from a FIFO inbox; `inject` never starts one (spec: context-injection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+
+from engine.agent.admission import Allow, Block, PromptListener, PromptSubmission, run_admission
+from engine.agent.assembler import Assembler
+from engine.agent.options import AgentOptions
+from engine.agent.outbox import Outbox, Steering
+from engine.agent.subtask import SubtaskDoneTool
+from engine.agent.turn import Turn
+from engine.context import (
+    Context,
+    CoopContext,
+    RebuiltContext,
+    UnrestorableArea,
+    message_provenance,
+    rebuild_context,
+    resume_coop_context,
+    user_message_text,
+)
+from engine.context.area import AreaLifeState, ContextAreaImplementation
+from engine.context.areas import BUILTIN_KINDS, SubtaskArea
+from engine.context.orchestrator import AssembledContext
+from engine.events import (
+    AgentError,
+    AgentQueued,
+    AgentStatus,
+    AgentStatusChanged,
+    AssistantMessage,
+    Attachment,
+    Event,
+    GcCollect,
+    MessageData,
+    OutboxChanged,
+    Payload,
+    PinAdd,
+    PinRemove,
+    SessionTitle,
+    SteerDropped,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEndReason,
+    TurnStart,
+    UserMessage,
+)
+from engine.gateway.base import Gateway, ToolSpec
+from engine.message import AdditionalContext, Message, Role, Source, ToolCall, ToolResult
+from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.session import Session, Subscriber
+from engine.tools import ToolContext, ToolOutput, ToolRegistry
+from engine.tools.permission import PermissionBroker
+
+log = logging.getLogger(__name__)
+
+ToolHook = Callable[[ToolCall, ToolOutput], Iterable[AdditionalContext]]
+GatewayFactory = Callable[[str], tuple[Gateway, str]]
+"""Makes the gateway (and the provider's model id) for a configured model entry name."""
+
+USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+
+
+class AgentClosedError(RuntimeError):
+    """The agent was disposed; it takes no more input."""
+
+
+class Agent:
+    """One session's agent. Build it with `engine.agent.open_agent`."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        gateway: Gateway,
+        model_id: str,
+        workspace: Path,
+        tools: ToolRegistry,
+        permission: PermissionBroker,
+        assembler: Assembler,
+        rebuilt: RebuiltContext | None = None,
+        gateway_factory: GatewayFactory | None = None,
+        options: AgentOptions | None = None,
+        fork: Callable[[int], Awaitable[str]] | None = None,
+    ) -> None:
+        self.session = session
+        self.gateway = gateway
+        self.model_id = model_id
+        self.workspace = workspace
+        self.tools = tools
+        self.permission = permission
+        self.assembler = assembler
+        self.options = options or AgentOptions()
+        self._gateway_factory = gateway_factory
+        self._fork = fork
+        self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
+        if rebuilt is None:
+            self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
+        else:
+            resumed = resume_coop_context(rebuilt, BUILTIN_KINDS, sink=self._sink)
+            self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
+        self.outbox = Outbox(self._outbox_changed)
+        self._listeners: list[PromptListener] = []
+        self._tool_hooks: list[ToolHook] = []
+        self._inbox: deque[PromptSubmission] = deque()
+        self._kept_steering: list[Steering] = []
+        self._keep_inbox = False
+        self._runner: asyncio.Task[None] | None = None
+        self._turn: Turn | None = None
+        self._turn_task: asyncio.Task[TurnEndReason] | None = None
+        self._flushes: set[asyncio.Task[None]] = set()
+        self._tool_names: dict[str, str] = {}
+        self._status: AgentStatus = "idle"
+        self._closed = False
+        for event in session.events:
+            if isinstance(event.data, ToolCallRecord):
+                self._tool_names[event.data.call_id] = event.data.name
+        for area in self.coop.areas:
+            if isinstance(area, SubtaskArea) and area.active:
+                self._offer_subtask_done(area)
+
+    # --- public API ----------------------------------------------------------------------------
+
+    @property
+    def context(self) -> Context:
+        return self.coop.context
+
+    @property
+    def status(self) -> AgentStatus:
+        return self._status
+
+    @property
+    def turn_open(self) -> bool:
+        return self._turn is not None
+
+    @property
+    def model_name(self) -> str:
+        return self.assembler.binding.name
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Every durable and live event of this session, as it happens."""
+        return self.session.subscribe(subscriber)
+
+    def send(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+        """Queue direct user input; each send is exactly one turn."""
+        self._check_open()
+        if not isinstance(text, str):
+            raise TypeError(f"send() takes str, not {type(text).__name__}")
+        self._inbox.append(PromptSubmission(content=text, attachments=tuple(attachments)))
+        self._queued_changed()
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._run_inbox(), name=f"agent-{self.session.id}")
+
+    def steer(self, text: str) -> None:
+        """Deliver words into the running turn at its next safe boundary; when idle, a send."""
+        self._check_open()
+        if not isinstance(text, str):
+            raise TypeError(f"steer() takes str, not {type(text).__name__}")
+        if self._turn is None:
+            self.send(text)
+        else:
+            self.outbox.stage(Steering(text))
+
+    def inject(self, context: AdditionalContext) -> None:
+        """Add model-facing context: staged during a turn, appended and flushed when idle."""
+        self._check_open()
+        if not isinstance(context, AdditionalContext):
+            raise TypeError(f"inject() takes an AdditionalContext, not {type(context).__name__}")
+        if context.source.is_user:
+            raise ValueError(
+                "inject() refuses Source('user'): injected context is never the user's own words"
+            )
+        if self._turn is not None:
+            self.outbox.stage(context)
+            return
+        # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model
+        self.append_user(context.content, context.source)
+        flush = asyncio.create_task(self._idle_flush())
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
+
+    def cancel(self, keep_inbox: bool = False) -> None:
+        """End the running turn `cancelled`; staged steering is kept or dropped (and reported)."""
+        self._stop_turn("cancelled", keep_inbox)
+
+    async def when_idle(self) -> None:
+        """Wait until no turn runs, no send is queued and every idle flush has settled."""
+        while True:
+            if self._runner is not None:
+                await asyncio.shield(self._runner)
+                continue
+            if not self._flushes:
+                return
+            await asyncio.gather(*tuple(self._flushes), return_exceptions=True)
+
+    async def dispose(self) -> None:
+        """End a running turn `disposed`, drop queued sends, flush, and refuse further input."""
+        if self._closed:
+            return
+        self._closed = True
+        self._inbox.clear()
+        self._stop_turn("disposed", keep_inbox=False)
+        await self.when_idle()
+        try:
+            await self.session.flush()
+        except Exception:
+            log.exception("session %s: final flush failed", self.session.id)
+        await self.gateway.aclose()
+
+    def on_prompt(self, listener: PromptListener) -> Callable[[], None]:
+        """Add a prompt-admission listener (a waterfall, in registration order)."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def on_tool_result(self, hook: ToolHook) -> Callable[[], None]:
+        """Add a hook whose additional contexts join the outbox after the batch's results."""
+        self._tool_hooks.append(hook)
+        return lambda: self._tool_hooks.remove(hook) if hook in self._tool_hooks else None
+
+    def register_area(self, area: ContextAreaImplementation) -> str:
+        """Register a Context Area; returns its id in this session."""
+        self._check_open()
+        area_id = self.coop.register(area)
+        if isinstance(area, SubtaskArea) and area.active:
+            self._offer_subtask_done(area)
+        return area_id
+
+    def active_subtask(self) -> SubtaskArea | None:
+        for area in self.coop.areas:
+            if isinstance(area, SubtaskArea) and area.active:
+                return area
+        return None
+
+    def pin(self, text: str) -> str:
+        """Pin a note into the stable floor (karma); it is part of every request from next turn."""
+        pin_id = self.assembler.next_pin_id()
+        self._record(PinAdd(pin_id=pin_id, text=text))
+        return pin_id
+
+    def unpin(self, pin_id: str) -> bool:
+        if pin_id not in dict(self.assembler.pins.pins):
+            return False
+        self._record(PinRemove(pin_id=pin_id))
+        return True
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        return tuple(pin_id for pin_id, _ in self.assembler.pins.pins)
+
+    def model_names(self) -> list[str]:
+        return list(self.assembler.config.models)
+
+    def request_model(self, name: str) -> str:
+        """Bind the session to another model entry; it takes effect at the next turn start."""
+        self._check_open()
+        self.assembler.config.model(name)  # raises ConfigError naming the configured entries
+        if self._gateway_factory is None:
+            raise RuntimeError("this agent was built without a gateway factory")
+        self._record(self.assembler.grants.bind(name))
+        return "from the next turn"
+
+    async def fork(self) -> str:
+        """Copy this session up to here into a new stored session; returns its id."""
+        if self._turn is not None:
+            raise RuntimeError("cannot fork while a turn is running")
+        if self._fork is None:
+            raise RuntimeError("this session is not stored, so it cannot be forked")
+        await self.session.flush()
+        return await self._fork(len(self.session.events))
+
+    # --- the runner ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentClosedError(f"the agent for session {self.session.id} is disposed")
+
+    def _stop_turn(self, reason: TurnEndReason, keep_inbox: bool) -> None:
+        if self._turn is None or self._turn_task is None or self._turn_task.done():
+            return
+        self._keep_inbox = keep_inbox
+        self._turn.cancel_reason = reason
+        self.permission.cancel_pending()
+        self._turn_task.cancel()
+
+    async def _run_inbox(self) -> None:
+        self._set_status("running")
+        try:
+            while self._inbox:
+                submission = self._inbox.popleft()
+                self._queued_changed()
+                await self._process(submission)
+        finally:
+            self._runner = None
+            self._set_status("idle")
+
+    async def _process(self, submission: PromptSubmission) -> None:
+        # spec: admission runs before any turn exists; a blocked prompt appends nothing
+        try:
+            decision = await run_admission(self._listeners, submission)
+        except Exception as exc:
+            log.exception("prompt listener failed")
+            self.session.emit(AgentError(turn=None, message=f"A prompt listener failed: {exc}"))
+            return
+        if isinstance(decision, Block):
+            self.session.emit(AgentError(turn=None, message=f"Prompt blocked: {decision.reason}"))
+            return
+        await self._run_turn(submission, decision)
+
+    async def _run_turn(self, submission: PromptSubmission, decision: Allow) -> None:
+        self._title(submission.content)
+        await self._bind_for_turn()
+        for block in await self.assembler.begin_turn(self.tools.names, self.model_id):
+            self.session.append(block)
+        number = self.session.state.last_turn + 1
+        self.session.append(TurnStart(turn=number))
+        turn = Turn(self, number)
+        self._turn = turn
+        original = submission.content if decision.content != submission.content else None
+        self.append_user(
+            decision.content,
+            Source("user"),
+            original_content=original,
+            attachments=submission.attachments,
+        )
+        for context in decision.additional_contexts:
+            self.append_user(context.content, context.source)
+        for steering in self._kept_steering:
+            self.outbox.stage(steering)
+        self._kept_steering = []
+        self._keep_inbox = False
+        task = asyncio.create_task(turn.run(), name=f"{self.session.id}-turn-{number}")
+        self._turn_task = task
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # The runner itself was cancelled (loop shutdown): end the turn, then stop.
+            turn.cancel_reason = "disposed"
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            self._turn = None
+            self._turn_task = None
+            self.assembler.end_turn()
+            try:
+                await self.session.flush()  # checkpoint: turn end
+            except Exception as exc:
+                log.exception("session %s: flush at turn end failed", self.session.id)
+                self.session.emit(
+                    AgentError(turn=number, message=f"Saving the session failed: {exc}")
+                )
+
+    def _title(self, prompt: str) -> None:
+        """spec: the title is the first line of the first prompt, trimmed."""
+        if any(isinstance(e.data, SessionTitle) for e in self.session.events):
+            return
+        line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+        if line:
+            self.session.append(SessionTitle(title=line))
+
+    async def _bind_for_turn(self) -> None:
+        """Apply a model binding staged since the last turn: new gateway, Context rebound."""
+        staged = self.assembler.grants.staged
+        if staged is None or self._gateway_factory is None or staged.model == self.model_name:
+            return
+        gateway, model_id = self._gateway_factory(staged.model)
+        old = self.gateway
+        self.gateway, self.model_id = gateway, model_id
+        if gateway.gateway_type != self.context.gateway_type:
+            rebuilt = rebuild_context(gateway.gateway_type, self.session.events)
+            self.context.rebind(gateway.gateway_type, rebuilt.context.entries())
+            self.assembler.orchestrator.note_detached(0)
+        await old.aclose()
+
+    async def _idle_flush(self) -> None:
+        # spec: a failed idle flush is logged, never a turn error; the next flush retries it
+        try:
+            await self.session.flush()
+        except Exception:
+            log.exception(
+                "session %s: idle flush failed; the next flush retries it", self.session.id
+            )
+
+    def _set_status(self, status: AgentStatus) -> None:
+        if status != self._status:
+            self._status = status
+            self.session.emit(AgentStatusChanged(status=status))
+
+    def _queued_changed(self) -> None:
+        self.session.emit(AgentQueued(messages=tuple(s.content for s in self._inbox)))
+
+    def _outbox_changed(self) -> None:
+        self.session.emit(
+            OutboxChanged(
+                contexts=tuple(
+                    MessageData(role=Role.user, content=c.content, source=c.source)
+                    for c in self.outbox.contexts
+                ),
+                steering=tuple(s.text for s in self.outbox.steering),
+            )
+        )
+
+    def _sink(self, payload: Payload) -> Event:
+        """CoopContext's events go to the log; a collection re-indexes the orchestrator."""
+        event = self._record(payload)
+        if isinstance(payload, GcCollect):
+            self.assembler.orchestrator.note_detached(payload.earliest)
+        return event
+
+    def _record(self, payload: Payload) -> Event:
+        event = self.session.append(payload)
+        self.assembler.follow(payload)
+        return event
+
+    def _offer_subtask_done(self, area: SubtaskArea) -> None:
+        """While a subtask is active the model also has `subtask_done(result)`."""
+        if SubtaskDoneTool.name in self.tools:
+            self.tools.unregister(SubtaskDoneTool.name)
+
+        def done() -> None:
+            self.tools.unregister(SubtaskDoneTool.name)
+
+        self.tools.register(SubtaskDoneTool(area, done))
+
+    # --- used by Turn ----------------------------------------------------------------------------
+
+    def drain_outbox(self) -> bool:
+        """Append every staged item as its own user/message, FIFO; True if steering arrived."""
+        steered = False
+        for item in self.outbox.drain():
+            if isinstance(item, Steering):
+                steered = True
+                self.append_user(item.text, Source("user"))
+            else:
+                self.append_user(item.content, item.source)
+        return steered
+
+    def settle_outbox(self, reason: TurnEndReason) -> None:
+        """After an early end: contexts become out-of-turn messages; steering kept or dropped."""
+        for context in self.outbox.take_contexts():
+            self.append_user(context.content, context.source)
+        for steering in self.outbox.take_steering():
+            if self._keep_inbox and reason == "cancelled":
+                self._kept_steering.append(steering)
+            else:
+                self.session.emit(SteerDropped(text=steering.text))
+
+    def render_areas(self, turn: int) -> None:
+        self.coop.render(turn=turn)
+
+    def assemble(self, turn: int) -> AssembledContext:
+        retained = frozenset(
+            self.coop.area_id(area)
+            for area in self.coop.areas
+            if area.life_state is AreaLifeState.retain
+        )
+        return self.assembler.assemble(self.context, turn=turn, retained_owners=retained)
+
+    def emplace(self, event: Event) -> None:
+        """Put a logged message into the Context with its provenance (one item per message)."""
+        turn = self.session.state.open_turn
+        provenance = message_provenance(event, turn)
+        match event.data:
+            case UserMessage() as data:
+                message = Message(Role.user, user_message_text(data), data.source)
+                self.context.emplace_message(message, provenance)
+            case AssistantMessage() as data:
+                self.context.emplace_assistant(
+                    data.content,
+                    [c.to_call() for c in data.tool_calls],
+                    provenance,
+                    reasoning=data.reasoning,
+                    provider_state=data.provider_state,
+                )
+            case ToolResultRecord() as data:
+                self.context.emplace_tool_result(
+                    ToolResult(data.call_id, data.content, data.is_error),
+                    self._tool_names.get(data.call_id, ""),
+                    provenance,
+                )
+            case _:
+                raise TypeError(f"{event.type} does not go into the Context")
+
+    def note_tool_call(self, call: ToolCall) -> None:
+        self._tool_names[call.id] = call.name
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(self.tools.specs())
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        return ToolContext(
+            root=self.workspace,
+            call_id=call_id,
+            max_output=self.options.max_tool_output,
+            timeout=self.options.tool_timeout,
+            secret_patterns=self.assembler.secret_patterns,
+            shell_class=self.assembler.shell_class,
+        )
+
+    def run_tool_hooks(self, call: ToolCall, output: ToolOutput) -> list[AdditionalContext]:
+        contexts: list[AdditionalContext] = []
+        for hook in self._tool_hooks:
+            try:
+                contexts.extend(hook(call, output))
+            except Exception as exc:
+                log.exception("tool hook %r failed", hook)
+                self.session.emit(
+                    AgentError(
+                        turn=self.session.state.open_turn, message=f"A tool hook failed: {exc}"
+                    )
+                )
+        return contexts
+
+    def append_user(
+        self,
+        content: str,
+        source: Source,
+        *,
+        original_content: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> Event:
+        """Append one sourced user/message and emplace it: direct input or injected context."""
+        label = (
+            USER_LABEL
+            if source.is_user
+            else PrivatizationLabel(cls=PrivacyClass.internal, parents=frozenset({str(source)}))
+        )
+        event = self.session.append(
+            UserMessage(
+                content=content,
+                source=source,
+                original_content=original_content,
+                attachments=attachments,
+                label=label,
+            )
+        )
+        self.emplace(event)
+        return event

@@ -1,0 +1,163 @@
+"""Per-turn floor and per-step assembly: the agent's side of the context orchestrator.
+
+At each turn start the staged model binding takes effect, the codex is re-read and the environment
+snapshot for (session, model entry, grant epoch) is leased; new floor blocks are logged once. Each
+step then assembles from the Context under the budget and passes the egress gate.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.config import Config, ModelEntry
+from engine.context import Context
+from engine.context.orchestrator import (
+    AssembledContext,
+    Block,
+    Budget,
+    ContextOrchestrator,
+    EgressGate,
+    EnvironmentKey,
+    EnvironmentLease,
+    EnvironmentSnapshots,
+    FloorBuilder,
+    FloorLog,
+    Grant,
+    GrantTracker,
+    PinBoard,
+    environment_block,
+)
+from engine.events import Event, FloorBlock, ModelBind, Payload, PinAdd, PinRemove
+from engine.privacy import PrivacyClass
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The model entry a turn runs with."""
+
+    name: str
+    entry: ModelEntry
+    epoch: int
+
+
+class Assembler:
+    """Owns the floor, the grants and the orchestrator for one session."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        session_id: str,
+        workspace: Path,
+        events: Iterable[Event] = (),
+    ) -> None:
+        self.config = config
+        self.session_id = session_id
+        self.workspace = workspace
+        context = config.context
+        self.secret_patterns = tuple(context.secret_patterns)
+        self.shell_class: PrivacyClass = context.shell_privacy_class()
+        self.builder = FloorBuilder(
+            system_prompt=context.system_prompt,
+            workspace_root=workspace,
+            instruction_files=tuple(context.instruction_files),
+            instruction_max_bytes=context.instruction_max_bytes,
+            secret_patterns=self.secret_patterns,
+        )
+        self.orchestrator = ContextOrchestrator(shell_class=self.shell_class)
+        self.grants = GrantTracker()
+        self.snapshots = EnvironmentSnapshots()
+        self.floor_log = FloorLog()
+        self.pins = PinBoard()
+        self._floor: tuple[Block, ...] = ()
+        self._lease: EnvironmentLease | None = None
+        self._pin_serial = 0
+        for event in events:
+            self.follow(event.data)
+
+    def follow(self, payload: Payload) -> None:
+        """Keep grants, pins and the floor log in step with the session log."""
+        match payload:
+            case ModelBind():
+                self.grants.apply(payload)
+            case PinAdd(pin_id=pin_id):
+                self.pins.apply(payload)
+                if pin_id.startswith("pin") and pin_id[3:].isdigit():
+                    self._pin_serial = max(self._pin_serial, int(pin_id[3:]))
+            case PinRemove():
+                self.pins.apply(payload)
+            case FloorBlock():
+                self.floor_log.note(payload)
+            case _:
+                pass
+
+    @property
+    def binding(self) -> Binding:
+        """The grant in force (or the one the next turn starts with, when idle)."""
+        grant = self.grants.active
+        if grant is None:
+            raise RuntimeError(f"session {self.session_id} has no model binding")
+        return self._binding(grant)
+
+    def _binding(self, grant: Grant) -> Binding:
+        _, entry = self.config.model(grant.model)
+        return Binding(grant.model, entry, grant.epoch)
+
+    def next_pin_id(self) -> str:
+        self._pin_serial += 1
+        return f"pin{self._pin_serial}"
+
+    async def begin_turn(
+        self, tool_names: Callable[[], Iterable[str]], model_id: str
+    ) -> list[FloorBlock]:
+        """Open the turn's grant and floor; returns the floor blocks not logged before."""
+        grant = self.grants.begin_turn()
+        if grant is None:
+            raise RuntimeError(f"session {self.session_id} has no model binding")
+        key = EnvironmentKey(
+            session_id=self.session_id, model_entry=grant.model, grant_epoch=grant.epoch
+        )
+        self._lease = self.snapshots.acquire(
+            key,
+            lambda: environment_block(
+                cwd=str(self.workspace),
+                platform=f"{platform.system()} {platform.machine()}".strip(),
+                model=f"{grant.model} ({model_id})",
+                tools=tool_names(),
+                grant_epoch=grant.epoch,
+            ),
+        )
+        self._floor = await self.builder.build(environment=self._lease.block, pins=self.pins.pins)
+        return self.floor_log.new_blocks(self._floor)
+
+    def end_turn(self) -> None:
+        if self._lease is not None:
+            self.snapshots.release(self._lease)
+            self._lease = None
+        self.grants.end_turn()
+
+    def assemble(
+        self, context: Context, *, turn: int, retained_owners: frozenset[str]
+    ) -> AssembledContext:
+        """Bound the request, then refuse it if it carries material above the entry's class."""
+        binding = self.binding
+        entry = binding.entry
+        budget = Budget(
+            turn_window=self.config.context.turn_window,
+            char_cap=self.config.context.char_cap,
+            context_window=entry.context_window,
+            generation_window=entry.generation_window,
+        )
+        assembled = self.orchestrator.assemble(
+            context,
+            context.provenance_view,
+            current_turn=turn,
+            retained_owners=retained_owners,
+            floor=self._floor,
+            budget=budget,
+        )
+        EgressGate.check(assembled, egress_class=entry.effective_egress(), model=binding.name)
+        return assembled

@@ -1,0 +1,18 @@
+"""The agent loop's limits, as explicit fields rather than numbers in code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentOptions:
+    max_steps: int = 50
+    """A turn that reaches this many steps ends with `max_steps`."""
+    max_retries: int = 3
+    """Transient gateway failures (timeouts, 429, 5xx) retried per request."""
+    retry_backoff: float = 0.5
+    """First retry delay in seconds; doubles with each attempt."""
+    tool_timeout: float = 120.0
+    max_tool_output: int = 100_000
+    """Characters of one tool result; longer output is truncated with a marker."""

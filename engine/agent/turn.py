@@ -1,0 +1,314 @@
+"""One turn: exactly one run of the model loop (spec: context-injection, "one send, one turn").
+
+A step, in order: drain the outbox -> `CoopContext.render()` -> assemble (orchestrator, egress gate)
+-> `step/start` -> the request -> deltas -> `assistant/message` -> `tool/call`s and their
+`tool/result`s in the model's order -> drain the outbox -> `step/end`. The turn continues while there
+were tool calls or steering arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
+from engine.events import (
+    AgentError,
+    AssistantDelta,
+    AssistantMessage,
+    Finish,
+    PermissionDecision,
+    PermissionRule,
+    Retry,
+    StepEnd,
+    ToolCallData,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEnd,
+    TurnEndReason,
+    Usage,
+)
+from engine.gateway.base import (
+    FinishDelta,
+    GatewayError,
+    ModelRequest,
+    ProviderStateDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageDelta,
+)
+from engine.message import ToolCall
+from engine.tools import ToolOutput
+from engine.tools.permission import PermissionRequest
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+
+log = logging.getLogger(__name__)
+
+CANCELLED_TOOL_RESULT = "Cancelled: the turn ended before this tool call finished."
+
+
+@dataclass(slots=True)
+class _Reply:
+    """An assistant reply accumulated from stream deltas."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    finish: Finish = "stop"
+    provider_state: dict[str, Any] = field(default_factory=dict)
+
+    def tool_calls(self, turn: int, step: int) -> list[tuple[ToolCall, str | None]]:
+        """The calls in the model's order, each with a parse error for bad argument JSON."""
+        calls: list[tuple[ToolCall, str | None]] = []
+        for index in sorted(self.calls):
+            fragment = self.calls[index]
+            call_id = fragment["id"] or f"call_{turn}_{step}_{index}"
+            raw = fragment["arguments"].strip() or "{}"
+            error: str | None = None
+            try:
+                arguments = json.loads(raw)
+                if not isinstance(arguments, dict):
+                    raise ValueError(f"expected a JSON object, got {type(arguments).__name__}")
+            except ValueError as exc:
+                arguments = {}
+                error = f"Error: the arguments of {fragment['name']!r} are not a JSON object ({exc}): {raw[:200]}"
+            calls.append((ToolCall(call_id, fragment["name"], arguments), error))
+        return calls
+
+
+class _TurnEnded(Exception):
+    """Ends the turn early with a reason other than completion."""
+
+    def __init__(self, reason: TurnEndReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class Turn:
+    """Runs one admitted prompt to its `turn/end`; never raises for a turn that ended badly."""
+
+    def __init__(self, agent: Agent, number: int) -> None:
+        self.agent = agent
+        self.number = number
+        self.step = 0
+        self._step_open = False
+        self._pending: list[ToolCall] = []  # tool calls of the open step without a result yet
+        self._tasks: dict[str, asyncio.Task[ToolOutput]] = {}
+        self._asking: set[str] = set()  # calls waiting for a permission answer
+        self.end_reason: TurnEndReason = "completed"
+        self.cancel_reason: TurnEndReason = "cancelled"
+
+    async def run(self) -> TurnEndReason:
+        reason: TurnEndReason
+        message = ""
+        try:
+            await self._loop()
+            reason = "completed"
+        except asyncio.CancelledError:
+            reason = self.cancel_reason
+            message = "Cancelled by the user." if reason == "cancelled" else "The agent was closed."
+        except _TurnEnded as ended:
+            reason, message = ended.reason, ended.message
+        except ContextBudgetExceededError as exc:
+            reason, message = "budget", str(exc)
+        except EgressRefusedError as exc:
+            reason, message = "egress", str(exc)
+        except GatewayError as exc:
+            reason, message = "error", str(exc)
+            self.agent.session.emit(AgentError(turn=self.number, message=message))
+        except Exception as exc:
+            log.exception("turn %d failed", self.number)
+            reason, message = "error", f"{type(exc).__name__}: {exc}"
+            self.agent.session.emit(AgentError(turn=self.number, message=message))
+        self._close(reason, message)
+        self.end_reason = reason
+        return reason
+
+    async def _loop(self) -> None:
+        agent = self.agent
+        while True:
+            if self.step >= agent.options.max_steps:
+                raise _TurnEnded(
+                    "max_steps", f"The turn reached its limit of {agent.options.max_steps} steps."
+                )
+            self.step += 1
+            # 1. drain the outbox: contexts and steering staged since the last boundary
+            agent.drain_outbox()
+            # 2. collection and area renders
+            agent.render_areas(self.number)
+            # 3. assemble the request (budget and egress may end the turn here)
+            assembled = agent.assemble(self.number)
+            agent.session.append(assembled.step_start(turn=self.number, step=self.step))
+            self._step_open = True
+            await agent.session.flush()  # checkpoint: before a model request
+            request = ModelRequest(
+                model=agent.model_id,
+                system=assembled.system,
+                items=assembled.items,
+                tools=agent.tool_specs(),
+            )
+            reply = await self._request(request)
+            calls = reply.tool_calls(self.number, self.step)
+            event = agent.session.append(
+                AssistantMessage(
+                    turn=self.number,
+                    step=self.step,
+                    content=reply.text,
+                    reasoning=reply.reasoning,
+                    tool_calls=tuple(ToolCallData.of(call) for call, _ in calls),
+                    model=agent.model_id,
+                    usage=reply.usage,
+                    finish=reply.finish,
+                    provider_state=reply.provider_state,
+                    label=assembled.label,
+                )
+            )
+            agent.emplace(event)
+            if calls:
+                await self._run_tools(calls)
+            # 4. drain after the complete batch of results, never between a call and its result
+            steered = agent.drain_outbox()
+            agent.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
+            self._step_open = False
+            await agent.session.flush()  # checkpoint: step end
+            if not calls and not steered:
+                return
+
+    async def _request(self, request: ModelRequest) -> _Reply:
+        agent = self.agent
+        attempt = 0
+        while True:
+            try:
+                return await self._stream(request)
+            except GatewayError as exc:
+                if not exc.transient or attempt >= agent.options.max_retries:
+                    raise
+                attempt += 1
+                agent.session.append(
+                    Retry(turn=self.number, step=self.step, attempt=attempt, reason=str(exc))
+                )
+                await asyncio.sleep(agent.options.retry_backoff * 2 ** (attempt - 1))
+
+    async def _stream(self, request: ModelRequest) -> _Reply:
+        reply = _Reply()
+        session = self.agent.session
+        async for delta in self.agent.gateway.stream(request):
+            match delta:
+                case TextDelta(text=text):
+                    reply.text += text
+                    session.emit(AssistantDelta(turn=self.number, step=self.step, text=text))
+                case ReasoningDelta(text=text):
+                    reply.reasoning += text
+                    session.emit(AssistantDelta(turn=self.number, step=self.step, reasoning=text))
+                case ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments):
+                    fragment = reply.calls.setdefault(
+                        index, {"id": "", "name": "", "arguments": ""}
+                    )
+                    fragment["id"] = fragment["id"] or call_id
+                    fragment["name"] = fragment["name"] or name
+                    fragment["arguments"] += arguments
+                case UsageDelta(usage=usage):
+                    reply.usage = usage
+                case FinishDelta(finish=finish):
+                    reply.finish = finish
+                case ProviderStateDelta(state=state):
+                    reply.provider_state.update(state)
+        return reply
+
+    async def _run_tools(self, calls: list[tuple[ToolCall, str | None]]) -> None:
+        """Run the batch concurrently; append each result in the model's order."""
+        agent = self.agent
+        for call, _ in calls:
+            agent.session.append(
+                ToolCallRecord(
+                    turn=self.number,
+                    step=self.step,
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                )
+            )
+            self._pending.append(call)
+            agent.note_tool_call(call)
+        await agent.session.flush()  # checkpoint: before a tool runs
+        for call, error in calls:
+            self._tasks[call.id] = asyncio.create_task(self._run_tool(call, error))
+        for call, _ in calls:
+            output = await self._tasks[call.id]
+            self._append_result(call, output)
+
+    async def _run_tool(self, call: ToolCall, argument_error: str | None) -> ToolOutput:
+        agent = self.agent
+        if argument_error is not None:
+            return ToolOutput.error(argument_error)
+        tool = agent.tools.get(call.name)
+        if tool is not None and tool.needs_permission:
+            self._asking.add(call.id)
+            decision = await agent.permission.decide(
+                PermissionRequest(
+                    call_id=call.id, tool=call.name, arguments=call.arguments, kind=tool.kind
+                )
+            )
+            self._asking.discard(call.id)
+            agent.session.append(PermissionDecision(call_id=call.id, decision=decision.decision))
+            if decision.rule is not None:
+                agent.session.append(PermissionRule(tool=call.name, decision=decision.rule))
+            if decision.decision != "allow":
+                return ToolOutput.error(
+                    decision.message or f"Permission to run {call.name} was denied."
+                )
+        return await agent.tools.call(call.name, call.arguments, agent.tool_context(call.id))
+
+    def _append_result(self, call: ToolCall, output: ToolOutput) -> None:
+        agent = self.agent
+        event = agent.session.append(
+            ToolResultRecord(
+                turn=self.number,
+                step=self.step,
+                call_id=call.id,
+                content=output.content,
+                is_error=output.is_error,
+                label=output.label,
+            )
+        )
+        self._pending.remove(call)
+        agent.emplace(event)
+        for context in output.additional_contexts:
+            agent.outbox.stage(context)
+        for context in agent.run_tool_hooks(call, output):
+            agent.outbox.stage(context)
+
+    def _close(self, reason: TurnEndReason, message: str) -> None:
+        """Synthetic results for calls that never finished, then step/end and turn/end."""
+        for running in self._tasks.values():
+            if not running.done():
+                running.cancel()
+        for call_id in sorted(self._asking):
+            # spec: a pending permission request resolves as cancelled with its turn
+            self.agent.session.append(PermissionDecision(call_id=call_id, decision="cancelled"))
+        self._asking.clear()
+        for call in list(self._pending):
+            task = self._tasks.get(call.id)
+            if (
+                task is not None
+                and task.done()
+                and not task.cancelled()
+                and task.exception() is None
+            ):
+                self._append_result(call, task.result())
+            else:
+                self._append_result(call, ToolOutput.error(CANCELLED_TOOL_RESULT))
+        if self._step_open:
+            self.agent.session.append(StepEnd(turn=self.number, step=self.step))
+            self._step_open = False
+        self.agent.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
+        if reason != "completed":
+            self.agent.settle_outbox(reason)

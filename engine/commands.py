@@ -1,0 +1,263 @@
+"""Slash commands: one registry that the TUI, headless runs and ACP all use.
+
+A command gets the agent and the text after its name; a bad argument raises `CommandUsageError`, and
+`CommandRegistry.run` turns that and an unknown name into a result carrying the usage message.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.config import ConfigError
+from engine.context.area import AreaLifeState
+from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
+from engine.message import AdditionalContext, Source
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+
+
+class CommandUsageError(ValueError):
+    """The arguments do not fit the command; the message is its usage."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    text: str
+    ok: bool = True
+
+
+Handler = Callable[["Agent", str], Awaitable[CommandResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    usage: str
+    description: str
+    handler: Handler
+    input_hint: str = ""
+
+    def fail(self, why: str) -> CommandUsageError:
+        return CommandUsageError(f"{why}\nusage: {self.usage}")
+
+
+class CommandRegistry:
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+
+    def register(self, command: Command) -> None:
+        if command.name in self._commands:
+            raise ValueError(f"command /{command.name} is already registered")
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name.lstrip("/"))
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(sorted(self._commands.values(), key=lambda c: c.name))
+
+    @staticmethod
+    def is_command(line: str) -> bool:
+        return line.startswith("/") and not line.startswith("//")
+
+    async def run(self, agent: Agent, line: str) -> CommandResult:
+        """Run `/name args`; unknown commands and bad arguments answer with a usage message."""
+        name, _, args = line.strip().removeprefix("/").partition(" ")
+        command = self._commands.get(name)
+        if command is None:
+            known = ", ".join(f"/{c.name}" for c in self.commands)
+            return CommandResult(f"unknown command /{name}; known commands: {known}", ok=False)
+        try:
+            return await command.handler(agent, args.strip())
+        except CommandUsageError as exc:
+            return CommandResult(str(exc), ok=False)
+
+
+def _needs_text(command_name: str, args: str) -> str:
+    if not args:
+        raise CommandUsageError(f"/{command_name} needs an argument\nusage: {USAGE[command_name]}")
+    return args
+
+
+async def _help(agent: Agent, args: str) -> CommandResult:
+    lines = [f"{c.usage:<28} {c.description}" for c in REGISTRY.commands]
+    return CommandResult("\n".join(lines))
+
+
+async def _inject(agent: Agent, args: str) -> CommandResult:
+    text = _needs_text("inject", args)
+    agent.inject(AdditionalContext(text, Source("command", "inject")))
+    where = "staged for the next boundary" if agent.turn_open else "added to the conversation"
+    return CommandResult(f"context {where}")
+
+
+async def _notice(agent: Agent, args: str) -> CommandResult:
+    text = _needs_text("notice", args)
+    area_id = agent.register_area(NoticeArea(text))
+    return CommandResult(f"notice {area_id} registered; it is shown once at the next request")
+
+
+async def _subtask(agent: Agent, args: str) -> CommandResult:
+    goal = _needs_text("subtask", args)
+    if agent.active_subtask() is not None:
+        return CommandResult("a subtask is already active; finish it first", ok=False)
+    area_id = agent.register_area(SubtaskArea(goal))
+    agent.send(goal)
+    return CommandResult(f"subtask {area_id} started: {goal}")
+
+
+async def _watch(agent: Agent, args: str) -> CommandResult:
+    path = _needs_text("watch", args)
+    area_id = agent.register_area(WatchArea(path, agent.workspace))
+    return CommandResult(f"watching {path} ({area_id})")
+
+
+async def _unwatch(agent: Agent, args: str) -> CommandResult:
+    path = _needs_text("unwatch", args)
+    for area in agent.coop.areas:
+        if (
+            isinstance(area, WatchArea)
+            and area.path == path
+            and area.life_state is AreaLifeState.retain
+        ):
+            area.unwatch()
+            return CommandResult(f"stopped watching {path}")
+    return CommandResult(f"{path} is not being watched", ok=False)
+
+
+async def _plan(agent: Agent, args: str) -> CommandResult:
+    plan = next(
+        (
+            a
+            for a in agent.coop.areas
+            if isinstance(a, PlanArea) and a.life_state is AreaLifeState.retain
+        ),
+        None,
+    )
+    words = args.split(maxsplit=1)
+    verb = words[0] if words else "show"
+    rest = words[1] if len(words) > 1 else ""
+    if verb == "add":
+        if not rest:
+            raise REGISTRY_COMMANDS["plan"].fail("/plan add needs the item's text")
+        if plan is None:
+            plan = PlanArea()
+            agent.register_area(plan)
+        plan.add(rest)
+        return CommandResult(plan.text())
+    if plan is None:
+        return CommandResult("there is no plan; start one with /plan add TEXT", ok=False)
+    if verb == "show":
+        return CommandResult(plan.text())
+    if verb in ("check", "uncheck", "remove"):
+        try:
+            index = int(rest) - 1
+            getattr(plan, verb)(index)
+        except (ValueError, IndexError):
+            raise REGISTRY_COMMANDS["plan"].fail(
+                f"/plan {verb} needs an item number from 1 to {len(plan.items)}"
+            ) from None
+        return CommandResult(plan.text())
+    if verb == "close":
+        plan.close()
+        return CommandResult("plan closed; it is reclaimed at the next request")
+    raise REGISTRY_COMMANDS["plan"].fail(f"unknown /plan action {verb!r}")
+
+
+async def _pin(agent: Agent, args: str) -> CommandResult:
+    text = _needs_text("pin", args)
+    pin_id = agent.pin(text)
+    return CommandResult(f"pinned {pin_id}; it joins the stable floor at the next turn")
+
+
+async def _unpin(agent: Agent, args: str) -> CommandResult:
+    pin_id = _needs_text("unpin", args)
+    if not agent.unpin(pin_id):
+        return CommandResult(
+            f"no pin {pin_id!r}; pins: {', '.join(agent.pins) or 'none'}", ok=False
+        )
+    return CommandResult(f"unpinned {pin_id}")
+
+
+async def _model(agent: Agent, args: str) -> CommandResult:
+    if not args:
+        names = ", ".join(agent.model_names())
+        return CommandResult(f"model: {agent.model_name} ({agent.model_id}); configured: {names}")
+    words = shlex.split(args)
+    if len(words) != 1:
+        raise REGISTRY_COMMANDS["model"].fail("/model takes one model name")
+    try:
+        when = agent.request_model(words[0])
+    except ConfigError as exc:
+        return CommandResult(str(exc), ok=False)
+    return CommandResult(f"model {words[0]} {when}")
+
+
+async def _fork(agent: Agent, args: str) -> CommandResult:
+    if args:
+        raise REGISTRY_COMMANDS["fork"].fail("/fork takes no arguments")
+    new_id = await agent.fork()
+    return CommandResult(f"forked into session {new_id}")
+
+
+USAGE = {
+    "help": "/help",
+    "inject": "/inject TEXT",
+    "notice": "/notice TEXT",
+    "subtask": "/subtask GOAL",
+    "watch": "/watch PATH",
+    "unwatch": "/unwatch PATH",
+    "plan": "/plan [show|add TEXT|check N|uncheck N|remove N|close]",
+    "pin": "/pin TEXT",
+    "unpin": "/unpin ID",
+    "model": "/model [NAME]",
+    "fork": "/fork",
+}
+
+REGISTRY = CommandRegistry()
+for _command in (
+    Command("help", USAGE["help"], "list the commands", _help),
+    Command(
+        "inject",
+        USAGE["inject"],
+        "add context (not your own words) to the conversation",
+        _inject,
+        "text",
+    ),
+    Command(
+        "notice",
+        USAGE["notice"],
+        "show a one-shot notice to the model at the next request",
+        _notice,
+        "text",
+    ),
+    Command(
+        "subtask",
+        USAGE["subtask"],
+        "work a sub-goal; its chatter is reclaimed when done",
+        _subtask,
+        "goal",
+    ),
+    Command(
+        "watch",
+        USAGE["watch"],
+        "keep a workspace file in the context, re-read when it changes",
+        _watch,
+        "path",
+    ),
+    Command("unwatch", USAGE["unwatch"], "stop watching a file", _unwatch, "path"),
+    Command("plan", USAGE["plan"], "a checklist the model sees", _plan, "action"),
+    Command("pin", USAGE["pin"], "pin a note into the stable floor", _pin, "text"),
+    Command("unpin", USAGE["unpin"], "remove a pinned note", _unpin, "pin id"),
+    Command(
+        "model", USAGE["model"], "show or switch the model (from the next turn)", _model, "name"
+    ),
+    Command("fork", USAGE["fork"], "copy this session up to here into a new one", _fork),
+):
+    REGISTRY.register(_command)
+REGISTRY_COMMANDS = {c.name: c for c in REGISTRY.commands}
