@@ -82,3 +82,7 @@ class EffectRange:
 
     def extended_to(self, latest: int) -> EffectRange:
         return EffectRange(self.earliest, latest)
+
+    def shifted(self, by: int) -> EffectRange:
+        """The same items after a compaction moved them by `by` positions."""
+        return EffectRange(self.earliest + by, self.latest + by)

@@ -20,6 +20,7 @@ from engine.context.area import (
     is_restorable,
 )
 from engine.context.collector import tail_component
+from engine.context.compaction import CompactionPlan, apply_compaction
 from engine.context.context import Context
 from engine.context.errors import AreaCallbackError, AreaRegistrationError
 from engine.context.ownership import OwnershipLedger
@@ -336,6 +337,32 @@ class CoopContext:
         for slot in planned:
             self._unlink(slot)
         self._move_cursor(cursor)
+
+    # --- compaction ---------------------------------------------------------------------------
+
+    def compact(self, plan: CompactionPlan, summary: Message, provenance: Provenance) -> None:
+        """Replace the planned groups by their summary; every effect range shifts with the tail.
+
+        The plan lies before every Area's range (`plan_compaction`'s barrier), so no Area loses
+        an item: ranges only move by `plan.shift`.
+        """
+        barrier = min((slot.range.earliest for slot in self._ranged if slot.range), default=None)
+        if barrier is not None and plan.cut > barrier:
+            raise ValueError(
+                f"compaction up to index {plan.cut} would cut the effect range starting at {barrier}"
+            )
+        native = self._context.codec.encode_message(summary)
+        self._garbage += apply_compaction(
+            self._context,
+            earliest=plan.earliest,
+            reclaimed=plan.reclaimed,
+            carried=plan.carried,
+            summary=native,
+            provenance=provenance,
+        )
+        for slot in self._ranged:
+            if slot.range is not None:
+                slot.range = slot.range.shifted(plan.shift)
 
     # --- helpers ------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 It replays the events that append to the Context (`user/message`, `assistant/message`,
 `tool/result`, `area/render`, `gc/collect`) and the ones that decide ownership (`area/state`,
 `area/cursor`), so the rebuilt Context matches the live one item for item, provenance included.
-`compact/*` events are not replayed yet (compaction is its own issue).
+`compact/summary` and `compact/end` replay a compaction the same way it ran live.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from engine.context.area import (
     EffectRange,
     RestorableArea,
 )
+from engine.context.compaction import SUMMARY_SOURCE, apply_compaction
 from engine.context.context import Context
 from engine.context.coop_context import CoopContext, Sink, area_serial
 from engine.context.ownership import OwnershipLedger
@@ -29,6 +30,8 @@ from engine.events import (
     AreaRender,
     AreaState,
     AssistantMessage,
+    CompactEnd,
+    CompactSummary,
     Event,
     GcCollect,
     ToolCallRecord,
@@ -103,6 +106,21 @@ def user_message_text(message: UserMessage) -> str:
     return "\n\n".join(parts)
 
 
+def summary_message(summary: CompactSummary) -> Message:
+    """The message a compaction summary becomes in the Context."""
+    return Message(Role.user, summary.content, Source(SUMMARY_SOURCE))
+
+
+def summary_provenance(seq: int | None, summary: CompactSummary) -> Provenance:
+    return Provenance(
+        kind=ItemKind.summary,
+        seq=seq,
+        turn=None,
+        source=Source(SUMMARY_SOURCE),
+        label=summary.label,
+    )
+
+
 def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> RebuiltContext:
     """Replay `events` into a new Context; returns it with the Areas' records, cursor and garbage."""
     context = Context(gateway_type)
@@ -112,6 +130,7 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
     tool_names: dict[str, str] = {}
     turn: int | None = None
     last_serial = 0
+    pending_summary: tuple[int, CompactSummary] | None = None
 
     def stamped(provenance: Provenance) -> Provenance:
         holder = ledger.holder()
@@ -166,6 +185,23 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
                         context.codec.encode_message(rendered.to_message()), provenance
                     )
                 areas[area_id].range = EffectRange(earliest, latest)
+            case CompactSummary() as summary:
+                pending_summary = (event.seq, summary)
+            case CompactEnd() as end if pending_summary is not None:
+                seq, summary = pending_summary
+                pending_summary = None
+                garbage += apply_compaction(
+                    context,
+                    earliest=end.earliest,
+                    reclaimed=end.reclaimed,
+                    carried=end.carried,
+                    summary=context.codec.encode_message(summary_message(summary)),
+                    provenance=summary_provenance(seq, summary),
+                )
+                shift = 1 - len(end.reclaimed)
+                for record in areas.values():
+                    if record.range is not None:
+                        record.range = record.range.shifted(shift)
             case GcCollect() as collect:
                 detached = context.detach_tail(collect.earliest)
                 garbage += [detached[i - collect.earliest] for i in collect.reclaimed]

@@ -1,0 +1,105 @@
+"""`/compact`: summarize the oldest history groups with the model, through the collection path.
+
+Runs only between turns. The model is asked for the summary first; only when it answered are
+`compact/start`, `compact/summary` and `compact/end` appended and the Context changed, so a failed
+compaction changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.context.compaction import plan_compaction
+from engine.context.orchestrator import label_for_provenance
+from engine.context.rebuild import summary_message, summary_provenance
+from engine.events import CompactEnd, CompactStart, CompactSummary
+from engine.gateway.base import GatewayError, ModelRequest, TextDelta
+from engine.message import Message, Role, Source
+from engine.privacy import join_all
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+
+DEFAULT_KEEP_GROUPS = 2
+INSTRUCTION = (
+    "Summarize the conversation above for your own later use. Keep every fact, decision, file "
+    "name, command, result and open question that later work may need; drop pleasantries and "
+    "repetition. Write plain text, no preamble."
+)
+
+
+class CompactionError(RuntimeError):
+    """Compaction could not run; nothing was changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    groups: int
+    reclaimed: int
+    summary: str
+
+
+async def compact(
+    agent: Agent, *, keep_groups: int = DEFAULT_KEEP_GROUPS
+) -> CompactionResult | None:
+    """Summarize all but the newest `keep_groups` groups; None when there is nothing to compact."""
+    if agent.turn_open:
+        raise CompactionError("cannot compact while a turn is running")
+    context = agent.context
+    barrier = min((r.earliest for r in agent.coop.ranges.values()), default=len(context))
+    plan = plan_compaction(context.provenance_view, keep_groups=keep_groups, barrier=barrier)
+    if plan is None:
+        return None
+    shell_class = agent.assembler.shell_class
+    label = join_all(
+        [
+            label_for_provenance(context.provenance(i), shell_class=shell_class)
+            for i in plan.reclaimed
+        ]
+    )
+    binding = agent.assembler.binding
+    allowed = binding.entry.effective_egress()
+    if label.cls > allowed:
+        raise CompactionError(
+            f"the history to compact is {label.cls.name}; model {binding.name!r} accepts at most "
+            f"{allowed.name}"
+        )
+    instruction = context.codec.encode_message(
+        Message(Role.user, INSTRUCTION, Source("compaction"))
+    )
+    identity = agent.assembler.builder.identity()
+    request = ModelRequest(
+        model=agent.model_id,
+        system=identity[0].text if identity else "",
+        items=(*(context[i] for i in plan.reclaimed), instruction),
+    )
+    text = (await _summary(agent, request)).strip()
+    if not text:
+        raise CompactionError("the model returned an empty summary; nothing was compacted")
+    content = f"Summary of {plan.groups} earlier turn(s):\n\n{text}"
+    agent.record(CompactStart(groups=plan.groups, earliest=plan.earliest))
+    summary = CompactSummary(content=content, model=agent.model_id, label=label)
+    event = agent.record(summary)
+    agent.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
+    agent.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
+    agent.assembler.orchestrator.note_detached(plan.earliest)
+    await agent.session.flush()
+    return CompactionResult(groups=plan.groups, reclaimed=len(plan.reclaimed), summary=text)
+
+
+async def _summary(agent: Agent, request: ModelRequest) -> str:
+    attempt = 0
+    while True:
+        try:
+            parts: list[str] = []
+            async for delta in agent.gateway.stream(request):
+                if isinstance(delta, TextDelta):
+                    parts.append(delta.text)
+            return "".join(parts)
+        except GatewayError as exc:
+            if not exc.transient or attempt >= agent.options.max_retries:
+                raise CompactionError(f"the model could not summarize: {exc}") from exc
+            attempt += 1
+            await asyncio.sleep(agent.options.retry_backoff * 2 ** (attempt - 1))
