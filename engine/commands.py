@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.agent.compactor import DEFAULT_KEEP_GROUPS, CompactionError
 from engine.config import ConfigError
 from engine.context.area import AreaLifeState
 from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
@@ -113,7 +114,11 @@ async def _subtask(agent: Agent, args: str) -> CommandResult:
 
 async def _watch(agent: Agent, args: str) -> CommandResult:
     path = _needs_text("watch", args)
-    area_id = agent.register_area(WatchArea(path, agent.workspace))
+    try:
+        area = WatchArea(path, agent.workspace)
+    except ValueError as exc:  # a path outside the workspace
+        return CommandResult(str(exc), ok=False)
+    area_id = agent.register_area(area)
     return CommandResult(f"watching {path} ({area_id})")
 
 
@@ -155,12 +160,13 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
     if verb == "show":
         return CommandResult(plan.text())
     if verb in ("check", "uncheck", "remove"):
+        # The number is the item's id, as `plan.text()` shows it (ids survive removals).
         try:
-            index = int(rest) - 1
-            getattr(plan, verb)(index)
-        except (ValueError, IndexError):
+            getattr(plan, verb)(int(rest))
+        except (ValueError, KeyError):
+            numbers = ", ".join(str(item.id) for item in plan.items) or "none"
             raise REGISTRY_COMMANDS["plan"].fail(
-                f"/plan {verb} needs an item number from 1 to {len(plan.items)}"
+                f"/plan {verb} needs an item number (items: {numbers})"
             ) from None
         return CommandResult(plan.text())
     if verb == "close":
@@ -198,10 +204,35 @@ async def _model(agent: Agent, args: str) -> CommandResult:
     return CommandResult(f"model {words[0]} {when}")
 
 
+async def _compact(agent: Agent, args: str) -> CommandResult:
+    keep = DEFAULT_KEEP_GROUPS
+    if args:
+        try:
+            keep = int(args)
+            if keep < 0:
+                raise ValueError
+        except ValueError:
+            raise REGISTRY_COMMANDS["compact"].fail(
+                "/compact takes the number of newest turns to keep"
+            ) from None
+    try:
+        result = await agent.compact(keep)
+    except CompactionError as exc:
+        return CommandResult(str(exc), ok=False)
+    if result is None:
+        return CommandResult("nothing to compact")
+    return CommandResult(
+        f"compacted {result.groups} turn(s) ({result.reclaimed} messages) into a summary"
+    )
+
+
 async def _fork(agent: Agent, args: str) -> CommandResult:
     if args:
         raise REGISTRY_COMMANDS["fork"].fail("/fork takes no arguments")
-    new_id = await agent.fork()
+    try:
+        new_id = await agent.fork()
+    except RuntimeError as exc:  # a running turn, or a session that is not stored
+        return CommandResult(str(exc), ok=False)
     return CommandResult(f"forked into session {new_id}")
 
 
@@ -217,6 +248,7 @@ USAGE = {
     "unpin": "/unpin ID",
     "model": "/model [NAME]",
     "fork": "/fork",
+    "compact": "/compact [KEEP]",
 }
 
 REGISTRY = CommandRegistry()
@@ -258,6 +290,13 @@ for _command in (
         "model", USAGE["model"], "show or switch the model (from the next turn)", _model, "name"
     ),
     Command("fork", USAGE["fork"], "copy this session up to here into a new one", _fork),
+    Command(
+        "compact",
+        USAGE["compact"],
+        "summarize older turns to free the context",
+        _compact,
+        "turns to keep",
+    ),
 ):
     REGISTRY.register(_command)
 REGISTRY_COMMANDS = {c.name: c for c in REGISTRY.commands}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.agent.admission import Allow, Block, PromptListener, PromptSubmission, run_admission
 from engine.agent.assembler import Assembler
+from engine.agent.compactor import DEFAULT_KEEP_GROUPS, CompactionResult, compact
 from engine.agent.options import AgentOptions
 from engine.agent.outbox import Outbox, Steering
 from engine.agent.subtask import SubtaskDoneTool
@@ -242,13 +243,13 @@ class Agent:
     def pin(self, text: str) -> str:
         """Pin a note into the stable floor (karma); it is part of every request from next turn."""
         pin_id = self.assembler.next_pin_id()
-        self._record(PinAdd(pin_id=pin_id, text=text))
+        self.record(PinAdd(pin_id=pin_id, text=text))
         return pin_id
 
     def unpin(self, pin_id: str) -> bool:
         if pin_id not in dict(self.assembler.pins.pins):
             return False
-        self._record(PinRemove(pin_id=pin_id))
+        self.record(PinRemove(pin_id=pin_id))
         return True
 
     @property
@@ -264,8 +265,13 @@ class Agent:
         self.assembler.config.model(name)  # raises ConfigError naming the configured entries
         if self._gateway_factory is None:
             raise RuntimeError("this agent was built without a gateway factory")
-        self._record(self.assembler.grants.bind(name))
+        self.record(self.assembler.grants.bind(name))
         return "from the next turn"
+
+    async def compact(self, keep_groups: int = DEFAULT_KEEP_GROUPS) -> CompactionResult | None:
+        """Summarize the oldest history groups (between turns only); None if nothing to compact."""
+        self._check_open()
+        return await compact(self, keep_groups=keep_groups)
 
     async def fork(self) -> str:
         """Copy this session up to here into a new stored session; returns its id."""
@@ -410,12 +416,13 @@ class Agent:
 
     def _sink(self, payload: Payload) -> Event:
         """CoopContext's events go to the log; a collection re-indexes the orchestrator."""
-        event = self._record(payload)
+        event = self.record(payload)
         if isinstance(payload, GcCollect):
             self.assembler.orchestrator.note_detached(payload.earliest)
         return event
 
-    def _record(self, payload: Payload) -> Event:
+    def record(self, payload: Payload) -> Event:
+        """Append a session-level event and keep the assembler (grants, pins, floor log) in step."""
         event = self.session.append(payload)
         self.assembler.follow(payload)
         return event
