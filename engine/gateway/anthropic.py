@@ -8,7 +8,6 @@ reader collects them and emits one `ProviderStateDelta` at the end of the stream
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +15,7 @@ import httpx
 
 from engine.events import Finish, Usage
 from engine.gateway.base import (
-    Codec,
+    DEFAULT_TIMEOUT,
     FinishDelta,
     GatewayError,
     GatewayType,
@@ -28,11 +27,15 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
-from engine.gateway.codecs import codec_for
-from engine.gateway.http import HttpEndpoint, SseEvent, parse_json_event
+from engine.gateway.http import (
+    HttpGateway,
+    SseEvent,
+    json_int,
+    json_str,
+    parse_json_event,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
-DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_TOKENS = 4096
 API_VERSION = "2023-06-01"
 THINKING_STATE_KEY = "thinking"
@@ -116,13 +119,13 @@ class AnthropicStreamReader:
         if not isinstance(usage, dict):
             return
         inputs = sum(
-            _int(usage.get(key))
+            json_int(usage.get(key))
             for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         )
         if inputs:
             self._input_tokens = inputs
         if "output_tokens" in usage:
-            self._output_tokens = _int(usage.get("output_tokens"))
+            self._output_tokens = json_int(usage.get("output_tokens"))
 
     def _index(self, payload: dict[str, Any]) -> int:
         index = payload.get("index")
@@ -139,15 +142,15 @@ class AnthropicStreamReader:
         self._blocks[index] = block
         match block.type:
             case "text":
-                text = _str(content.get("text"))
+                text = json_str(content.get("text"))
                 return [TextDelta(text)] if text else []
             case "thinking":
-                text = _str(content.get("thinking"))
+                text = json_str(content.get("thinking"))
                 block.thinking.append(text)
-                block.signature = _str(content.get("signature"))
+                block.signature = json_str(content.get("signature"))
                 return [ReasoningDelta(text)] if text else []
             case "redacted_thinking":
-                block.data = _str(content.get("data"))
+                block.data = json_str(content.get("data"))
                 return []
             case "tool_use":
                 block.tool_index = self._tool_count
@@ -157,8 +160,8 @@ class AnthropicStreamReader:
                 return [
                     ToolCallDelta(
                         index=block.tool_index,
-                        id=_str(content.get("id")),
-                        name=_str(content.get("name")),
+                        id=json_str(content.get("id")),
+                        name=json_str(content.get("name")),
                     )
                 ]
             case _:
@@ -179,14 +182,14 @@ class AnthropicStreamReader:
             )
         match delta.get("type"):
             case "text_delta":
-                text = _str(delta.get("text"))
+                text = json_str(delta.get("text"))
                 return [TextDelta(text)] if text else []
             case "thinking_delta":
-                text = _str(delta.get("thinking"))
+                text = json_str(delta.get("thinking"))
                 block.thinking.append(text)
                 return [ReasoningDelta(text)] if text else []
             case "signature_delta":
-                block.signature += _str(delta.get("signature"))
+                block.signature += json_str(delta.get("signature"))
                 return []
             case "input_json_delta":
                 if block.tool_index < 0:
@@ -194,7 +197,7 @@ class AnthropicStreamReader:
                         f"{self.provider}: malformed stream: input_json_delta in a "
                         f"{block.type or 'untyped'} block"
                     )
-                fragment = _str(delta.get("partial_json"))
+                fragment = json_str(delta.get("partial_json"))
                 if not fragment:
                     return []
                 block.has_arguments = True
@@ -225,8 +228,8 @@ class AnthropicStreamReader:
         return []
 
     def _error(self, error: Any) -> GatewayError:
-        kind = _str(error.get("type")) if isinstance(error, dict) else ""
-        message = _str(error.get("message")) if isinstance(error, dict) else str(error)
+        kind = json_str(error.get("type")) if isinstance(error, dict) else ""
+        message = json_str(error.get("message")) if isinstance(error, dict) else str(error)
         return GatewayError(
             f"{self.provider}: error in stream: {message or 'no message'} ({kind or 'unknown'})",
             transient=kind in _TRANSIENT_ERRORS,
@@ -250,8 +253,11 @@ class AnthropicStreamReader:
         return deltas
 
 
-class AnthropicGateway:
-    """The Messages API over SSE; the system prompt goes in `system`, tools with `input_schema`."""
+class AnthropicGateway(HttpGateway):
+    """The Messages API over SSE; thinking blocks and their signatures go back verbatim."""
+
+    gateway_type = GatewayType.anthropic
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -263,23 +269,14 @@ class AnthropicGateway:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._codec = codec_for(GatewayType.anthropic)
-        self._max_tokens = max_tokens
-        self._endpoint = HttpEndpoint(
-            provider=provider_name,
-            base_url=base_url or DEFAULT_BASE_URL,
-            timeout=timeout,
+        super().__init__(
+            base_url=base_url,
             api_key_env=api_key_env,
+            timeout=timeout,
+            provider_name=provider_name,
             transport=transport,
         )
-
-    @property
-    def gateway_type(self) -> GatewayType:
-        return GatewayType.anthropic
-
-    @property
-    def codec(self) -> Codec:
-        return self._codec
+        self._max_tokens = max_tokens
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for `request`; `max_tokens` is required by the API."""
@@ -305,24 +302,8 @@ class AnthropicGateway:
             headers["x-api-key"] = key
         return headers
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
-        reader = AnthropicStreamReader(self._endpoint.provider)
-        body = self.request_body(request)
-        async for event in self._endpoint.events("messages", body, self._headers()):
-            for delta in reader.feed(event):
-                yield delta
-            if reader.done:
-                break
-        for delta in reader.close():
-            yield delta
+    def _path(self, request: ModelRequest) -> str:
+        return "messages"
 
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    def _reader(self) -> AnthropicStreamReader:
+        return AnthropicStreamReader(self._endpoint.provider)

@@ -23,6 +23,9 @@ class GatewayType(StrEnum):
     anthropic = "anthropic"
 
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a model request may take before it counts as a (transient) timeout."""
+
 NativeContent = dict[str, Any]
 """One provider-native item, JSON-shaped (an OpenAI message, a Gemini content, ...)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, assert_never
 
-from engine.gateway.base import Gateway, GatewayType
+from engine.gateway.base import DEFAULT_TIMEOUT, Gateway, GatewayType
 from engine.gateway.scripted import ScriptedGateway
 
 DEFAULT_API_KEY_ENV: dict[GatewayType, str] = {
@@ -80,7 +80,7 @@ def make_gateway(
             return openai.OpenAIGateway(
                 base_url=base_url,
                 api_key_env=key_env,
-                timeout=timeout or openai.DEFAULT_TIMEOUT,
+                timeout=timeout or DEFAULT_TIMEOUT,
                 provider_name=label,
             )
         case GatewayType.gemini:
@@ -89,7 +89,7 @@ def make_gateway(
             return gemini.GeminiGateway(
                 base_url=base_url,
                 api_key_env=key_env,
-                timeout=timeout or gemini.DEFAULT_TIMEOUT,
+                timeout=timeout or DEFAULT_TIMEOUT,
                 provider_name=label,
             )
         case GatewayType.anthropic:
@@ -98,7 +98,7 @@ def make_gateway(
             return anthropic.AnthropicGateway(
                 base_url=base_url,
                 api_key_env=key_env,
-                timeout=timeout or anthropic.DEFAULT_TIMEOUT,
+                timeout=timeout or DEFAULT_TIMEOUT,
                 provider_name=label,
             )
         case _:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from engine.events import Finish, Usage
 from engine.gateway.base import (
-    Codec,
+    DEFAULT_TIMEOUT,
     FinishDelta,
     GatewayError,
     GatewayType,
@@ -30,11 +29,16 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
-from engine.gateway.codecs import codec_for
-from engine.gateway.http import HttpEndpoint, SseEvent, is_transient_status, parse_json_event
+from engine.gateway.http import (
+    HttpGateway,
+    SseEvent,
+    json_int,
+    json_str,
+    parse_json_event,
+    stream_error,
+)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
-DEFAULT_TIMEOUT = 120.0
 SIGNATURES_STATE_KEY = "thought_signatures"
 TEXT_SIGNATURE_KEY = "text"
 
@@ -60,6 +64,7 @@ class GeminiStreamReader:
 
     def __init__(self, provider: str = "gemini") -> None:
         self.provider = provider
+        self.done = False  # Gemini streams end with the connection, not a terminal event
         self._usage = Usage()
         self._finish: str | None = None
         self._calls = 0
@@ -68,14 +73,14 @@ class GeminiStreamReader:
     def feed(self, event: SseEvent) -> list[StreamDelta]:
         chunk = parse_json_event(self.provider, event)
         if "error" in chunk:
-            raise _stream_error(self.provider, chunk["error"])
+            raise stream_error(self.provider, chunk["error"])
         usage = chunk.get("usageMetadata")
         if isinstance(usage, dict):  # cumulative in every chunk; the last one is the total
             self._usage = Usage(
-                input_tokens=_int(usage.get("promptTokenCount"))
-                + _int(usage.get("toolUsePromptTokenCount")),
-                output_tokens=_int(usage.get("candidatesTokenCount"))
-                + _int(usage.get("thoughtsTokenCount")),
+                input_tokens=json_int(usage.get("promptTokenCount"))
+                + json_int(usage.get("toolUsePromptTokenCount")),
+                output_tokens=json_int(usage.get("candidatesTokenCount"))
+                + json_int(usage.get("thoughtsTokenCount")),
             )
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
@@ -101,13 +106,13 @@ class GeminiStreamReader:
         return deltas
 
     def _part_deltas(self, part: dict[str, Any]) -> list[StreamDelta]:
-        signature = _str(part.get("thoughtSignature"))
+        signature = json_str(part.get("thoughtSignature"))
         call = part.get("functionCall")
         if isinstance(call, dict):
-            name = _str(call.get("name"))
+            name = json_str(call.get("name"))
             if not name:
                 raise GatewayError(f"{self.provider}: malformed stream: a functionCall has no name")
-            call_id = _str(call.get("id")) or f"call_{uuid.uuid4().hex[:24]}"
+            call_id = json_str(call.get("id")) or f"call_{uuid.uuid4().hex[:24]}"
             if signature:
                 self._signatures[call_id] = signature
             index = self._calls
@@ -117,7 +122,7 @@ class GeminiStreamReader:
             return [ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments)]
         if signature:
             self._signatures[TEXT_SIGNATURE_KEY] = signature
-        text = _str(part.get("text"))
+        text = json_str(part.get("text"))
         if not text:
             return []
         return [ReasoningDelta(text) if part.get("thought") else TextDelta(text)]
@@ -140,8 +145,11 @@ class GeminiStreamReader:
         return deltas
 
 
-class GeminiGateway:
+class GeminiGateway(HttpGateway):
     """`models/{model}:streamGenerateContent` over SSE; the key goes in `x-goog-api-key`."""
+
+    gateway_type = GatewayType.gemini
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -152,22 +160,13 @@ class GeminiGateway:
         provider_name: str = "gemini",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._codec = codec_for(GatewayType.gemini)
-        self._endpoint = HttpEndpoint(
-            provider=provider_name,
-            base_url=base_url or DEFAULT_BASE_URL,
-            timeout=timeout,
+        super().__init__(
+            base_url=base_url,
             api_key_env=api_key_env,
+            timeout=timeout,
+            provider_name=provider_name,
             transport=transport,
         )
-
-    @property
-    def gateway_type(self) -> GatewayType:
-        return GatewayType.gemini
-
-    @property
-    def codec(self) -> Codec:
-        return self._codec
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for `request`.
@@ -202,38 +201,9 @@ class GeminiGateway:
             headers["x-goog-api-key"] = key
         return headers
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
-        reader = GeminiStreamReader(self._endpoint.provider)
-        body = self.request_body(request)
+    def _path(self, request: ModelRequest) -> str:
         model = request.model.removeprefix("models/")
-        path = f"models/{model}:streamGenerateContent?alt=sse"
-        async for event in self._endpoint.events(path, body, self._headers()):
-            for delta in reader.feed(event):
-                yield delta
-        for delta in reader.close():
-            yield delta
+        return f"models/{model}:streamGenerateContent?alt=sse"
 
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-
-def _stream_error(provider: str, error: Any) -> GatewayError:
-    """An error object sent inside the stream (Gemini does so when a long stream fails)."""
-    if not isinstance(error, dict):
-        return GatewayError(f"{provider}: error in stream: {error}")
-    code = error.get("code")
-    status = code if isinstance(code, int) else None
-    message = _str(error.get("message")) or json.dumps(error)
-    return GatewayError(
-        f"{provider}: error in stream: {message}",
-        transient=status is not None and is_transient_status(status),
-        status=status,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    def _reader(self) -> GeminiStreamReader:
+        return GeminiStreamReader(self._endpoint.provider)

@@ -12,13 +12,22 @@ import functools
 import json
 import os
 import ssl
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
-from engine.gateway.base import GatewayError
+from engine.gateway.base import (
+    DEFAULT_TIMEOUT,
+    Codec,
+    GatewayError,
+    GatewayType,
+    ModelRequest,
+    StreamDelta,
+)
+from engine.gateway.codecs import codec_for
 
 TRANSIENT_STATUSES = frozenset({408, 429})
 """4xx statuses worth retrying; every 5xx is too."""
@@ -222,3 +231,95 @@ class HttpEndpoint:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class StreamReader(Protocol):
+    """Turns one provider's server-sent events into stream deltas."""
+
+    done: bool
+
+    def feed(self, event: SseEvent) -> list[StreamDelta]: ...
+
+    def close(self) -> list[StreamDelta]: ...
+
+
+class HttpGateway(ABC):
+    """The shell every network gateway shares: codec, endpoint, the streaming loop, closing.
+
+    A provider supplies its request body, path, headers and stream reader.
+    """
+
+    gateway_type: GatewayType
+    default_base_url: str
+
+    def __init__(
+        self,
+        *,
+        base_url: str = "",
+        api_key_env: str = "",
+        timeout: float = DEFAULT_TIMEOUT,
+        provider_name: str = "",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._codec = codec_for(self.gateway_type)
+        self._endpoint = HttpEndpoint(
+            provider=provider_name or self.gateway_type.value,
+            base_url=base_url or self.default_base_url,
+            timeout=timeout,
+            api_key_env=api_key_env,
+            transport=transport,
+        )
+
+    @property
+    def codec(self) -> Codec:
+        return self._codec
+
+    @abstractmethod
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for `request`."""
+
+    @abstractmethod
+    def _path(self, request: ModelRequest) -> str: ...
+
+    @abstractmethod
+    def _headers(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _reader(self) -> StreamReader: ...
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
+        reader = self._reader()
+        body = self.request_body(request)
+        async for event in self._endpoint.events(self._path(request), body, self._headers()):
+            for delta in reader.feed(event):
+                yield delta
+            if reader.done:
+                break
+        for delta in reader.close():
+            yield delta
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+
+def stream_error(provider: str, error: Any) -> GatewayError:
+    """An error object sent inside a 200 stream (vLLM, OpenRouter and Gemini do this)."""
+    if not isinstance(error, dict):
+        return GatewayError(f"{provider}: error in stream: {error}")
+    code = error.get("code")
+    status = code if isinstance(code, int) else None
+    message = json_str(error.get("message")) or json.dumps(error)
+    return GatewayError(
+        f"{provider}: error in stream: {message}",
+        transient=status is not None and is_transient_status(status),
+        status=status,
+    )
+
+
+def json_int(value: Any) -> int:
+    """A count from provider JSON; anything but an int counts as 0."""
+    return value if isinstance(value, int) else 0
+
+
+def json_str(value: Any) -> str:
+    return value if isinstance(value, str) else ""

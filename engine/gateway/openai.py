@@ -6,14 +6,10 @@ stream ends with exactly one `UsageDelta` (the totals) and then one `FinishDelta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import httpx
 
 from engine.events import Finish, Usage
 from engine.gateway.base import (
-    Codec,
     FinishDelta,
     GatewayError,
     GatewayType,
@@ -24,11 +20,16 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
-from engine.gateway.codecs import codec_for
-from engine.gateway.http import HttpEndpoint, SseEvent, parse_json_event
+from engine.gateway.http import (
+    HttpGateway,
+    SseEvent,
+    json_int,
+    json_str,
+    parse_json_event,
+    stream_error,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_TIMEOUT = 120.0
 
 _FINISH: dict[str, Finish] = {
     "stop": "stop",
@@ -59,13 +60,13 @@ class OpenAIStreamReader:
             return []
         chunk = parse_json_event(self.provider, event)
         if "error" in chunk:
-            raise _stream_error(self.provider, chunk["error"])
+            raise stream_error(self.provider, chunk["error"])
         deltas: list[StreamDelta] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = Usage(
-                input_tokens=_int(usage.get("prompt_tokens")),
-                output_tokens=_int(usage.get("completion_tokens")),
+                input_tokens=json_int(usage.get("prompt_tokens")),
+                output_tokens=json_int(usage.get("completion_tokens")),
             )
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
@@ -107,7 +108,7 @@ class OpenAIStreamReader:
         function = fragment.get("function") or {}
         raw_index = fragment.get("index")
         provider_index = raw_index if isinstance(raw_index, int) else self._count
-        call_id = _str(fragment.get("id"))
+        call_id = json_str(fragment.get("id"))
         known = self._calls.get(provider_index)
         if known is None or (call_id and known[0] and call_id != known[0]):
             known = (call_id, self._count)
@@ -118,8 +119,8 @@ class OpenAIStreamReader:
         return ToolCallDelta(
             index=known[1],
             id=call_id,
-            name=_str(function.get("name")),
-            arguments=_str(function.get("arguments")),
+            name=json_str(function.get("name")),
+            arguments=json_str(function.get("arguments")),
         )
 
     def close(self) -> list[StreamDelta]:
@@ -137,34 +138,11 @@ class OpenAIStreamReader:
         return [UsageDelta(self._usage), FinishDelta(finish)]
 
 
-class OpenAIGateway:
+class OpenAIGateway(HttpGateway):
     """Chat Completions over SSE; the system prompt goes first as a `system` message."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key_env: str = "",
-        timeout: float = DEFAULT_TIMEOUT,
-        provider_name: str = "openai",
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._codec = codec_for(GatewayType.openai)
-        self._endpoint = HttpEndpoint(
-            provider=provider_name,
-            base_url=base_url or DEFAULT_BASE_URL,
-            timeout=timeout,
-            api_key_env=api_key_env,
-            transport=transport,
-        )
-
-    @property
-    def gateway_type(self) -> GatewayType:
-        return GatewayType.openai
-
-    @property
-    def codec(self) -> Codec:
-        return self._codec
+    gateway_type = GatewayType.openai
+    default_base_url = DEFAULT_BASE_URL
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for `request`."""
@@ -201,38 +179,8 @@ class OpenAIGateway:
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
-        reader = OpenAIStreamReader(self._endpoint.provider)
-        body = self.request_body(request)
-        async for event in self._endpoint.events("chat/completions", body, self._headers()):
-            for delta in reader.feed(event):
-                yield delta
-            if reader.done:
-                break
-        for delta in reader.close():
-            yield delta
+    def _path(self, request: ModelRequest) -> str:
+        return "chat/completions"
 
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-
-def _stream_error(provider: str, error: Any) -> GatewayError:
-    """An error object sent inside the stream (vLLM, OpenRouter do this mid-response)."""
-    if isinstance(error, dict):
-        message = _str(error.get("message")) or str(error)
-        code = error.get("code")
-        status = code if isinstance(code, int) else None
-    else:
-        message, status = str(error), None
-    transient = status is not None and (status == 429 or status >= 500)
-    return GatewayError(
-        f"{provider}: error in stream: {message}", transient=transient, status=status
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    def _reader(self) -> OpenAIStreamReader:
+        return OpenAIStreamReader(self._endpoint.provider)
