@@ -16,6 +16,7 @@ from pathlib import Path
 from engine.agent.factory import open_agent
 from engine.commands import REGISTRY
 from engine.config import ConfigError, load_config
+from engine.context.areas import AreaLoadError
 from engine.events import (
     AgentError,
     AssistantDelta,
@@ -30,6 +31,7 @@ from engine.gateway.scripted import ScriptError
 from engine.paths import sessions_db_path
 from engine.store import StoreError
 from engine.store.sqlite import SQLiteStore
+from engine.tools.mcp import McpServerError
 from engine.tools.permission import HeadlessPolicy
 
 EXIT_OK = 0
@@ -94,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _models()
             case _:
                 parser.error(f"unknown command {args.command}")
-    except (ConfigError, StoreError, ScriptError) as exc:
+    except (ConfigError, StoreError, ScriptError, AreaLoadError, McpServerError) as exc:
         print(f"trellis: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -121,6 +123,8 @@ async def _run(args: argparse.Namespace) -> int:
             responder=policy,
         )
         printer = _JsonPrinter() if args.json else _TextPrinter()
+        for event in agent.session.events:  # appended while opening (model/bind, areas)
+            printer(event)
         agent.subscribe(printer)
         try:
             if REGISTRY.is_command(args.prompt):

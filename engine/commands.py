@@ -115,7 +115,7 @@ async def _subtask(agent: Agent, args: str) -> CommandResult:
 async def _watch(agent: Agent, args: str) -> CommandResult:
     path = _needs_text("watch", args)
     try:
-        area = WatchArea(path, agent.workspace)
+        area = WatchArea(path, agent.workspace, secret_patterns=agent.assembler.secret_patterns)
     except ValueError as exc:  # a path outside the workspace
         return CommandResult(str(exc), ok=False)
     area_id = agent.register_area(area)

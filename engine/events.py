@@ -209,6 +209,7 @@ class AreaRender(Payload):
     messages: tuple[MessageData, ...]
     earliest: int
     latest: int
+    label: PrivatizationLabel | None = None
 
 
 class AreaCursor(Payload):
@@ -227,6 +228,7 @@ class GcCollect(Payload):
     reclaimed: tuple[int, ...] = ()
     promoted: tuple[MessageData, ...] = ()
     carried: tuple[int, ...] = ()
+    label: PrivatizationLabel | None = None  # of the promoted messages: what they stand for
 
 
 class Retry(Payload):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from engine.agent.admission import Allow, Block, PromptListener, PromptSubmission, run_admission
@@ -29,7 +29,7 @@ from engine.context import (
     resume_coop_context,
     user_message_text,
 )
-from engine.context.area import AreaLifeState, ContextAreaImplementation
+from engine.context.area import AreaLifeState, ContextAreaImplementation, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, SubtaskArea
 from engine.context.orchestrator import AssembledContext
 from engine.events import (
@@ -88,9 +88,11 @@ class Agent:
         permission: PermissionBroker,
         assembler: Assembler,
         rebuilt: RebuiltContext | None = None,
+        area_kinds: Mapping[str, type[RestorableArea]] = BUILTIN_KINDS,
         gateway_factory: GatewayFactory | None = None,
         options: AgentOptions | None = None,
         fork: Callable[[int], Awaitable[str]] | None = None,
+        on_dispose: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.session = session
         self.gateway = gateway
@@ -101,12 +103,14 @@ class Agent:
         self.assembler = assembler
         self.options = options or AgentOptions()
         self._gateway_factory = gateway_factory
+        self._gateway_model = assembler.binding.name  # the model entry `gateway` was made for
         self._fork = fork
+        self._on_dispose = tuple(on_dispose)
         self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
         if rebuilt is None:
             self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
         else:
-            resumed = resume_coop_context(rebuilt, BUILTIN_KINDS, sink=self._sink)
+            resumed = resume_coop_context(rebuilt, area_kinds, sink=self._sink)
             self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
         self.outbox = Outbox(self._outbox_changed)
         self._listeners: list[PromptListener] = []
@@ -116,7 +120,6 @@ class Agent:
         self._keep_inbox = False
         self._runner: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
-        self._turn_task: asyncio.Task[TurnEndReason] | None = None
         self._flushes: set[asyncio.Task[None]] = set()
         self._tool_names: dict[str, str] = {}
         self._status: AgentStatus = "idle"
@@ -140,7 +143,8 @@ class Agent:
 
     @property
     def turn_open(self) -> bool:
-        return self._turn is not None
+        """A turn runs and takes input (false again from its `turn/end` on)."""
+        return self._turn is not None and not self._turn.ended
 
     @property
     def model_name(self) -> str:
@@ -165,10 +169,10 @@ class Agent:
         self._check_open()
         if not isinstance(text, str):
             raise TypeError(f"steer() takes str, not {type(text).__name__}")
-        if self._turn is None:
-            self.send(text)
-        else:
+        if self.turn_open:
             self.outbox.stage(Steering(text))
+        else:
+            self.send(text)
 
     def inject(self, context: AdditionalContext) -> None:
         """Add model-facing context: staged during a turn, appended and flushed when idle."""
@@ -179,7 +183,7 @@ class Agent:
             raise ValueError(
                 "inject() refuses Source('user'): injected context is never the user's own words"
             )
-        if self._turn is not None:
+        if self.turn_open:
             self.outbox.stage(context)
             return
         # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model
@@ -207,14 +211,26 @@ class Agent:
         if self._closed:
             return
         self._closed = True
-        self._inbox.clear()
+        if self._inbox or self._kept_steering:
+            self._inbox.clear()
+            for steering in self._kept_steering:
+                self.session.emit(SteerDropped(text=steering.text))
+            self._kept_steering = []
+            self._queued_changed()
         self._stop_turn("disposed", keep_inbox=False)
         await self.when_idle()
         try:
             await self.session.flush()
         except Exception:
             log.exception("session %s: final flush failed", self.session.id)
-        await self.gateway.aclose()
+        try:
+            await self.gateway.aclose()
+        finally:
+            for cleanup in reversed(self._on_dispose):
+                try:
+                    await cleanup()
+                except Exception:
+                    log.exception("session %s: a dispose cleanup failed", self.session.id)
 
     def on_prompt(self, listener: PromptListener) -> Callable[[], None]:
         """Add a prompt-admission listener (a waterfall, in registration order)."""
@@ -289,12 +305,12 @@ class Agent:
             raise AgentClosedError(f"the agent for session {self.session.id} is disposed")
 
     def _stop_turn(self, reason: TurnEndReason, keep_inbox: bool) -> None:
-        if self._turn is None or self._turn_task is None or self._turn_task.done():
+        turn = self._turn
+        if turn is None or turn.closing:
             return
         self._keep_inbox = keep_inbox
-        self._turn.cancel_reason = reason
         self.permission.cancel_pending()
-        self._turn_task.cancel()
+        turn.stop(reason)
 
     async def _run_inbox(self) -> None:
         self._set_status("running")
@@ -318,6 +334,8 @@ class Agent:
         if isinstance(decision, Block):
             self.session.emit(AgentError(turn=None, message=f"Prompt blocked: {decision.reason}"))
             return
+        if self._closed:
+            return  # disposed while admitting: like a queued send, it is dropped
         await self._run_turn(submission, decision)
 
     async def _run_turn(self, submission: PromptSubmission, decision: Allow) -> None:
@@ -326,9 +344,12 @@ class Agent:
         for block in await self.assembler.begin_turn(self.tools.names, self.model_id):
             self.session.append(block)
         number = self.session.state.last_turn + 1
-        self.session.append(TurnStart(turn=number))
+        # The Turn exists before turn/start is logged, so a subscriber reacting to turn/start
+        # can already cancel it or stage into it.
         turn = Turn(self, number)
         self._turn = turn
+        self._keep_inbox = False
+        self.session.append(TurnStart(turn=number))
         original = submission.content if decision.content != submission.content else None
         self.append_user(
             decision.content,
@@ -338,23 +359,21 @@ class Agent:
         )
         for context in decision.additional_contexts:
             self.append_user(context.content, context.source)
-        for steering in self._kept_steering:
-            self.outbox.stage(steering)
-        self._kept_steering = []
-        self._keep_inbox = False
+        if self._kept_steering:
+            for steering in self._kept_steering:
+                self.outbox.stage(steering)
+            self._kept_steering = []
+            self._queued_changed()
         task = asyncio.create_task(turn.run(), name=f"{self.session.id}-turn-{number}")
-        self._turn_task = task
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
             # The runner itself was cancelled (loop shutdown): end the turn, then stop.
-            turn.cancel_reason = "disposed"
-            task.cancel()
+            turn.stop("disposed")
             await asyncio.gather(task, return_exceptions=True)
             raise
         finally:
             self._turn = None
-            self._turn_task = None
             self.assembler.end_turn()
             try:
                 await self.session.flush()  # checkpoint: turn end
@@ -373,13 +392,21 @@ class Agent:
             self.session.append(SessionTitle(title=line))
 
     async def _bind_for_turn(self) -> None:
-        """Apply a model binding staged since the last turn: new gateway, Context rebound."""
-        staged = self.assembler.grants.staged
-        if staged is None or self._gateway_factory is None or staged.model == self.model_name:
+        """Apply a model binding made since the last turn: new gateway, Context rebound."""
+        grants = self.assembler.grants
+        # A binding made while idle is active at once (nothing is staged), so compare the grant
+        # the turn will run with to the entry the gateway was made for.
+        upcoming = grants.staged or grants.active
+        if (
+            upcoming is None
+            or self._gateway_factory is None
+            or upcoming.model == self._gateway_model
+        ):
             return
-        gateway, model_id = self._gateway_factory(staged.model)
+        gateway, model_id = self._gateway_factory(upcoming.model)
         old = self.gateway
         self.gateway, self.model_id = gateway, model_id
+        self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
             rebuilt = rebuild_context(gateway.gateway_type, self.session.events)
             self.context.rebind(gateway.gateway_type, rebuilt.context.entries())
@@ -401,7 +428,12 @@ class Agent:
             self.session.emit(AgentStatusChanged(status=status))
 
     def _queued_changed(self) -> None:
-        self.session.emit(AgentQueued(messages=tuple(s.content for s in self._inbox)))
+        self.session.emit(
+            AgentQueued(
+                messages=tuple(s.content for s in self._inbox),
+                steering=tuple(s.text for s in self._kept_steering),
+            )
+        )
 
     def _outbox_changed(self) -> None:
         self.session.emit(
@@ -451,14 +483,19 @@ class Agent:
         return steered
 
     def settle_outbox(self, reason: TurnEndReason) -> None:
-        """After an early end: contexts become out-of-turn messages; steering kept or dropped."""
+        """After turn/end: staged contexts become out-of-turn messages; steering is kept for the
+        next turn (`cancel(keep_inbox=True)`) or dropped and reported with its text."""
         for context in self.outbox.take_contexts():
             self.append_user(context.content, context.source)
+        kept = False
         for steering in self.outbox.take_steering():
             if self._keep_inbox and reason == "cancelled":
                 self._kept_steering.append(steering)
+                kept = True
             else:
                 self.session.emit(SteerDropped(text=steering.text))
+        if kept:
+            self._queued_changed()
 
     def render_areas(self, turn: int) -> None:
         self.coop.render(turn=turn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from engine.agent.agent import Agent
@@ -13,13 +13,15 @@ from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
 from engine.config import Config
 from engine.context import RebuiltContext, rebuild_context
-from engine.context.areas import load_area
+from engine.context.area import ContextAreaImplementation
+from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
 from engine.gateway.base import Gateway
 from engine.gateway.factory import make_gateway
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.tools import ToolRegistry, default_registry
+from engine.tools.mcp import McpToolset
 from engine.tools.permission import HeadlessPolicy, PermissionBroker, PermissionResponder
 
 
@@ -51,18 +53,36 @@ async def open_agent(
 
     `gateway` replaces the one the model entry would make (tests pass a ScriptedGateway).
     Raises ConfigError for an unknown model, StoreError for store problems, AreaLoadError for a
-    configured Area that cannot be loaded.
+    configured Area that cannot be loaded, McpServerError for a configured MCP server that fails
+    to start (before a new session is created: a broken server is reported, not silently dropped).
     """
+
+    def gateway_for(name: str) -> tuple[Gateway, str]:
+        _, entry = config.model(name)
+        made = make_gateway(name, entry, script=script if entry.provider == "scripted" else None)
+        return made, entry.model or name
+
     events: tuple[Event, ...] = ()
+    made: tuple[str, Gateway, str] | None = None
+    areas: list[ContextAreaImplementation] = []
     if session_id is not None:
         if store is None:
             raise ValueError("resuming a session needs a store")
         loaded = await store.load(session_id)
         events = loaded.events
         workspace = Path(loaded.info.cwd)
+        kinds = restorable_kinds(entry.path for entry in config.areas)
+        mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
     else:
         workspace = await asyncio.to_thread(cwd.resolve)
         name, _ = config.model(model)
+        # Everything that can fail on bad input (script, configured Areas) fails before the
+        # session is created, so a mistake leaves no empty session behind.
+        if gateway is None:
+            made = (name, *gateway_for(name))
+        areas = [load_area(entry.path, entry.args) for entry in config.areas]
+        kinds = BUILTIN_KINDS
+        mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
         if store is not None:
             session_id = (await store.create(cwd=str(workspace), model=name)).id
         else:
@@ -75,20 +95,26 @@ async def open_agent(
         payload = assembler.grants.bind(name)
         session.append(payload)
     binding = assembler.binding
-
-    def gateway_for(name: str) -> tuple[Gateway, str]:
-        _, entry = config.model(name)
-        made = make_gateway(name, entry, script=script if entry.provider == "scripted" else None)
-        return made, entry.model or name
-
     model_id = binding.entry.model or binding.name
     if gateway is None:
-        gateway, model_id = gateway_for(binding.name)
+        if made is not None and made[0] == binding.name:
+            _, gateway, model_id = made
+        else:
+            gateway, model_id = gateway_for(binding.name)
     rebuilt: RebuiltContext | None = None
     if events:
         rebuilt = rebuild_context(gateway.gateway_type, events)
     permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
     permission.load_rules(events)
+
+    releases: list[Callable[[], Awaitable[None]]] = []
+    if store is not None:
+        stored = store
+
+        async def release() -> None:
+            await stored.release(session.id)
+
+        releases.append(release)
 
     async def fork(at_seq: int) -> str:
         assert store is not None
@@ -99,16 +125,18 @@ async def open_agent(
         gateway=gateway,
         model_id=model_id,
         workspace=workspace,
-        tools=tools if tools is not None else default_registry(),
+        tools=mcp.register_into(tools if tools is not None else default_registry()),
         permission=permission,
         assembler=assembler,
         rebuilt=rebuilt,
+        area_kinds=kinds,
         gateway_factory=gateway_for,
         options=options or agent_options(config, binding.entry.max_retries),
         fork=fork if store is not None else None,
+        # run in reverse: servers close first, the writer lease is given back last
+        on_dispose=(*releases, mcp.aclose),
     )
-    if not events:
-        for entry in config.areas:
-            agent.register_area(load_area(entry.path, entry.args))
+    for area in areas:
+        agent.register_area(area)
     await session.flush()
     return agent

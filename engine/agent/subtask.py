@@ -7,7 +7,10 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 
 from engine.context.areas import SubtaskArea
+from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.tools import Tool, ToolContext, ToolKind, ToolOutput
+
+_INTERNAL = PrivatizationLabel(cls=PrivacyClass.internal)
 
 
 class SubtaskDoneArgs(BaseModel):
@@ -34,4 +37,6 @@ class SubtaskDoneTool(Tool[SubtaskDoneArgs]):
             return ToolOutput.error("There is no active subtask.")
         self._area.complete(args.result)
         self._on_done()
-        return ToolOutput(f"Subtask complete: {args.result}")
+        # The result is the model's own words, already labelled on its assistant message; the
+        # tool reads nothing, so its output adds nothing above internal.
+        return ToolOutput(f"Subtask complete: {args.result}", label=_INTERNAL)

@@ -42,6 +42,7 @@ from engine.gateway.base import (
     UsageDelta,
 )
 from engine.message import ToolCall
+from engine.privacy import PrivatizationLabel
 from engine.tools import ToolOutput
 from engine.tools.permission import PermissionRequest
 
@@ -105,16 +106,37 @@ class Turn:
         self._asking: set[str] = set()  # calls waiting for a permission answer
         self.end_reason: TurnEndReason = "completed"
         self.cancel_reason: TurnEndReason = "cancelled"
+        self.closing = False  # `_close` has begun: there is nothing left to stop
+        self.ended = False  # `turn/end` is in the log: input no longer belongs to this turn
+        self._stopping = False
+        self._task: asyncio.Task[Any] | None = None
+        self._streaming: _Reply | None = None  # the reply being streamed, until it is logged
+        self._label: PrivatizationLabel | None = None  # the joined label of the open step's request
+
+    def stop(self, reason: TurnEndReason) -> None:
+        """End the turn early with `reason`: at once if its loop runs, else as soon as it starts.
+
+        A task cancelled before its first step never enters `run()`, which would leave the turn
+        open in the log; so an unstarted turn is only marked, and `run()` ends it at once.
+        """
+        if self.closing:
+            return
+        self.cancel_reason = reason
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
 
     async def run(self) -> TurnEndReason:
+        self._task = asyncio.current_task()
         reason: TurnEndReason
         message = ""
         try:
+            if self._stopping:
+                raise _TurnEnded(self.cancel_reason, self._stop_message())
             await self._loop()
             reason = "completed"
         except asyncio.CancelledError:
-            reason = self.cancel_reason
-            message = "Cancelled by the user." if reason == "cancelled" else "The agent was closed."
+            reason, message = self.cancel_reason, self._stop_message()
         except _TurnEnded as ended:
             reason, message = ended.reason, ended.message
         except ContextBudgetExceededError as exc:
@@ -132,6 +154,13 @@ class Turn:
         self.end_reason = reason
         return reason
 
+    def _stop_message(self) -> str:
+        return (
+            "Cancelled by the user."
+            if self.cancel_reason == "cancelled"
+            else "The agent was closed."
+        )
+
     async def _loop(self) -> None:
         agent = self.agent
         while True:
@@ -148,6 +177,7 @@ class Turn:
             assembled = agent.assemble(self.number)
             agent.session.append(assembled.step_start(turn=self.number, step=self.step))
             self._step_open = True
+            self._label = assembled.label
             await agent.session.flush()  # checkpoint: before a model request
             request = ModelRequest(
                 model=agent.model_id,
@@ -157,21 +187,7 @@ class Turn:
             )
             reply = await self._request(request)
             calls = reply.tool_calls(self.number, self.step)
-            event = agent.session.append(
-                AssistantMessage(
-                    turn=self.number,
-                    step=self.step,
-                    content=reply.text,
-                    reasoning=reply.reasoning,
-                    tool_calls=tuple(ToolCallData.of(call) for call, _ in calls),
-                    model=agent.model_id,
-                    usage=reply.usage,
-                    finish=reply.finish,
-                    provider_state=reply.provider_state,
-                    label=assembled.label,
-                )
-            )
-            agent.emplace(event)
+            self._record_reply(reply, calls, reply.finish)
             if calls:
                 await self._run_tools(calls)
             # 4. drain after the complete batch of results, never between a call and its result
@@ -179,7 +195,14 @@ class Turn:
             agent.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
             self._step_open = False
             await agent.session.flush()  # checkpoint: step end
-            if not calls and not steered:
+            # steering staged during that checkpoint continues the turn too; context alone does
+            # not ask for a model run (it is settled after turn/end)
+            if not calls and not steered and not agent.outbox.steering:
+                # a reply cut off at the output limit or refused ends the turn with that reason
+                if reply.finish == "length":
+                    raise _TurnEnded("max_tokens", "The model stopped at its output limit.")
+                if reply.finish == "refusal":
+                    raise _TurnEnded("refusal", "The model refused to answer.")
                 return
 
     async def _request(self, request: ModelRequest) -> _Reply:
@@ -197,8 +220,30 @@ class Turn:
                 )
                 await asyncio.sleep(agent.options.retry_backoff * 2 ** (attempt - 1))
 
+    def _record_reply(
+        self, reply: _Reply, calls: list[tuple[ToolCall, str | None]], finish: Finish
+    ) -> None:
+        """Log the assistant message and put it into the Context."""
+        self._streaming = None
+        event = self.agent.session.append(
+            AssistantMessage(
+                turn=self.number,
+                step=self.step,
+                content=reply.text,
+                reasoning=reply.reasoning,
+                tool_calls=tuple(ToolCallData.of(call) for call, _ in calls),
+                model=self.agent.model_id,
+                usage=reply.usage,
+                finish=finish,
+                provider_state=reply.provider_state,
+                label=self._label,
+            )
+        )
+        self.agent.emplace(event)
+
     async def _stream(self, request: ModelRequest) -> _Reply:
         reply = _Reply()
+        self._streaming = reply  # a new attempt replaces what a failed one streamed
         session = self.agent.session
         async for delta in self.agent.gateway.stream(request):
             match delta:
@@ -267,7 +312,8 @@ class Turn:
                 )
         return await agent.tools.call(call.name, call.arguments, agent.tool_context(call.id))
 
-    def _append_result(self, call: ToolCall, output: ToolOutput) -> None:
+    def _append_result(self, call: ToolCall, output: ToolOutput, *, ran: bool = True) -> None:
+        """Log a result in order; contexts and hooks follow only results of calls that ran."""
         agent = self.agent
         event = agent.session.append(
             ToolResultRecord(
@@ -281,6 +327,8 @@ class Turn:
         )
         self._pending.remove(call)
         agent.emplace(event)
+        if not ran:
+            return
         for context in output.additional_contexts:
             agent.outbox.stage(context)
         for context in agent.run_tool_hooks(call, output):
@@ -288,6 +336,14 @@ class Turn:
 
     def _close(self, reason: TurnEndReason, message: str) -> None:
         """Synthetic results for calls that never finished, then step/end and turn/end."""
+        self.closing = True
+        partial = self._streaming
+        if partial is not None and self._step_open and (partial.text or partial.reasoning):
+            # what the user already saw streaming stays in the log, marked unfinished
+            partial.calls.clear()
+            self._record_reply(
+                partial, [], "cancelled" if reason in ("cancelled", "disposed") else "error"
+            )
         for running in self._tasks.values():
             if not running.done():
                 running.cancel()
@@ -305,10 +361,12 @@ class Turn:
             ):
                 self._append_result(call, task.result())
             else:
-                self._append_result(call, ToolOutput.error(CANCELLED_TOOL_RESULT))
+                self._append_result(call, ToolOutput.error(CANCELLED_TOOL_RESULT), ran=False)
         if self._step_open:
             self.agent.session.append(StepEnd(turn=self.number, step=self.step))
             self._step_open = False
         self.agent.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
-        if reason != "completed":
-            self.agent.settle_outbox(reason)
+        self.ended = True
+        # after an early end the outbox may hold anything; after completion only contexts staged
+        # during the last checkpoint. Either way they are committed, never lost.
+        self.agent.settle_outbox(reason)

@@ -9,6 +9,7 @@ from typing import Any, Protocol, Self, TypeGuard, runtime_checkable
 
 from engine.gateway.base import NativeContent
 from engine.message import Message
+from engine.privacy import PrivatizationLabel
 
 
 class AreaLifeState(StrEnum):
@@ -63,6 +64,15 @@ def is_restorable(area: object) -> TypeGuard[RestorableArea]:
         and callable(getattr(area, "snapshot", None))
         and callable(getattr(type(area), "restore", None))
     )
+
+
+@runtime_checkable
+class LabelledArea(Protocol):
+    """The optional privacy label of what an Area renders (default: internal, its producer's
+    class). A watch on a secret file is restricted, so the egress gate sees it."""
+
+    @property
+    def label(self) -> PrivatizationLabel: ...
 
 
 @dataclass(frozen=True, slots=True)

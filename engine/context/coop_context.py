@@ -17,11 +17,13 @@ from engine.context.area import (
     AreaLifeState,
     ContextAreaImplementation,
     EffectRange,
+    LabelledArea,
     is_restorable,
 )
 from engine.context.collector import tail_component
 from engine.context.compaction import CompactionPlan, apply_compaction
 from engine.context.context import Context
+from engine.context.egress import label_for_provenance
 from engine.context.errors import AreaCallbackError, AreaRegistrationError
 from engine.context.ownership import OwnershipLedger
 from engine.context.provenance import ItemKind, Provenance
@@ -38,6 +40,9 @@ from engine.events import (
 )
 from engine.gateway.base import NativeContent
 from engine.message import Message, Source
+from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
+
+INTERNAL = PrivatizationLabel(cls=PrivacyClass.internal)
 
 Sink = Callable[[Payload], object]
 """Receives every area and GC event; if it returns the logged `Event`, its seq is the provenance's."""
@@ -252,17 +257,24 @@ class CoopContext:
         effect = (
             EffectRange(start, latest) if slot.range is None else slot.range.extended_to(latest)
         )
+        label = self._label(slot)
         seq = self._emit(
             lambda: AreaRender(
                 area=slot.id,
                 messages=tuple(MessageData.of(m) for m in messages),
                 earliest=effect.earliest,
                 latest=effect.latest,
+                label=label,
             )
         )
         for message, native in zip(messages, natives, strict=True):
             provenance = Provenance(
-                kind=ItemKind.area, seq=seq, turn=turn, source=message.source, owner=slot.id
+                kind=ItemKind.area,
+                seq=seq,
+                turn=turn,
+                source=message.source,
+                label=label,
+                owner=slot.id,
             )
             self._context.append_native(native, provenance)
         slot.range = effect
@@ -306,6 +318,11 @@ class CoopContext:
         provenances = self._context.provenances_from(earliest)
         reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
         carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
+        # A promoted message stands for what was reclaimed: its label is their join, never lower.
+        label = join_all(
+            [self._label(slot) for slot in planned]
+            + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
+        )
         seq = self._emit(
             lambda: GcCollect(
                 areas=tuple(slot.id for slot in planned),
@@ -313,6 +330,7 @@ class CoopContext:
                 reclaimed=tuple(reclaimed),
                 promoted=tuple(MessageData.of(m) for m, _ in promoted),
                 carried=tuple(carried),
+                label=label,
             )
         )
         detached = self._context.detach_tail(earliest)
@@ -321,7 +339,7 @@ class CoopContext:
         # 6. The promoted messages are appended; they belong to no Area.
         for message, native in promoted:
             provenance = Provenance(
-                kind=ItemKind.promoted, seq=seq, turn=turn, source=message.source
+                kind=ItemKind.promoted, seq=seq, turn=turn, source=message.source, label=label
             )
             self._context.append_native(native, provenance)
         # 7. Every other detached item is re-appended in its original order, with its provenance.
@@ -401,6 +419,13 @@ class CoopContext:
             return messages, [self._context.codec.encode_message(m) for m in messages]
 
         return self._call(slot, callback, encode)
+
+    def _label(self, slot: Slot) -> PrivatizationLabel:
+        """What the Area declares it renders; its producer's default, internal, otherwise."""
+        area = slot.area
+        if isinstance(area, LabelledArea):
+            return self._call(slot, "label", lambda: area.label)
+        return INTERNAL
 
     def _life(self, slot: Slot) -> AreaLifeState:
         # Read directly (no closure): the pass and the Collector read it for every Area they touch.

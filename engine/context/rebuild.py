@@ -172,13 +172,16 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
                 ledger.states[area_id] = (record.life, record.flow)
             case AreaCursor(area=area_id):
                 ledger.cursor = area_id
-            case AreaRender(area=area_id, messages=messages, earliest=earliest, latest=latest):
+            case AreaRender(
+                area=area_id, messages=messages, earliest=earliest, latest=latest, label=label
+            ):
                 for rendered in messages:
                     provenance = Provenance(
                         kind=ItemKind.area,
                         seq=event.seq,
                         turn=turn,
                         source=rendered.source,
+                        label=label,
                         owner=area_id,
                     )
                     context.append_native(
@@ -207,7 +210,11 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
                 garbage += [detached[i - collect.earliest] for i in collect.reclaimed]
                 for promoted in collect.promoted:
                     provenance = Provenance(
-                        kind=ItemKind.promoted, seq=event.seq, turn=turn, source=promoted.source
+                        kind=ItemKind.promoted,
+                        seq=event.seq,
+                        turn=turn,
+                        source=promoted.source,
+                        label=collect.label,
                     )
                     context.append_native(
                         context.codec.encode_message(promoted.to_message()), provenance

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from engine.context.area import ContextAreaImplementation, RestorableArea
@@ -23,6 +23,7 @@ __all__ = [
     "SubtaskArea",
     "WatchArea",
     "load_area",
+    "restorable_kinds",
 ]
 
 BUILTIN_KINDS: dict[str, type[RestorableArea]] = {
@@ -40,17 +41,14 @@ class AreaLoadError(ImportError):
     """An Area named in the config could not be loaded; the message names its import path."""
 
     def __init__(self, path: str, reason: str) -> None:
+        # ImportError.__init__ resets `path`, so it runs first.
+        super().__init__(f"cannot load Area {path!r}: {reason}")
         self.path = path
         self.reason = reason
-        super().__init__(f"cannot load Area {path!r}: {reason}")
 
 
-def load_area(path: str, args: Mapping[str, Any] | None = None) -> ContextAreaImplementation:
-    """Import `package.module:Class` (or `package.module.Class`) and build it with `args`.
-
-    Raises `AreaLoadError` naming `path` when the module or attribute is missing, construction
-    fails, or the object lacks a member of the Area protocol.
-    """
+def _resolve(path: str) -> object:
+    """The object `package.module:Name` (or `package.module.Name`) names."""
     module_name, sep, attribute = path.partition(":")
     if not sep:
         module_name, _, attribute = path.rpartition(".")
@@ -63,10 +61,37 @@ def load_area(path: str, args: Mapping[str, Any] | None = None) -> ContextAreaIm
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise AreaLoadError(path, f"module {module_name!r} has no callable {attribute!r}")
+    return factory
+
+
+def restorable_kinds(paths: Iterable[str]) -> dict[str, type[RestorableArea]]:
+    """The built-in kinds plus each configured Area class that can be restored, by its `kind`.
+
+    Resume rebuilds a configured Area from its recorded state with these; a class without
+    `kind` and `restore` is left out (such an Area is reported unrestorable on resume).
+    """
+    kinds = dict(BUILTIN_KINDS)
+    for path in paths:
+        factory = _resolve(path)
+        kind = getattr(factory, "kind", None)
+        if isinstance(factory, type) and isinstance(kind, str) and hasattr(factory, "restore"):
+            kinds[kind] = cast(type[RestorableArea], factory)
+    return kinds
+
+
+def load_area(path: str, args: Mapping[str, Any] | None = None) -> ContextAreaImplementation:
+    """Import `package.module:Class` (or `package.module.Class`) and build it with `args`.
+
+    Raises `AreaLoadError` naming `path` when the module or attribute is missing, construction
+    fails, or the object lacks a member of the Area protocol.
+    """
+    factory = _resolve(path)
+    assert callable(factory)
     try:
         area = factory(**dict(args or {}))
     except Exception as exc:
-        raise AreaLoadError(path, f"{attribute}(...) raised {type(exc).__name__}: {exc}") from exc
+        name = getattr(factory, "__name__", path)
+        raise AreaLoadError(path, f"{name}(...) raised {type(exc).__name__}: {exc}") from exc
     missing = [name for name in _MEMBERS if not hasattr(area, name)]
     if missing:
         raise AreaLoadError(path, f"{type(area).__name__} lacks {', '.join(missing)}")

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Self
 
 from engine.context.area import AreaFlowState, AreaLifeState
+from engine.context.egress import DEFAULT_SECRET_PATTERNS, secret_label
 from engine.gateway.base import NativeContent
 from engine.message import Message, Role, Source
+from engine.privacy import PrivatizationLabel
 
 DEFAULT_MAX_BYTES = 64 * 1024
 
@@ -23,8 +25,16 @@ class WatchArea:
 
     kind = "watch"
 
-    def __init__(self, path: str, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        path: str,
+        root: str | Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        secret_patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS,
+    ) -> None:
         self.root = Path(root).resolve()
+        self.secret_patterns = tuple(secret_patterns)
         target = (self.root / path).resolve()
         if not target.is_relative_to(self.root):
             raise ValueError(f"watch path {path!r} lies outside the workspace {self.root}")
@@ -90,8 +100,14 @@ class WatchArea:
     def gc_prologue(self) -> None:
         pass
 
+    @property
+    def label(self) -> PrivatizationLabel:
+        """A secret-pattern file is restricted, any other workspace file internal."""
+        return secret_label(self.path, self.secret_patterns)
+
     def snapshot(self) -> dict[str, Any]:
         return {
+            "secret_patterns": list(self.secret_patterns),
             "path": self.path,
             "root": str(self.root),
             "max_bytes": self.max_bytes,
@@ -102,7 +118,10 @@ class WatchArea:
     @classmethod
     def restore(cls, state: dict[str, Any]) -> Self:
         area = cls(
-            state["path"], state["root"], max_bytes=int(state.get("max_bytes", DEFAULT_MAX_BYTES))
+            state["path"],
+            state["root"],
+            max_bytes=int(state.get("max_bytes", DEFAULT_MAX_BYTES)),
+            secret_patterns=state.get("secret_patterns", DEFAULT_SECRET_PATTERNS),
         )
         area._digest = state.get("digest")
         area._dirty = area._digest is None  # rendered before: observe() decides

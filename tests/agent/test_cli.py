@@ -1,0 +1,343 @@
+"""The headless `trellis` command (issue 4), run as a real process with TRELLIS_HOME and
+TRELLIS_CONFIG inside the test's temp dir: what it prints, its exit code, and the session it stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app import cli
+from engine.events import (
+    Event,
+    LiveEventAdapter,
+    PermissionDecision,
+    SessionTitle,
+    ToolCallRecord,
+    TurnEnd,
+    UserMessage,
+    decode_event,
+)
+from engine.store.sqlite import SQLiteStore
+from tests.agent.helpers_cli import CliRun, payloads, trellis
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    home: Path
+    config: Path
+    workspace: Path
+
+    def run(self, *args: str, cwd: Path | None = None) -> CliRun:
+        return trellis(list(args), home=self.home, config=self.config, cwd=cwd or self.workspace)
+
+    def stored(self, session_id: str) -> tuple[Event, ...]:
+        async def read() -> tuple[Event, ...]:
+            async with SQLiteStore(self.home / "sessions.sqlite") as store:
+                return (await store.inspect(session_id)).events
+
+        return asyncio.run(read())
+
+    def sessions(self) -> list[str]:
+        async def read() -> list[str]:
+            async with SQLiteStore(self.home / "sessions.sqlite") as store:
+                return [s.id for s in (await store.list(cwd=None)).sessions]
+
+        return asyncio.run(read())
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    return Env(home=tmp_path / "home", config=config, workspace=workspace)
+
+
+@dataclass(frozen=True, slots=True)
+class InProcess:
+    """`app.cli.main` called in this process (fast), with the same environment as `Env`."""
+
+    capsys: pytest.CaptureFixture[str]
+    workspace: Path
+
+    def main(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = cli.main(list(args))
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+
+@pytest.fixture
+def inproc(
+    env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> InProcess:
+    monkeypatch.setenv("TRELLIS_HOME", str(env.home))
+    monkeypatch.setenv("TRELLIS_CONFIG", str(env.config))
+    monkeypatch.chdir(env.workspace)
+    return InProcess(capsys, env.workspace)
+
+
+def session_of(stderr: str) -> str:
+    found = re.search(r"\[session (\w+)\]", stderr)
+    assert found is not None, stderr
+    return found.group(1)
+
+
+def write_script(path: Path, replies: list[dict[str, object]]) -> Path:
+    if path.suffix == ".json":
+        path.write_text(json.dumps({"replies": replies}))
+        return path
+    lines: list[str] = []
+    for reply in replies:
+        lines.append("[[replies]]")
+        for key, value in reply.items():
+            if key != "tool_calls":
+                lines.append(f"{key} = {json.dumps(value)}")
+        for call in reply.get("tool_calls", []):  # type: ignore[attr-defined]
+            lines.append("[[replies.tool_calls]]")
+            lines.append(f"name = {json.dumps(call['name'])}")
+            arguments = ", ".join(f"{k} = {json.dumps(v)}" for k, v in call["arguments"].items())
+            lines.append(f"arguments = {{ {arguments} }}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_plain_reply_is_printed_and_the_session_stored(env: Env) -> None:
+    done = env.run("run", "-p", "  Hello there  \nsecond line", "--cwd", str(env.workspace))
+    assert done.code == 0, done.stderr
+    assert "You said:" in done.stdout
+    assert "Hello there" in done.stdout
+    events = env.stored(session_of(done.stderr))
+    assert [t.title for t in payloads(events, SessionTitle)] == ["Hello there"]
+    assert payloads(events, UserMessage)[0].content == "  Hello there  \nsecond line"
+    assert [t.reason for t in payloads(events, TurnEnd)] == ["completed"]
+
+
+def test_json_prints_every_event(env: Env) -> None:
+    done = env.run("run", "-p", "hi", "--json")
+    assert done.code == 0, done.stderr
+    durable: list[Event] = []
+    live_types: set[str] = set()
+    for line in done.stdout.splitlines():
+        raw = json.loads(line)
+        if "seq" in raw:
+            durable.append(decode_event(raw))
+        else:
+            live_types.add(LiveEventAdapter.validate_python(raw).type)
+    assert [e.seq for e in durable] == list(range(len(durable)))
+    assert durable[0].type == "model/bind"
+    assert durable[-1].type == "turn/end"
+    assert "assistant/delta" in live_types
+    (title,) = payloads(durable, SessionTitle)
+    stored = env.stored(env.sessions()[0])
+    assert [e.model_dump() for e in stored] == [e.model_dump() for e in durable]
+    assert title.title == "hi"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_script_file(env: Env, tmp_path: Path, suffix: str) -> None:
+    (env.workspace / "notes.txt").write_text("remember the milk\n")
+    script = write_script(
+        tmp_path / f"script{suffix}",
+        [
+            {
+                "text": "Looking. ",
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+            },
+            {"text": "It says to remember the milk."},
+        ],
+    )
+    done = env.run("run", "-p", "what do my notes say?", "--script", str(script))
+    assert done.code == 0, done.stderr
+    assert "It says to remember the milk." in done.stdout
+    assert "-> read_file(path='notes.txt')" in done.stderr
+    events = env.stored(session_of(done.stderr))
+    assert [c.name for c in payloads(events, ToolCallRecord)] == ["read_file"]
+
+
+def test_bad_script_file(env: Env, tmp_path: Path) -> None:
+    script = tmp_path / "bad.json"
+    script.write_text("{not json")
+    done = env.run("run", "-p", "hi", "--script", str(script))
+    assert done.code == 2
+    assert str(script) in done.stderr
+    assert "not valid JSON" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert env.sessions() == []  # nothing stored for a run that never started
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("bad.toml", "[[replies]]\ntext = 3\n", "replies[0].text"),
+        ("bad.yaml", "replies: []\n", "must be a .json or .toml file"),
+        ("missing.json", None, "cannot read the script"),
+    ],
+)
+def test_bad_script_file_in_process(
+    inproc: InProcess, tmp_path: Path, name: str, text: str | None, says: str
+) -> None:
+    script = tmp_path / name
+    if text is not None:
+        script.write_text(text)
+    code, _, err = inproc.main("run", "-p", "hi", "--script", str(script))
+    assert code == 2
+    assert str(script) in err
+    assert says in err
+
+
+def test_unknown_model(env: Env) -> None:
+    done = env.run("run", "-p", "hi", "--model", "gpt-17")
+    assert done.code == 2
+    assert "unknown model 'gpt-17'" in done.stderr
+    assert "scripted" in done.stderr  # the configured ones are named
+    assert "Traceback" not in done.stderr
+
+
+def test_gateway_error_exits_1(env: Env, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "fail.json", [{"error": "the model fell over"}])
+    done = env.run("run", "-p", "hi", "--script", str(script))
+    assert done.code == 1
+    assert "the model fell over" in done.stderr
+    assert "turn ended (error)" in done.stderr
+    events = env.stored(session_of(done.stderr))
+    assert [t.reason for t in payloads(events, TurnEnd)] == ["error"]
+
+
+def test_permission_flags(env: Env, tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path / "write.json",
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}
+                ]
+            },
+            {"text": "done"},
+        ],
+    )
+    denied = env.run("run", "-p", "write it", "--script", str(script))
+    assert denied.code == 0, denied.stderr
+    assert "rerun with --allow write_file or --approve-all" in denied.stderr
+    assert not (env.workspace / "a.txt").exists()
+
+    allowed = env.run("run", "-p", "write it", "--script", str(script), "--allow", "write_file")
+    assert allowed.code == 0, allowed.stderr
+    assert (env.workspace / "a.txt").read_text() == "A"
+    decisions = payloads(env.stored(session_of(allowed.stderr)), PermissionDecision)
+    assert [d.decision for d in decisions] == ["allow"]
+
+
+def test_contradicting_permission_flags(inproc: InProcess) -> None:
+    with pytest.raises(SystemExit) as exited:
+        inproc.main("run", "-p", "x", "--approve-all", "--deny-all")
+    assert exited.value.code == 2
+    assert "not allowed with argument" in inproc.capsys.readouterr().err
+
+
+def test_a_command_as_the_prompt(env: Env) -> None:
+    usage = env.run("run", "-p", "/pin")
+    assert usage.code == 2
+    assert "usage: /pin TEXT" in usage.stderr
+
+
+def test_an_unknown_command_as_the_prompt(inproc: InProcess) -> None:
+    code, _, err = inproc.main("run", "-p", "/nope")
+    assert code == 2
+    assert "unknown command /nope" in err
+    code, out, _ = inproc.main("run", "-p", "/pin keep it short")
+    assert code == 0
+    assert "pinned pin1" in out
+
+
+def test_sessions_lists_the_stored_sessions(env: Env) -> None:
+    done = env.run("run", "-p", "First prompt line\nmore")
+    session_id = session_of(done.stderr)
+    listed = env.run("sessions")
+    assert listed.code == 0
+    (line,) = listed.stdout.splitlines()
+    assert line.startswith(session_id)
+    assert line.rstrip().endswith("First prompt line")
+
+
+def test_sessions_by_workspace(inproc: InProcess, tmp_path: Path) -> None:
+    code, out, _ = inproc.main("sessions")
+    assert (code, "no sessions" in out) == (0, True)
+    code, _, err = inproc.main("run", "-p", "stored here")
+    session_id = session_of(err)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, out, _ = inproc.main("sessions", "--cwd", str(elsewhere))
+    assert "no sessions" in out
+    assert "--all" in out
+    code, out, _ = inproc.main("sessions", "--all", "--cwd", str(elsewhere))
+    assert session_id in out
+    assert "stored here" in out
+
+
+def test_models_lists_the_configured_entries(env: Env) -> None:
+    env.config.write_text(
+        'default_model = "local"\n'
+        "[models.local]\n"
+        'provider = "openai"\n'
+        'base_url = "http://127.0.0.1:11434/v1"\n'
+        'model = "qwen3:8b"\n'
+        "[models.cloud]\n"
+        'provider = "anthropic"\n'
+        'model = "claude-x"\n'
+    )
+    done = env.run("models")
+    assert done.code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(ln.startswith("* local") and "qwen3:8b" in ln for ln in lines)
+    assert any("cloud" in ln and "egress<=internal" in ln for ln in lines)
+    assert any("scripted" in ln and "egress<=restricted" in ln for ln in lines)
+
+
+def test_bad_config_names_file_and_key(env: Env) -> None:
+    env.config.write_text('[context]\nchar_cap = "big"\n')
+    done = env.run("run", "-p", "hi")
+    assert done.code == 2
+    assert str(env.config) in done.stderr
+    assert "context.char_cap" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_project_config_names_file_and_key(inproc: InProcess) -> None:
+    project = inproc.workspace / ".trellis" / "config.toml"
+    project.parent.mkdir()
+    project.write_text('[models.local]\nprovider = "openai"\ncontext_window = 0\n')
+    code, _, err = inproc.main("models")
+    assert code == 2
+    assert str(project) in err
+    assert "models.local.context_window" in err
+
+
+def test_bad_area_path_in_config(env: Env) -> None:
+    env.config.write_text('[[areas]]\npath = "tests.agent.no_such_module:Area"\n')
+    done = env.run("run", "-p", "hi")
+    assert done.code == 2
+    assert "tests.agent.no_such_module:Area" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert env.sessions() == []
+
+
+def test_cwd_not_a_directory(env: Env) -> None:
+    file = env.workspace / "file.txt"
+    file.write_text("x")
+    done = env.run("run", "-p", "hi", "--cwd", str(file))
+    assert done.code == 2
+    assert f"--cwd {file} is not a directory" in done.stderr
+
+
+def test_cwd_missing(inproc: InProcess) -> None:
+    missing = inproc.workspace / "missing"
+    code, _, err = inproc.main("run", "-p", "hi", "--cwd", str(missing))
+    assert code == 2
+    assert f"--cwd {missing} is not a directory" in err
