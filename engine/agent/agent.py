@@ -124,6 +124,7 @@ class Agent:
         self._tool_names: dict[str, str] = {}
         self._status: AgentStatus = "idle"
         self._closed = False
+        self._titled: bool | None = None  # whether the log carries a session/title
         for event in session.events:
             if isinstance(event.data, ToolCallRecord):
                 self._tool_names[event.data.call_id] = event.data.name
@@ -385,11 +386,14 @@ class Agent:
 
     def _title(self, prompt: str) -> None:
         """spec: the title is the first line of the first prompt, trimmed."""
-        if any(isinstance(e.data, SessionTitle) for e in self.session.events):
+        if self._titled is None:  # the log is scanned once; afterwards only our own title counts
+            self._titled = any(isinstance(e.data, SessionTitle) for e in self.session.events)
+        if self._titled:
             return
         line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
         if line:
             self.session.append(SessionTitle(title=line))
+            self._titled = True
 
     async def _bind_for_turn(self) -> None:
         """Apply a model binding made since the last turn: new gateway, Context rebound."""

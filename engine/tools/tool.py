@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -116,8 +117,14 @@ class Tool(ABC, Generic[ArgsT]):
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it: name, description and a title-free JSON schema."""
-        schema = _strip_titles(self.args_model.model_json_schema())
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, _schema_of(self.args_model))
+
+
+@functools.cache
+def _schema_of(args_model: type[BaseModel]) -> dict[str, Any]:
+    """Built once per argument model: every request lists the tools, the schema never changes."""
+    schema: dict[str, Any] = _strip_titles(args_model.model_json_schema())
+    return schema
 
 
 def _strip_titles(schema: Any) -> Any:
