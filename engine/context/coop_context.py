@@ -179,6 +179,7 @@ class CoopContext:
         slot = Slot(area, area_id, serial, is_restorable(area), None, snapshot)
         self._link(slot)
         self._ledger.states[area_id] = reported
+        slot.reported = reported
 
     def adopt_range(self, area: ContextAreaImplementation, effect: EffectRange) -> None:
         """Give an adopted Area its recorded range; call in order of increasing `latest`."""
@@ -218,22 +219,31 @@ class CoopContext:
         if self._cursor is None:
             self._move_cursor(self._ring.head)
         assert self._cursor is not None
+        retain, exclusive = AreaLifeState.retain, AreaFlowState.exclusive
+        context = self._context
         start = slot = self._cursor
         while True:
             life = self._life(slot)
-            if life == AreaLifeState.retain:
+            if life is retain:
                 if slot.range is not None:
                     # spec: observe() only after a non-empty render created an EffectRange.
-                    view = self._context[slot.range.earliest : slot.range.latest + 1]
+                    view = context[slot.range.earliest : slot.range.latest + 1]
                     self._call(slot, "observe", partial(slot.area.observe, view))
                     life = self._life(slot)
                 # spec: an Area that retires inside observe() is not rendered in this pass.
-                if life == AreaLifeState.retain:
-                    rendered = self._render_one(slot, turn)
+                if life is retain:
+                    # The hot path of a pass over idle Areas: render() inlined, nothing built.
+                    length = len(context)
+                    try:
+                        result = slot.area.render()
+                    except Exception as exc:
+                        raise self._failed(slot, "render", exc, length) from exc
+                    rendered = self._render_one(slot, result, turn)
                     # spec: flow_state is read after render(); exclusive keeps the cursor.
                     life, flow = self._life(slot), self._flow(slot)
-                    self._note(slot, life, flow, check_snapshot=rendered)
-                    if flow == AreaFlowState.exclusive:
+                    if rendered or slot.reported != (life, flow):
+                        self._note(slot, life, flow, check_snapshot=rendered)
+                    if flow is exclusive:
                         self._move_cursor(slot)
                         return
                 else:
@@ -243,10 +253,9 @@ class CoopContext:
                 # spec: after a pass in which every Area yielded, the cursor is where it started.
                 return
 
-    def _render_one(self, slot: Slot, turn: int | None) -> bool:
-        """Render one Area and append its messages; True when it rendered any."""
-        rendered = self._call(slot, "render", slot.area.render)
-        if isinstance(rendered, list) and not rendered:
+    def _render_one(self, slot: Slot, rendered: object, turn: int | None) -> bool:
+        """Append what one Area's render() returned; True when it rendered any."""
+        if type(rendered) is list and not rendered:
             return False  # spec: an empty render creates or moves no range (the common case)
         messages, natives = self._encode(slot, "render", rendered)
         if not messages:
@@ -295,7 +304,7 @@ class CoopContext:
         )
         planned = list(component.areas) if component is not None and component.reclaimable else []
         # Every never-rendered Area's life_state is read: it costs one property read each.
-        planned += [slot for slot in self._unranged if self._life(slot) == AreaLifeState.retired]
+        planned += [slot for slot in self._unranged if self._life(slot) is AreaLifeState.retired]
         if not planned:
             return
         planned.sort(key=lambda slot: slot.serial)
@@ -397,9 +406,13 @@ class CoopContext:
         try:
             return function()
         except Exception as exc:
-            if len(self._context) > length:
-                self._context.detach_tail(length)
-            raise AreaCallbackError(slot.id, type(slot.area).__name__, callback, exc) from exc
+            raise self._failed(slot, callback, exc, length) from exc
+
+    def _failed(self, slot: Slot, callback: str, exc: Exception, length: int) -> AreaCallbackError:
+        """Undo what the failed callback appended; the error names the Area and the callback."""
+        if len(self._context) > length:
+            self._context.detach_tail(length)
+        return AreaCallbackError(slot.id, type(slot.area).__name__, callback, exc)
 
     def _encode(
         self, slot: Slot, callback: str, result: object
@@ -430,13 +443,15 @@ class CoopContext:
     def _life(self, slot: Slot) -> AreaLifeState:
         # Read directly (no closure): the pass and the Collector read it for every Area they touch.
         try:
-            return slot.area.life_state
+            life = slot.area.life_state
+            return life if type(life) is AreaLifeState else AreaLifeState(life)
         except Exception as exc:
             raise AreaCallbackError(slot.id, type(slot.area).__name__, "life_state", exc) from exc
 
     def _flow(self, slot: Slot) -> AreaFlowState:
         try:
-            return slot.area.flow_state
+            flow = slot.area.flow_state
+            return flow if type(flow) is AreaFlowState else AreaFlowState(flow)
         except Exception as exc:
             raise AreaCallbackError(slot.id, type(slot.area).__name__, "flow_state", exc) from exc
 
@@ -461,14 +476,15 @@ class CoopContext:
     ) -> None:
         """Emit `area/state` when life or flow changed since last reported (or, after a
         non-empty render, the snapshot did)."""
-        state = (AreaLifeState(life), AreaFlowState(flow))
-        changed = force or self._ledger.states.get(slot.id) != state
+        state = (life, flow)
+        changed = force or slot.reported != state
         if not changed and not (check_snapshot and slot.restorable):
             return
         snapshot = self._snapshot(slot)
         if not changed and snapshot == slot.snapshot:
             return
         self._ledger.states[slot.id] = state
+        slot.reported = state
         slot.snapshot = snapshot
         self._emit(
             lambda: AreaState(

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.context.area import ContextAreaImplementation, EffectRange
+from engine.context.area import AreaFlowState, AreaLifeState, ContextAreaImplementation, EffectRange
 
 
 @dataclass(eq=False, slots=True)
@@ -19,6 +19,7 @@ class Slot:
     restorable: bool
     range: EffectRange | None = None
     snapshot: dict[str, Any] | None = None
+    reported: tuple[AreaLifeState, AreaFlowState] | None = None  # the last `area/state` sent
     prev: Slot = field(init=False, repr=False)
     next: Slot = field(init=False, repr=False)
 

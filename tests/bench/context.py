@@ -8,6 +8,7 @@ within 10x of a pass over 1,000.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Callable, Sequence
 
@@ -39,6 +40,8 @@ class BenchArea:
 
     def render(self) -> list[Message]:
         count, self.pending = self.pending, 0
+        if not count:
+            return []  # an idle Area allocates nothing
         return [Message(Role.user, "x")] * count
 
     def promote(self) -> tuple[Message, ...]:
@@ -49,24 +52,44 @@ class BenchArea:
 
 
 def timed(function: Callable[[], object], repeat: int) -> float:
-    """Best per-call time in microseconds over `repeat` calls."""
-    best = float("inf")
+    """Median per-call time in microseconds over `repeat` calls.
+
+    The median, not the best: a best-of favours the size measured more often, which would bias
+    the ratio between sizes measured with different repeat counts.
+    """
+    samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         function()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e6
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1e6
 
 
-def idle_pass(n: int) -> float:
-    """Every Area retained and yielded; 10% rendered once (ranges); a pass touches all of them."""
+def idle_coop(n: int) -> CoopContext:
+    """n Areas, all retained and yielded; 10% rendered once (ranges); a pass touches all of them."""
     coop = CoopContext(Context(GatewayType.scripted))
     areas = [BenchArea() for _ in range(n)]
     for i, area in enumerate(areas):
         area.pending = 1 if i % 10 == 0 else 0
         coop.register(area)
     coop.render()
-    return timed(coop.render, 5)
+    return coop
+
+
+def idle_passes(sizes: Sequence[int], rounds: int = 40) -> dict[int, float]:
+    """Median microseconds of one pass per size, the sizes measured in interleaved rounds.
+
+    Interleaving puts every size under the same machine state (frequency, neighbours, timer
+    noise) instead of measuring the large size minutes after the small one.
+    """
+    coops = {n: idle_coop(n) for n in sizes}
+    samples: dict[int, list[float]] = {n: [] for n in sizes}
+    for _ in range(rounds):
+        for n, coop in coops.items():
+            start = time.perf_counter()
+            coop.render()
+            samples[n].append(time.perf_counter() - start)
+    return {n: statistics.median(values) * 1e6 for n, values in samples.items()}
 
 
 def exclusive_render(n: int) -> float:
@@ -120,10 +143,11 @@ def collection(n: int) -> dict[str, float]:
 
 def main() -> None:
     figures: dict[str, dict[str, object]] = {}
+    passes = idle_passes(SIZES)
     for n in SIZES:
         figures[str(n)] = {
-            "idle_pass_us": round(idle_pass(n), 1),
-            "idle_pass_per_area_us": round(idle_pass(n) / n, 3),
+            "idle_pass_us": round(passes[n], 1),
+            "idle_pass_per_area_us": round(passes[n] / n, 3),
             "exclusive_render_us": round(exclusive_render(n), 1),
             "collection": {k: round(v, 3) for k, v in collection(n).items()},
         }
