@@ -9,10 +9,13 @@ never sits in a config object.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, assert_never
+from typing import TYPE_CHECKING, Protocol, assert_never
 
 from engine.gateway.base import DEFAULT_TIMEOUT, Gateway, GatewayType
 from engine.gateway.scripted import ScriptedGateway
+
+if TYPE_CHECKING:
+    from engine.gateway.http import HttpGateway
 
 DEFAULT_API_KEY_ENV: dict[GatewayType, str] = {
     GatewayType.gemini: "GEMINI_API_KEY",
@@ -68,38 +71,34 @@ def make_gateway(
     key_env = entry.api_key_env or DEFAULT_API_KEY_ENV.get(provider, "")
     timeout = entry.timeout
     label = f"{provider.value} ({entry_name})"
+    if provider is GatewayType.scripted:
+        return ScriptedGateway.from_file(script_path) if script_path else ScriptedGateway()
+    if provider is GatewayType.openai and not key_env and not base_url:
+        key_env = "OPENAI_API_KEY"  # the real OpenAI endpoint; local servers need no key
+    return _network_gateway(provider)(
+        base_url=base_url,
+        api_key_env=key_env,
+        timeout=timeout or DEFAULT_TIMEOUT,
+        provider_name=label,
+    )
+
+
+def _network_gateway(provider: GatewayType) -> type[HttpGateway]:
+    """The class for a network provider, imported when picked: a scripted start never loads httpx."""
     match provider:
-        case GatewayType.scripted:
-            return ScriptedGateway.from_file(script_path) if script_path else ScriptedGateway()
-        # The network gateways are imported when picked, so a scripted start never loads httpx.
         case GatewayType.openai:
-            from engine.gateway import openai
+            from engine.gateway.openai import OpenAIGateway
 
-            if not key_env and not base_url:
-                key_env = "OPENAI_API_KEY"
-            return openai.OpenAIGateway(
-                base_url=base_url,
-                api_key_env=key_env,
-                timeout=timeout or DEFAULT_TIMEOUT,
-                provider_name=label,
-            )
+            return OpenAIGateway
         case GatewayType.gemini:
-            from engine.gateway import gemini
+            from engine.gateway.gemini import GeminiGateway
 
-            return gemini.GeminiGateway(
-                base_url=base_url,
-                api_key_env=key_env,
-                timeout=timeout or DEFAULT_TIMEOUT,
-                provider_name=label,
-            )
+            return GeminiGateway
         case GatewayType.anthropic:
-            from engine.gateway import anthropic
+            from engine.gateway.anthropic import AnthropicGateway
 
-            return anthropic.AnthropicGateway(
-                base_url=base_url,
-                api_key_env=key_env,
-                timeout=timeout or DEFAULT_TIMEOUT,
-                provider_name=label,
-            )
+            return AnthropicGateway
+        case GatewayType.scripted:
+            raise ValueError("the scripted gateway is not a network gateway")
         case _:
             assert_never(provider)
