@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -28,7 +29,7 @@ from engine.events import (
     TurnEnd,
 )
 from engine.gateway.scripted import ScriptError
-from engine.paths import sessions_db_path
+from engine.paths import log_file_path, sessions_db_path
 from engine.store import StoreError
 from engine.store.sqlite import SQLiteStore
 from engine.tools.mcp import McpServerError
@@ -86,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
+    _log_to_file()
     try:
         match args.command:
             case "run":
@@ -102,6 +104,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return EXIT_OK
+
+
+def _log_to_file() -> None:
+    """Engine diagnostics (a retried flush, a failing hook) go to `trellis.log` in the data
+    directory, never as tracebacks between the reply's lines; what the user must know is printed
+    from the events."""
+    root = logging.getLogger()
+    if root.handlers:
+        return  # an embedding program configured logging itself
+    path = log_file_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()  # an unwritable data dir is reported by the store
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -29,6 +29,11 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
+def log_file_path() -> Path:
+    """Where the command line writes its diagnostics."""
+    return data_dir() / "trellis.log"
+
+
 def sessions_db_path() -> Path:
     """The SQLite file that holds every session."""
     return data_dir() / SESSIONS_DB_NAME

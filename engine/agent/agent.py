@@ -118,6 +118,8 @@ class Agent:
         self._inbox: deque[PromptSubmission] = deque()
         self._kept_steering: list[Steering] = []
         self._keep_inbox = False
+        self._preparing = False  # a dequeued submission is being admitted or its turn opened
+        self._cancel_before_start: TurnEndReason | None = None
         self._runner: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
         self._flushes: set[asyncio.Task[None]] = set()
@@ -170,9 +172,11 @@ class Agent:
         self._check_open()
         if not isinstance(text, str):
             raise TypeError(f"steer() takes str, not {type(text).__name__}")
-        if self.turn_open:
+        turn = self._turn
+        if turn is not None and not turn.ended and not turn.ending:
             self.outbox.stage(Steering(text))
         else:
+            # from turn/end on (a subscriber of turn/end included) steering is a new send
             self.send(text)
 
     def inject(self, context: AdditionalContext) -> None:
@@ -307,6 +311,12 @@ class Agent:
 
     def _stop_turn(self, reason: TurnEndReason, keep_inbox: bool) -> None:
         turn = self._turn
+        if turn is None and self._preparing:
+            # the submission is still being admitted or its turn opened: the turn it opens ends
+            # at once with this reason (the user's words are kept, the model is not called)
+            self._keep_inbox = keep_inbox
+            self._cancel_before_start = reason
+            return
         if turn is None or turn.closing:
             return
         self._keep_inbox = keep_inbox
@@ -325,6 +335,15 @@ class Agent:
             self._set_status("idle")
 
     async def _process(self, submission: PromptSubmission) -> None:
+        self._preparing = True
+        self._cancel_before_start = None
+        try:
+            await self._admit_and_run(submission)
+        finally:
+            self._preparing = False
+            self._cancel_before_start = None
+
+    async def _admit_and_run(self, submission: PromptSubmission) -> None:
         # spec: admission runs before any turn exists; a blocked prompt appends nothing
         try:
             decision = await run_admission(self._listeners, submission)
@@ -337,19 +356,37 @@ class Agent:
             return
         if self._closed:
             return  # disposed while admitting: like a queued send, it is dropped
+        try:
+            await self._open_turn(submission)
+        except Exception as exc:
+            # Nothing turn-level was appended: the runner goes on with the next send rather than
+            # dying with the inbox (and `when_idle`/`dispose` raising).
+            self.assembler.end_turn()
+            log.exception("session %s: the turn could not start", self.session.id)
+            self.session.emit(AgentError(turn=None, message=f"The turn could not start: {exc}"))
+            return
         await self._run_turn(submission, decision)
 
-    async def _run_turn(self, submission: PromptSubmission, decision: Allow) -> None:
+    async def _open_turn(self, submission: PromptSubmission) -> None:
+        """Everything before `turn/start` that can fail: title, model binding, the floor."""
         self._title(submission.content)
         await self._bind_for_turn()
         for block in await self.assembler.begin_turn(self.tools.names, self.model_id):
             self.session.append(block)
+
+    async def _run_turn(self, submission: PromptSubmission, decision: Allow) -> None:
         number = self.session.state.last_turn + 1
         # The Turn exists before turn/start is logged, so a subscriber reacting to turn/start
         # can already cancel it or stage into it.
         turn = Turn(self, number)
         self._turn = turn
-        self._keep_inbox = False
+        self._preparing = False
+        if self._closed:
+            turn.stop("disposed")  # disposed while the turn was being opened
+        elif self._cancel_before_start is not None:
+            turn.stop(self._cancel_before_start)  # cancelled while admitting: keeps _keep_inbox
+        else:
+            self._keep_inbox = False
         self.session.append(TurnStart(turn=number))
         original = submission.content if decision.content != submission.content else None
         self.append_user(

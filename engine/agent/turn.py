@@ -108,6 +108,7 @@ class Turn:
         self.cancel_reason: TurnEndReason = "cancelled"
         self.closing = False  # `_close` has begun: there is nothing left to stop
         self.ended = False  # `turn/end` is in the log: input no longer belongs to this turn
+        self.ending = False  # `turn/end` is being appended: steering is a new send from here
         self._stopping = False
         self._task: asyncio.Task[Any] | None = None
         self._streaming: _Reply | None = None  # the reply being streamed, until it is logged
@@ -306,6 +307,9 @@ class Turn:
             agent.session.append(PermissionDecision(call_id=call.id, decision=decision.decision))
             if decision.rule is not None:
                 agent.session.append(PermissionRule(tool=call.name, decision=decision.rule))
+            # checkpoint: before a tool runs, the answer the user gave is durable (an "always"
+            # rule included), even if the process dies while the tool runs
+            await agent.session.flush()
             if decision.decision != "allow":
                 return ToolOutput.error(
                     decision.message or f"Permission to run {call.name} was denied."
@@ -365,6 +369,7 @@ class Turn:
         if self._step_open:
             self.agent.session.append(StepEnd(turn=self.number, step=self.step))
             self._step_open = False
+        self.ending = True
         self.agent.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
         self.ended = True
         # after an early end the outbox may hold anything; after completion only contexts staged
