@@ -148,10 +148,12 @@ class CoopContext:
             raise AreaRegistrationError(message)
         restorable = is_restorable(area)
         kind = area.kind if is_restorable(area) else type(area).__name__
-        self._serial += 1
-        slot = Slot(area, f"{kind}#{self._serial}", self._serial, restorable)
+        serial = self._serial + 1
+        slot = Slot(area, f"{kind}#{serial}", serial, restorable)
+        # Every callback runs before anything is recorded: a failing one registers nothing.
         snapshot = self._snapshot(slot)
-        name = getattr(area, "name", "")
+        name = self._call(slot, "name", lambda: getattr(area, "name", ""))
+        state = (self._life(slot), self._flow(slot))
         self._emit(
             lambda: AreaRegister(
                 area=slot.id,
@@ -160,9 +162,21 @@ class CoopContext:
                 state=snapshot,
             )
         )
+        self._serial = serial
         self._link(slot)
-        self._report(slot, force=True)
+        self._ledger.states[slot.id] = slot.reported = state
+        slot.snapshot = snapshot
+        self._emit(
+            lambda: AreaState(
+                area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
+            )
+        )
         return slot.id
+
+    def report_state(self, area: ContextAreaImplementation) -> None:
+        """Record the Area's current life and flow (`area/state` when they changed since last
+        reported): resume retires an Area it could not restore this way, in the log too."""
+        self._report(self._slots[area])
 
     def adopt(
         self,
@@ -298,27 +312,37 @@ class CoopContext:
         """One collection, at the start of render(): a safe point between model invocations."""
         # 1. Plan: the tail component when every Area in it is retired, and the Areas that
         #    retired without ever rendering (nothing of theirs to detach).
+        #    An Area selected by an earlier, rolled-back collection stays selected.
         component = tail_component(
             ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None),
-            lambda slot: self._life(slot) == AreaLifeState.retired,
+            self._retired,
         )
         planned = list(component.areas) if component is not None and component.reclaimable else []
         # Every never-rendered Area's life_state is read: it costs one property read each.
-        planned += [slot for slot in self._unranged if self._life(slot) is AreaLifeState.retired]
+        planned += [slot for slot in self._unranged if self._retired(slot)]
         if not planned:
             return
         planned.sort(key=lambda slot: slot.serial)
         for slot in planned:
             self._report(slot)
-        # 2. Every promote() before any gc_prologue(); state changes inside change nothing.
-        promoted: list[tuple[Message, NativeContent]] = []
+        # What each Area declares it renders is read before any GC callback can change it.
         for slot in planned:
-            result = self._call(slot, "promote", slot.area.promote)
-            messages, natives = self._encode(slot, "promote", result)
-            promoted += zip(messages, natives, strict=True)
+            if slot.gc_label is None:
+                slot.gc_label = self._label(slot)
+            slot.gc_selected = True
+        # 2. Every promote() before any gc_prologue(); state changes inside change nothing.
+        #    Each runs once per Area: a retry after a failing callback skips what succeeded.
+        for slot in planned:
+            if slot.gc_promoted is None:
+                result = self._call(slot, "promote", slot.area.promote)
+                slot.gc_promoted = tuple(self._encode(slot, "promote", result)[0])
+        encode = self._context.codec.encode_message
+        promoted = [(m, encode(m)) for slot in planned for m in slot.gc_promoted or ()]
         # 3. Every gc_prologue(), the last word before detachment.
         for slot in planned:
-            self._call(slot, "gc_prologue", slot.area.gc_prologue)
+            if not slot.gc_done:
+                self._call(slot, "gc_prologue", slot.area.gc_prologue)
+                slot.gc_done = True
         # 4. Detach the tail from the component's earliest index (nothing when none is planned).
         earliest = len(self._context)
         if component is not None and component.reclaimable:
@@ -329,7 +353,7 @@ class CoopContext:
         carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
         # A promoted message stands for what was reclaimed: its label is their join, never lower.
         label = join_all(
-            [self._label(slot) for slot in planned]
+            [slot.gc_label or INTERNAL for slot in planned]
             + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
         )
         seq = self._emit(
@@ -439,6 +463,9 @@ class CoopContext:
         if isinstance(area, LabelledArea):
             return self._call(slot, "label", lambda: area.label)
         return INTERNAL
+
+    def _retired(self, slot: Slot) -> bool:
+        return slot.gc_selected or self._life(slot) is AreaLifeState.retired
 
     def _life(self, slot: Slot) -> AreaLifeState:
         # Read directly (no closure): the pass and the Collector read it for every Area they touch.

@@ -300,6 +300,10 @@ def resume_coop_context(
         coop.adopt_range(area, effect)
     if rebuilt.cursor is not None and rebuilt.cursor in rebuilt.areas:
         coop.set_cursor(rebuilt.cursor)
+    # Retired from the resume on, in the log as well: a stand-in that was exclusive at the cursor
+    # must not own what is appended after the resume (live and rebuilt ownership agree).
+    for stand_in in unrestored:
+        coop.report_state(stand_in)
     return Resumed(coop, tuple(unrestored))
 
 

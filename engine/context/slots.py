@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context.area import AreaFlowState, AreaLifeState, ContextAreaImplementation, EffectRange
+from engine.message import Message
+from engine.privacy import PrivatizationLabel
 
 
 @dataclass(eq=False, slots=True)
@@ -20,6 +22,12 @@ class Slot:
     range: EffectRange | None = None
     snapshot: dict[str, Any] | None = None
     reported: tuple[AreaLifeState, AreaFlowState] | None = None  # the last `area/state` sent
+    # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
+    # a collection rolled back by a failing callback is retried without repeating what succeeded.
+    gc_selected: bool = False
+    gc_label: PrivatizationLabel | None = None  # read before any GC callback
+    gc_promoted: tuple[Message, ...] | None = None  # what promote() returned
+    gc_done: bool = False  # gc_prologue() returned
     prev: Slot = field(init=False, repr=False)
     next: Slot = field(init=False, repr=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,33 @@ def test_watch_missing_file_truncation_and_confinement(tmp_path: Path) -> None:
         WatchArea("../escape", tmp_path)
 
 
+def test_watch_reads_a_large_file_only_up_to_its_bound(tmp_path: Path) -> None:
+    # observe()/render() run on the agent loop's thread: a watched file reads at most `max_bytes`
+    # however large it grows, and a change past the bound that keeps what is shown re-renders
+    # only when the size (in the truncation note) changes.
+    target = tmp_path / "big.log"
+    with target.open("wb") as handle:
+        handle.write(b"head")
+        handle.truncate(64 * 1024 * 1024)  # sparse: cheap on disk, 64 MiB to a reader
+    watch = WatchArea("big.log", tmp_path, max_bytes=1024)
+    tracemalloc.start()
+    try:
+        (message,) = watch.render()
+        watch.observe(())
+        assert watch.render() == []
+        with target.open("ab") as handle:
+            handle.write(b"more")
+        watch.observe(())
+        (again,) = watch.render()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024
+    assert message.content.startswith("Watched file big.log:\n```\nhead")
+    assert f"[truncated: showing 1024 of {64 * 1024 * 1024} bytes]" in message.content
+    assert f"showing 1024 of {64 * 1024 * 1024 + 4} bytes" in again.content
+
+
 def test_plan_checklist_re_renders_when_changed() -> None:
     h = Harness()
     plan = PlanArea("Plan", ["read", "fix"])
@@ -158,3 +186,20 @@ def test_a_failing_load_names_the_path(path: str, reason: str) -> None:
     with pytest.raises(AreaLoadError, match=reason) as info:
         load_area(path)
     assert path in str(info.value)
+
+
+def test_watch_never_follows_a_symlink_swapped_in_to_lead_outside(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "secret.txt"
+    outside.write_text("the outside secret")
+    (root / "notes.txt").write_text("inside")
+    area = WatchArea("notes.txt", root)
+    [first] = area.render()
+    assert "inside" in first.content
+    (root / "notes.txt").unlink()
+    (root / "notes.txt").symlink_to(outside)
+    area.observe(())
+    [again] = area.render()
+    assert "outside the workspace" in again.content
+    assert "the outside secret" not in again.content

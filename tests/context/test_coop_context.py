@@ -16,6 +16,7 @@ from engine.context import (
 )
 from engine.events import AreaCursor, AreaRegister, AreaRender, AreaState, GcCollect, Payload
 from engine.message import Message
+from engine.privacy import PrivacyClass, PrivatizationLabel
 from tests.context.fakes import FakeArea, Harness
 
 EXCLUSIVE = AreaFlowState.exclusive
@@ -226,3 +227,80 @@ def test_events_reach_the_sink() -> None:
     gc = events[5]
     assert isinstance(gc, GcCollect)
     assert (gc.areas, gc.earliest, gc.reclaimed, gc.carried) == (("FakeArea#1",), 0, (0,), ())
+
+
+def test_register_with_a_failing_state_property_registers_nothing() -> None:
+    class Broken(FakeArea):
+        @property
+        def flow_state(self) -> AreaFlowState:
+            raise RuntimeError("no flow")
+
+    events: list[Payload] = []
+    h = Harness()
+    coop = CoopContext(h.context, events.append)
+    broken = Broken(h.log, "broken")
+    with pytest.raises(AreaCallbackError, match=r"failed in flow_state"):
+        coop.register(broken)
+    assert broken not in coop
+    assert coop.areas == ()
+    assert events == []  # no area/register for an Area that is not registered
+    assert coop.register(FakeArea(h.log, "ok")) == "FakeArea#1"
+
+
+def test_a_failed_collection_is_retried_without_repeating_the_callbacks_that_succeeded() -> None:
+    # promote() is called once an Area is selected for GC and gc_prologue() is its final word:
+    # a gc_prologue() failure of one Area rolls the collection back, and the retry neither asks
+    # an Area whose resources are released to promote again nor releases them twice.
+    h = Harness()
+    a = h.area("a", renders=[["1"], ["3"]], promotes=["pa"])
+    b = h.area("b", renders=[["2"]], promotes=["pb"])
+    h.render()
+    h.render()  # a [0, 2] holds b [1, 1]: one component
+    h.say("x")
+    before = (h.context[:], h.context.provenances)
+    a.retire()
+    b.retire()
+    a.in_gc = ["promote", "gc_prologue"]  # back to retain inside GC: changes nothing, even later
+    b.fail_in = "gc_prologue"
+    h.calls()
+    with pytest.raises(AreaCallbackError, match=r"FakeArea#2 \(FakeArea\) failed in gc_prologue"):
+        h.coop.render()
+    assert (h.context[:], h.context.provenances) == before
+    assert a in h.coop
+    assert b in h.coop
+    b.fail_in = None
+    h.render()
+    calls = h.calls()
+    assert calls.count(("a", "promote")) == calls.count(("b", "promote")) == 1
+    assert calls.count(("a", "gc_prologue")) == 1
+    assert calls.count(("b", "gc_prologue")) == 2  # it failed once: it is asked again
+    assert h.texts() == ["a:pa", "b:pb", "x"]
+    assert h.garbage() == ["a:1", "b:2", "a:3"]
+
+
+def test_a_label_lowered_inside_gc_callbacks_does_not_lower_the_promoted_label() -> None:
+    # spec: state changes inside promote()/gc_prologue() change nothing; DESIGN-NOTES: a
+    # promoted message never lowers the labels of what it stands for.
+    restricted = PrivatizationLabel(cls=PrivacyClass.restricted)
+
+    class Secret(FakeArea):
+        declared = restricted
+
+        @property
+        def label(self) -> PrivatizationLabel:
+            return self.declared
+
+        def gc_prologue(self) -> None:
+            super().gc_prologue()
+            self.declared = PrivatizationLabel(cls=PrivacyClass.public)
+
+    events: list[Payload] = []
+    h = Harness()
+    coop = CoopContext(h.context, events.append)
+    area = Secret(h.log, "s", promotes=["p"])
+    coop.register(area)
+    area.retire()  # never rendered: nothing of its own is reclaimed, only its label counts
+    coop.render()
+    (gc,) = [e for e in events if isinstance(e, GcCollect)]
+    assert gc.label == restricted
+    assert h.context.provenance(0).label == restricted

@@ -109,3 +109,28 @@ def test_an_area_that_cannot_be_restored_is_retired_and_reported() -> None:
     resumed.coop.render()
     assert resumed.coop.areas == ()
     assert len(resumed.coop.garbage) == 1
+
+
+def test_an_unrestorable_exclusive_area_takes_nothing_appended_after_the_resume() -> None:
+    # DESIGN.md: an Area that cannot be restored is retired from the resume on, so it no longer
+    # holds the cursor exclusively: the first prompt after the resume is not its chatter.
+    loop = LoggedLoop()
+    loop.open_turn()
+    loop.coop.register(FakeArea([], "custom", flow=AreaFlowState.exclusive, renders=[["goal"]]))
+    loop.render()
+    loop.user("chatter")
+    loop.close_turn()
+    rebuilt = rebuild_context(GatewayType.scripted, loop.session.events)
+    resumed = resume_coop_context(rebuilt, BUILTIN_KINDS, sink=loop.session.append)
+    loop.coop, loop.context = resumed.coop, resumed.coop.context
+    loop.user("new prompt")
+    loop.open_turn()
+    loop.render()
+    assert [m.content for m in loop.context.messages()] == ["new prompt"]
+    assert [loop.context.codec.decode(i).content for i in loop.coop.garbage] == [
+        "custom:goal",
+        "chatter",
+    ]
+    again = rebuild_context(GatewayType.scripted, loop.session.events)
+    assert again.context.entries() == loop.context.entries()
+    assert again.garbage[-2:] == loop.coop.garbage_entries

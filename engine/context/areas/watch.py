@@ -1,12 +1,14 @@
 """watch: a workspace file kept in view; re-rendered when it changes, retired on unwatch.
 
-Reads are small and bounded (`max_bytes`, default 64 KiB) and happen inside observe()/render(),
-which the agent loop calls between model invocations.
+Reads are small and bounded (at most `max_bytes`, default 64 KiB, however large the file) and
+happen inside observe()/render(), which the agent loop calls on its thread between model
+invocations: a stat per render, and a bounded read when the stat changed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -71,8 +73,8 @@ class WatchArea:
         stat = self._current_stat()
         if stat == self._stat and stat is not None:
             return
-        data = self._read()
-        digest = "" if data is None else hashlib.sha256(data).hexdigest()
+        read = self._read()
+        digest = "" if read is None else self._hash(*read)
         if digest != self._digest:
             self._dirty = True
         self._stat = stat
@@ -82,15 +84,20 @@ class WatchArea:
             return []
         self._dirty = False
         self._stat = self._current_stat()
-        data = self._read()
-        if data is None:
+        if self._escaped():
+            self._digest = ""
+            text = f"Watched file {self.path}: (now points outside the workspace; not shown)"
+            return [Message(Role.user, text, self.source)]
+        read = self._read()
+        if read is None:
             self._digest = ""
             return [Message(Role.user, f"Watched file {self.path}: (missing)", self.source)]
-        self._digest = hashlib.sha256(data).hexdigest()
-        shown = data[: self.max_bytes].decode("utf-8", errors="replace")
+        data, size = read
+        self._digest = self._hash(data, size)
+        shown = data.decode("utf-8", errors="replace")
         note = ""
-        if len(data) > self.max_bytes:
-            note = f"\n[truncated: showing {self.max_bytes} of {len(data)} bytes]"
+        if size > len(data):
+            note = f"\n[truncated: showing {len(data)} of {size} bytes]"
         text = f"Watched file {self.path}:\n```\n{shown}\n```{note}"
         return [Message(Role.user, text, self.source)]
 
@@ -128,15 +135,35 @@ class WatchArea:
         area._unwatched = bool(state.get("unwatched", False))
         return area
 
+    def _escaped(self) -> bool:
+        """The path was checked when the watch began; a symlink swapped in later must not lead out."""
+        return not (self.root / self.path).resolve().is_relative_to(self.root)
+
     def _current_stat(self) -> tuple[int, int] | None:
+        if self._escaped():
+            return None
         try:
             stat = self._target.stat()
         except OSError:
             return None
         return (stat.st_mtime_ns, stat.st_size)
 
-    def _read(self) -> bytes | None:
+    def _read(self) -> tuple[bytes, int] | None:
+        """The first `max_bytes` bytes and the file's size; never more is read."""
+        if self._escaped():
+            return None
         try:
-            return self._target.read_bytes()
+            with self._target.open("rb") as handle:
+                data = handle.read(self.max_bytes)
+                size = max(os.fstat(handle.fileno()).st_size, len(data))
         except OSError:
             return None
+        return data, size
+
+    @staticmethod
+    def _hash(data: bytes, size: int) -> str:
+        """SHA-256 of what is shown; a truncated file's size joins it (the note shows it)."""
+        digest = hashlib.sha256(data)
+        if size > len(data):
+            digest.update(f"\0{size}".encode())
+        return digest.hexdigest()
