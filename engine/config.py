@@ -14,11 +14,12 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -48,6 +49,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 _UNKNOWN_DEFAULT_MODEL = "unknown_default_model"
+_DUPLICATE_MCP_SERVER = "duplicate_mcp_server"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _AREA_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
@@ -130,12 +132,26 @@ def _is_loopback(base_url: str) -> bool:
         return False
 
 
+def _inside_workspace(name: str) -> str:
+    """An instruction file is read from the workspace root, so it must be a path inside it (the
+    same rule `FloorBuilder` enforces, reported here with the file and the key)."""
+    relative = PurePosixPath(name)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise ValueError("must be a relative path inside the workspace root")
+    return name
+
+
+InstructionFile = Annotated[str, AfterValidator(_inside_workspace)]
+
+
 class ContextConfig(_Section):
     """The orchestrator's governors and the privacy defaults (DESIGN.md, "Orchestrator")."""
 
     char_cap: PositiveInt = 96_000
     turn_window: int = 20  # 0 or less keeps no history group
-    instruction_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "TRELLIS.md"])
+    instruction_files: list[InstructionFile] = Field(
+        default_factory=lambda: ["AGENTS.md", "TRELLIS.md"]
+    )
     instruction_max_bytes: PositiveInt = 32_768
     secret_patterns: list[str] = Field(
         default_factory=lambda: [".env*", "*.pem", "*.key", "id_*", "*credentials*"]
@@ -226,9 +242,13 @@ class Config(_Section):
     @classmethod
     def _unique_servers(cls, value: list[McpServer]) -> list[McpServer]:
         seen: set[str] = set()
-        for server in value:
+        for index, server in enumerate(value):
             if server.name in seen:
-                raise ValueError(f"two MCP servers are named {server.name!r}")
+                raise PydanticCustomError(
+                    _DUPLICATE_MCP_SERVER,
+                    "another MCP server before it is named {name}; names must be unique",
+                    {"name": repr(server.name), "index": index},
+                )
             seen.add(server.name)
         return value
 
@@ -353,6 +373,8 @@ def _config_error(exc: ValidationError, provenance: Mapping[Loc, Path]) -> Confi
         loc: Loc = tuple(error["loc"])
         if error["type"] == _UNKNOWN_DEFAULT_MODEL:
             loc = ("default_model",)
+        elif error["type"] == _DUPLICATE_MCP_SERVER:
+            loc = (*loc, int(error.get("ctx", {})["index"]), "name")
         lines.append((_blame(loc, provenance), _dotted(loc), _describe(error, loc)))
     file, key, problem = lines[0]
     more = [ConfigError(p, file=f, key=k).problems[0] for f, k, p in lines[1:]]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from engine.events import (
     Event,
     Payload,
+    PermissionDecision,
     Scope,
     StepEnd,
     StepStart,
@@ -103,6 +104,16 @@ class LogState:
                     raise fail(
                         f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)"
                     )
+            case PermissionDecision(call_id=call_id):
+                # asked for a call of the open step before it ran (or resolved as cancelled)
+                if self.open_step is None:
+                    raise fail(f"{data.event_type} outside a step")
+                if call_id not in self.calls:
+                    raise fail(
+                        f"{data.event_type} for no tool/call {call_id!r} in step {self.open_step}"
+                    )
+                if self.calls[call_id]:
+                    raise fail(f"{data.event_type} for {call_id!r} after its result")
             case _ if hasattr(data, "step"):
                 step = getattr(data, "step")  # noqa: B009 - payloads with a step field
                 if self.open_step is None:

@@ -396,7 +396,7 @@ def test_duplicate_mcp_server_names(tmp_path: Path) -> None:
         '[[mcp_servers]]\nname = "a"\ncommand = "x"\n[[mcp_servers]]\nname = "a"\ncommand = "y"\n'
     )
     error = load_error(tmp_path, write(tmp_path / "u.toml", text))
-    assert error.key == "mcp_servers"
+    assert error.key == "mcp_servers[1].name"  # the second of the two
     assert "'a'" in error.problem
 
 

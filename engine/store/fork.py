@@ -10,7 +10,9 @@ from engine.store.errors import ForkPointError
 
 async def check_fork_point(conn: aiosqlite.Connection, parent: SessionInfo, at_seq: int) -> None:
     """`ForkPointError` unless `at_seq` is in 1..event_count (a fork copies at least one event)
-    and follows a `turn/end` or an out-of-turn `user/message`, so no turn is open in the fork."""
+    and lies where no turn is open: after a `turn/end`, or after out-of-turn events (an injected
+    `user/message`, a pin, a binding, a finished compaction) that follow one or precede the first
+    turn. A cut between `compact/start` and `compact/end` would keep half a compaction: refused."""
 
     def refuse(why: str) -> ForkPointError:
         return ForkPointError(f"session {parent.id!r}: cannot fork at seq {at_seq}: {why}")
@@ -23,32 +25,27 @@ async def check_fork_point(conn: aiosqlite.Connection, parent: SessionInfo, at_s
         "SELECT type FROM events WHERE session_id = ? AND seq = ?", (parent.id, at_seq - 1)
     )
     before = next(iter(rows))[0]
-    if before == "turn/end":
-        return
-    if before != "user/message":
-        raise refuse(
-            f"the event before it (seq {at_seq - 1}) is {before}; a fork point must follow "
-            "a turn/end or an out-of-turn user/message"
+    for opening, closing, inside in (
+        ("turn/start", "turn/end", "an open turn; fork at the turn's end or before the turn"),
+        ("compact/start", "compact/end", "a compaction; fork after its compact/end or before it"),
+    ):
+        last = list(
+            await conn.execute_fetchall(
+                "SELECT type FROM events WHERE session_id = ? AND seq < ? AND type IN (?, ?) "
+                "ORDER BY seq DESC LIMIT 1",
+                (parent.id, at_seq, opening, closing),
+            )
         )
-    boundary = list(
-        await conn.execute_fetchall(
-            "SELECT type FROM events WHERE session_id = ? AND seq < ? "
-            "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-            (parent.id, at_seq),
-        )
-    )
-    if boundary and boundary[0][0] == "turn/start":
-        raise refuse(
-            f"the user/message at seq {at_seq - 1} is inside an open turn; "
-            "fork at the turn's end or before the turn"
-        )
+        if last and last[0][0] == opening:
+            raise refuse(f"the event before it (seq {at_seq - 1}, {before}) is inside {inside}")
 
 
 async def value_at(
     conn: aiosqlite.Connection, parent: SessionInfo, at_seq: int, event_type: str, key: str
 ) -> str:
     """The `key` of the last `event_type` event before the fork point (the title or model then in
-    force), else the parent's current one (it was set when the session was created)."""
+    force). Without one, the parent's current one, which was set when the session was created,
+    unless a later event changed it: a title first set after the cut was not yet in force."""
     rows = list(
         await conn.execute_fetchall(
             "SELECT json_extract(data, ?) FROM events WHERE session_id = ? AND seq < ? "
@@ -58,4 +55,16 @@ async def value_at(
     )
     if rows:
         return str(rows[0][0])
+    if key == "title" and await _set_later(conn, parent, at_seq, event_type):
+        return ""  # titled only after the cut: untitled then (the agent creates sessions untitled)
     return parent.title if key == "title" else parent.model
+
+
+async def _set_later(
+    conn: aiosqlite.Connection, parent: SessionInfo, at_seq: int, event_type: str
+) -> bool:
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM events WHERE session_id = ? AND seq >= ? AND type = ? LIMIT 1",
+        (parent.id, at_seq, event_type),
+    )
+    return bool(list(rows))

@@ -430,9 +430,9 @@ class SQLiteStore:
         """A new session holding the events with seq < `at_seq`; its parent and fork point are
         recorded, and its title and model are those in force at the fork point.
 
-        `at_seq` must be in 1..event_count (a fork copies at least one event) and follow a
-        `turn/end` or an out-of-turn `user/message`; otherwise `ForkPointError`. The fork is not
-        leased: load it to write to it.
+        `at_seq` must be in 1..event_count (a fork copies at least one event) and lie where no
+        turn (and no compaction) is open: after a `turn/end` or the out-of-turn events that follow
+        it; otherwise `ForkPointError`. The fork is not leased: load it to write to it.
         """
         new_id = uuid.uuid4().hex
         now = self._clock()
