@@ -1,4 +1,4 @@
-"""Config errors found in review: a bad instruction file path names the file and the key."""
+"""A bad instruction file path is a config error naming the file and the key."""
 
 from __future__ import annotations
 

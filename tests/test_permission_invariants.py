@@ -1,4 +1,4 @@
-"""Invariant rules found in review: a permission decision belongs to a waiting call of the open step."""
+"""A permission decision belongs to a waiting tool call of the open step."""
 
 from __future__ import annotations
 
