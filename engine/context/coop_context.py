@@ -164,7 +164,8 @@ class CoopContext:
         )
         self._serial = serial
         self._link(slot)
-        self._ledger.states[slot.id] = slot.reported = state
+        self._ledger.states[slot.id] = state
+        slot.report(state)
         slot.snapshot = snapshot
         self._emit(
             lambda: AreaState(
@@ -193,7 +194,7 @@ class CoopContext:
         slot = Slot(area, area_id, serial, is_restorable(area), None, snapshot)
         self._link(slot)
         self._ledger.states[area_id] = reported
-        slot.reported = reported
+        slot.report(reported)
 
     def adopt_range(self, area: ContextAreaImplementation, effect: EffectRange) -> None:
         """Give an adopted Area its recorded range; call in order of increasing `latest`."""
@@ -255,7 +256,7 @@ class CoopContext:
                     rendered = self._render_one(slot, result, turn)
                     # spec: flow_state is read after render(); exclusive keeps the cursor.
                     life, flow = self._life(slot), self._flow(slot)
-                    if rendered or slot.reported != (life, flow):
+                    if rendered or slot.reported_life is not life or slot.reported_flow is not flow:
                         self._note(slot, life, flow, check_snapshot=rendered)
                     if flow is exclusive:
                         self._move_cursor(slot)
@@ -511,7 +512,7 @@ class CoopContext:
         if not changed and snapshot == slot.snapshot:
             return
         self._ledger.states[slot.id] = state
-        slot.reported = state
+        slot.report(state)
         slot.snapshot = snapshot
         self._emit(
             lambda: AreaState(

@@ -21,13 +21,26 @@ class Slot:
     restorable: bool
     range: EffectRange | None = None
     snapshot: dict[str, Any] | None = None
-    reported: tuple[AreaLifeState, AreaFlowState] | None = None  # the last `area/state` sent
+    # The last `area/state` sent, as two fields: a pass compares them for every Area it visits,
+    # and a tuple would be one more object to reach (and one more to build) per visit.
+    reported_life: AreaLifeState | None = None
+    reported_flow: AreaFlowState | None = None
     # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
     # a collection rolled back by a failing callback is retried without repeating what succeeded.
     gc_selected: bool = False
     gc_label: PrivatizationLabel | None = None  # read before any GC callback
     gc_promoted: tuple[Message, ...] | None = None  # what promote() returned
     gc_done: bool = False  # gc_prologue() returned
+
+    @property
+    def reported(self) -> tuple[AreaLifeState, AreaFlowState] | None:
+        if self.reported_life is None or self.reported_flow is None:
+            return None
+        return (self.reported_life, self.reported_flow)
+
+    def report(self, state: tuple[AreaLifeState, AreaFlowState]) -> None:
+        self.reported_life, self.reported_flow = state
+
     prev: Slot = field(init=False, repr=False)
     next: Slot = field(init=False, repr=False)
 
