@@ -11,6 +11,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from engine.context import AreaFlowState, AreaLifeState, Context, CoopContext, NativeContent
 from engine.gateway.base import GatewayType
@@ -76,20 +77,41 @@ def idle_coop(n: int) -> CoopContext:
     return coop
 
 
-def idle_passes(sizes: Sequence[int], rounds: int = 40) -> dict[int, float]:
-    """Median microseconds of one pass per size, the sizes measured in interleaved rounds.
+def idle_passes(
+    sizes: Sequence[int], rounds: int = 40
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Median microseconds of one pass per size, and of the baseline, in interleaved rounds.
 
-    Interleaving puts every size under the same machine state (frequency, neighbours, timer
-    noise) instead of measuring the large size minutes after the small one.
+    The baseline is the least any pass must do: a plain loop over the same Area objects reading
+    life_state, calling render() and reading flow_state. Interleaving puts every size under the same
+    machine state (frequency, neighbours, caches) instead of measuring the large size minutes after
+    the small one.
     """
     coops = {n: idle_coop(n) for n in sizes}
+    areas = {n: coop.areas for n, coop in coops.items()}
+
+    def bare(listed: Sequence[BenchArea]) -> None:
+        for area in listed:
+            if area.life_state is AreaLifeState.retain:
+                area.render()
+                _ = area.flow_state
+
     samples: dict[int, list[float]] = {n: [] for n in sizes}
+    baseline: dict[int, list[float]] = {n: [] for n in sizes}
     for _ in range(rounds):
         for n, coop in coops.items():
             start = time.perf_counter()
             coop.render()
             samples[n].append(time.perf_counter() - start)
-    return {n: statistics.median(values) * 1e6 for n, values in samples.items()}
+            listed = cast(Sequence[BenchArea], areas[n])
+            start = time.perf_counter()
+            bare(listed)
+            baseline[n].append(time.perf_counter() - start)
+
+    def medians(values: dict[int, list[float]]) -> dict[int, float]:
+        return {n: statistics.median(v) * 1e6 for n, v in values.items()}
+
+    return medians(samples), medians(baseline)
 
 
 def exclusive_render(n: int) -> float:
@@ -143,19 +165,22 @@ def collection(n: int) -> dict[str, float]:
 
 def main() -> None:
     figures: dict[str, dict[str, object]] = {}
-    passes = idle_passes(SIZES)
+    passes, baseline = idle_passes(SIZES)
     for n in SIZES:
         figures[str(n)] = {
             "idle_pass_us": round(passes[n], 1),
             "idle_pass_per_area_us": round(passes[n] / n, 3),
+            "baseline_loop_us": round(baseline[n], 1),
             "exclusive_render_us": round(exclusive_render(n), 1),
             "collection": {k: round(v, 3) for k, v in collection(n).items()},
         }
     big, small = figures["10000"], figures["1000"]
     ratio = float(big["idle_pass_us"]) / float(small["idle_pass_us"])  # type: ignore[arg-type]
+    baseline_ratio = baseline[10_000] / baseline[1_000]
     report = {
         "areas": figures,
         "idle_pass_ratio_10000_over_1000": round(ratio, 2),
+        "baseline_loop_ratio_10000_over_1000": round(baseline_ratio, 2),
         "target_idle_pass_ratio_max": 10,
         "meets_target": ratio <= 10,
     }
