@@ -24,10 +24,9 @@ from engine.context import (
     CoopContext,
     RebuiltContext,
     UnrestorableArea,
-    message_provenance,
+    emplace_event,
     rebuild_context,
     resume_coop_context,
-    user_message_text,
 )
 from engine.context.area import AreaLifeState, ContextAreaImplementation, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, SubtaskArea
@@ -37,7 +36,6 @@ from engine.events import (
     AgentQueued,
     AgentStatus,
     AgentStatusChanged,
-    AssistantMessage,
     Attachment,
     Event,
     GcCollect,
@@ -55,7 +53,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.gateway.base import Gateway, ToolSpec
-from engine.message import AdditionalContext, Message, Role, Source, ToolCall, ToolResult
+from engine.message import AdditionalContext, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import Session, Subscriber
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
@@ -550,29 +548,11 @@ class Agent:
         return self.assembler.assemble(self.context, turn=turn, retained_owners=retained)
 
     def emplace(self, event: Event) -> None:
-        """Put a logged message into the Context with its provenance (one item per message)."""
-        turn = self.session.state.open_turn
-        provenance = message_provenance(event, turn)
-        match event.data:
-            case UserMessage() as data:
-                message = Message(Role.user, user_message_text(data), data.source)
-                self.context.emplace_message(message, provenance)
-            case AssistantMessage() as data:
-                self.context.emplace_assistant(
-                    data.content,
-                    [c.to_call() for c in data.tool_calls],
-                    provenance,
-                    reasoning=data.reasoning,
-                    provider_state=data.provider_state,
-                )
-            case ToolResultRecord() as data:
-                self.context.emplace_tool_result(
-                    ToolResult(data.call_id, data.content, data.is_error),
-                    self._tool_names.get(data.call_id, ""),
-                    provenance,
-                )
-            case _:
-                raise TypeError(f"{event.type} does not go into the Context")
+        """Put a logged message into the Context, as a rebuild of the log would."""
+        tool_name = ""
+        if isinstance(event.data, ToolResultRecord):
+            tool_name = self._tool_names.get(event.data.call_id, "")
+        emplace_event(self.context, event, turn=self.session.state.open_turn, tool_name=tool_name)
 
     def note_tool_call(self, call: ToolCall) -> None:
         self._tool_names[call.id] = call.name

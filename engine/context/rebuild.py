@@ -8,7 +8,7 @@ It replays the events that append to the Context (`user/message`, `assistant/mes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -106,6 +106,44 @@ def user_message_text(message: UserMessage) -> str:
     return "\n\n".join(parts)
 
 
+def emplace_event(
+    context: Context,
+    event: Event,
+    *,
+    turn: int | None,
+    tool_name: str = "",
+    stamp: Callable[[Provenance], Provenance] | None = None,
+) -> int:
+    """Put the message a `user/message`, `assistant/message` or `tool/result` carries into the
+    Context, with its provenance; returns its index.
+
+    The live agent and `rebuild_context` both append through here, so the two Contexts agree by
+    construction. `tool_name` is the called tool's (Gemini needs it); `stamp` sets the owner where
+    no CoopContext does it (the rebuild).
+    """
+    provenance = message_provenance(event, turn)
+    if stamp is not None:
+        provenance = stamp(provenance)
+    match event.data:
+        case UserMessage() as user:
+            message = Message(Role.user, user_message_text(user), user.source)
+            return context.emplace_message(message, provenance)
+        case AssistantMessage() as reply:
+            return context.emplace_assistant(
+                reply.content,
+                tuple(call.to_call() for call in reply.tool_calls),
+                provenance,
+                reasoning=reply.reasoning,
+                provider_state=reply.provider_state,
+            )
+        case ToolResultRecord() as result:
+            return context.emplace_tool_result(
+                ToolResult(result.call_id, result.content, result.is_error), tool_name, provenance
+            )
+        case _:
+            raise TypeError(f"{event.type} does not append a message to the Context")
+
+
 def summary_message(summary: CompactSummary) -> Message:
     """The message a compaction summary becomes in the Context."""
     return Message(Role.user, summary.content, Source(SUMMARY_SOURCE))
@@ -142,24 +180,13 @@ def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> Rebui
                 turn = number
             case TurnEnd():
                 turn = None
-            case UserMessage(source=source) as user:
-                message = Message(Role.user, user_message_text(user), source)
-                context.emplace_message(message, stamped(message_provenance(event, turn)))
-            case AssistantMessage() as reply:
-                context.emplace_assistant(
-                    reply.content,
-                    tuple(call.to_call() for call in reply.tool_calls),
-                    stamped(message_provenance(event, turn)),
-                    reasoning=reply.reasoning,
-                    provider_state=reply.provider_state,
-                )
+            case UserMessage() | AssistantMessage():
+                emplace_event(context, event, turn=turn, stamp=stamped)
             case ToolCallRecord(call_id=call_id, name=name):
                 tool_names[call_id] = name
-            case ToolResultRecord(call_id=call_id, content=content, is_error=is_error):
-                context.emplace_tool_result(
-                    ToolResult(call_id, content, is_error),
-                    tool_names.get(call_id, ""),
-                    stamped(message_provenance(event, turn)),
+            case ToolResultRecord(call_id=call_id):
+                emplace_event(
+                    context, event, turn=turn, tool_name=tool_names.get(call_id, ""), stamp=stamped
                 )
             case AreaRegister(area=area_id, kind=kind, name=name, state=state):
                 areas[area_id] = AreaRecord(kind, name, state=state)
