@@ -7,10 +7,10 @@ compaction changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.agent.retry import with_retries
 from engine.context.compaction import plan_compaction
 from engine.context.orchestrator import label_for_provenance
 from engine.context.rebuild import summary_message, summary_provenance
@@ -90,16 +90,14 @@ async def compact(
 
 
 async def _summary(agent: Agent, request: ModelRequest) -> str:
-    attempt = 0
-    while True:
-        try:
-            parts: list[str] = []
-            async for delta in agent.gateway.stream(request):
-                if isinstance(delta, TextDelta):
-                    parts.append(delta.text)
-            return "".join(parts)
-        except GatewayError as exc:
-            if not exc.transient or attempt >= agent.options.max_retries:
-                raise CompactionError(f"the model could not summarize: {exc}") from exc
-            attempt += 1
-            await asyncio.sleep(agent.options.retry_backoff * 2 ** (attempt - 1))
+    async def attempt() -> str:
+        parts: list[str] = []
+        async for delta in agent.gateway.stream(request):
+            if isinstance(delta, TextDelta):
+                parts.append(delta.text)
+        return "".join(parts)
+
+    try:
+        return await with_retries(attempt, agent.options)
+    except GatewayError as exc:
+        raise CompactionError(f"the model could not summarize: {exc}") from exc

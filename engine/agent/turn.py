@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.agent.retry import with_retries
 from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
 from engine.events import (
     AgentError,
@@ -207,19 +208,12 @@ class Turn:
                 return
 
     async def _request(self, request: ModelRequest) -> _Reply:
-        agent = self.agent
-        attempt = 0
-        while True:
-            try:
-                return await self._stream(request)
-            except GatewayError as exc:
-                if not exc.transient or attempt >= agent.options.max_retries:
-                    raise
-                attempt += 1
-                agent.session.append(
-                    Retry(turn=self.number, step=self.step, attempt=attempt, reason=str(exc))
-                )
-                await asyncio.sleep(agent.options.retry_backoff * 2 ** (attempt - 1))
+        def retrying(number: int, exc: GatewayError) -> None:
+            self.agent.session.append(
+                Retry(turn=self.number, step=self.step, attempt=number, reason=str(exc))
+            )
+
+        return await with_retries(lambda: self._stream(request), self.agent.options, retrying)
 
     def _record_reply(
         self, reply: _Reply, calls: list[tuple[ToolCall, str | None]], finish: Finish
