@@ -19,7 +19,7 @@ from engine.gateway.base import NativeContent
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Message, Role, Source, ToolCall
 from engine.store.sqlite import SQLiteStore
-from tests.agent.helpers_cli import contents, opened, payloads
+from tests.agent.harness import contents, opened, payloads
 from tests.agent.test_orchestration import REMOTE
 
 HERE = "tests.agent.test_areas_in_loop"

@@ -23,7 +23,7 @@ from engine.events import (
     decode_event,
 )
 from engine.store.sqlite import SQLiteStore
-from tests.agent.helpers_cli import CliRun, payloads, trellis
+from tests.agent.harness import CliRun, payloads, trellis
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from engine.events import (
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
 from engine.privacy import PrivacyClass, join_all
-from tests.agent.helpers_cli import (
+from tests.agent.harness import (
     Gate,
     contents,
     gate_call,

@@ -20,7 +20,7 @@ from engine.tools.permission import (
     PermissionReply,
     PermissionRequest,
 )
-from tests.agent.helpers_cli import contents, opened, payloads
+from tests.agent.harness import contents, opened, payloads
 
 
 def _write(call_id: str, path: str = "out.txt", content: str = "written\n") -> list[Reply]:

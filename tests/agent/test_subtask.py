@@ -20,7 +20,7 @@ from engine.events import (
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Role, ToolCall
 from engine.store.sqlite import SQLiteStore
-from tests.agent.helpers_cli import contents, context_messages, decoded, opened, payloads
+from tests.agent.harness import contents, context_messages, decoded, opened, payloads
 
 GOAL = "find the greeting"
 RESULT = "a.txt says hello"

@@ -1,4 +1,4 @@
-"""Helpers of the subtask, permission, command, CLI, orchestration and area tests.
+"""The harness of the subtask, permission, command, CLI, orchestration and area tests.
 
 `opened()` builds an Agent the way a front end does (`open_agent`) on a `SQLiteStore` in the test's
 temp dir, with a `ScriptedGateway` whose requests the tests decode; `stored()` reads the log back
