@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from engine.agent import Agent, AgentOptions, open_agent
+from engine.agent import Agent, AgentOptions, PromptDecision, PromptSubmission, open_agent
+from engine.agent.admission import Next
 from engine.config import Config
 from engine.events import Event, LiveEvent, Payload, UserMessage
 from engine.gateway.base import GatewayType
@@ -293,6 +294,27 @@ class FixedTool(Tool[NoArgs]):
     async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
         self.calls += 1
         return self._output
+
+
+class HeldAdmission:
+    """A prompt listener that holds admission (of `only`, or of every prompt) until `release()`.
+
+    `deciding` is set once a held prompt is waiting, so a test can act while it is admitted.
+    """
+
+    def __init__(self, only: str | None = None) -> None:
+        self.only = only
+        self.deciding = asyncio.Event()
+        self._decide = asyncio.Event()
+
+    def release(self) -> None:
+        self._decide.set()
+
+    async def __call__(self, submission: PromptSubmission, next: Next) -> PromptDecision:
+        if self.only is None or submission.content == self.only:
+            self.deciding.set()
+            await self._decide.wait()
+        return await next()
 
 
 class SilentResponder:

@@ -13,6 +13,7 @@ from engine.events import AgentError, AgentQueued, TurnStart, UserMessage
 from engine.gateway.scripted import Reply
 from tests.agent.conftest import (
     FlakyStore,
+    HeldAdmission,
     MakeAgent,
     context,
     of_type,
@@ -266,21 +267,14 @@ async def test_two_sends_in_one_tick_make_two_turns(
 async def test_admission_waits_are_not_turns(make_agent: MakeAgent, store: FlakyStore) -> None:
     # a slow listener: while it decides, no turn is open and an inject lands before the prompt
     agent = await make_agent([Reply(text="ok")])
-    deciding = asyncio.Event()
-    decide = asyncio.Event()
-
-    async def slow(submission: PromptSubmission, next: Next) -> PromptDecision:
-        deciding.set()
-        await decide.wait()
-        return await next()
-
-    agent.on_prompt(slow)
+    held = HeldAdmission()
+    agent.on_prompt(held)
     agent.send("hi")
-    await deciding.wait()
+    await held.deciding.wait()
     assert not agent.turn_open
     assert agent.status == "running"
     agent.inject(context("while admitting"))
-    decide.set()
+    held.release()
     await agent.when_idle()
     log = await stored_log(store, agent.session.id)
     assert turn_shape(log)[:3] == [
@@ -294,20 +288,13 @@ async def test_dispose_during_admission_opens_no_turn(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     agent = await make_agent([Reply(text="must not be asked")])
-    deciding = asyncio.Event()
-    decide = asyncio.Event()
-
-    async def slow(submission: PromptSubmission, next: Next) -> PromptDecision:
-        deciding.set()
-        await decide.wait()
-        return await next()
-
-    agent.on_prompt(slow)
+    held = HeldAdmission()
+    agent.on_prompt(held)
     agent.send("hi")
-    await deciding.wait()
+    await held.deciding.wait()
     disposing = asyncio.create_task(agent.dispose())
     await asyncio.sleep(0)
-    decide.set()
+    held.release()
     await disposing
 
     assert of_type(await stored_log(store, agent.session.id), TurnStart) == []

@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from engine.agent.admission import Next, PromptDecision, PromptSubmission
 from engine.events import (
     AgentError,
     Event,
@@ -29,6 +28,7 @@ from engine.tools import PermissionAnswer, PermissionRequest, ToolRegistry
 from tests.agent.conftest import (
     FlakyStore,
     GateTool,
+    HeldAdmission,
     MakeAgent,
     call,
     context,
@@ -105,20 +105,13 @@ async def test_cancel_during_admission_ends_that_turn_without_a_model_call(
 ) -> None:
     # status is "running" while a prompt is admitted: a cancel then must not be ignored
     agent = await make_agent([Reply(text="must not be asked")])
-    deciding = asyncio.Event()
-    decide = asyncio.Event()
-
-    async def slow(submission: PromptSubmission, next: Next) -> PromptDecision:
-        deciding.set()
-        await decide.wait()
-        return await next()
-
-    agent.on_prompt(slow)
+    held = HeldAdmission()
+    agent.on_prompt(held)
     agent.send("hi")
-    await deciding.wait()
+    await held.deciding.wait()
     assert agent.status == "running"
     agent.cancel()
-    decide.set()
+    held.release()
     await agent.when_idle()
 
     log = await stored_log(store, agent.session.id)
@@ -131,21 +124,13 @@ async def test_a_cancel_before_the_turn_opens_does_not_reach_the_next_send(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     agent = await make_agent([Reply(text="two")])
-    deciding = asyncio.Event()
-    decide = asyncio.Event()
-
-    async def slow_first(submission: PromptSubmission, next: Next) -> PromptDecision:
-        if submission.content == "one":
-            deciding.set()
-            await decide.wait()
-        return await next()
-
-    agent.on_prompt(slow_first)
+    held = HeldAdmission(only="one")
+    agent.on_prompt(held)
     agent.send("one")
     agent.send("two")
-    await deciding.wait()
+    await held.deciding.wait()
     agent.cancel()
-    decide.set()
+    held.release()
     await agent.when_idle()
     log = await stored_log(store, agent.session.id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
