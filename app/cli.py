@@ -143,9 +143,7 @@ async def _run(args: argparse.Namespace) -> int:
             responder=policy,
         )
         printer = _JsonPrinter() if args.json else _TextPrinter()
-        for event in agent.session.events:  # appended while opening (model/bind, areas)
-            printer(event)
-        agent.subscribe(printer)
+        agent.subscribe(printer, from_seq=0)  # the events of opening (model/bind, areas) first
         try:
             if REGISTRY.is_command(args.prompt):
                 result = await REGISTRY.run(agent, args.prompt)
@@ -159,7 +157,7 @@ async def _run(args: argparse.Namespace) -> int:
         finally:
             await agent.dispose()
         if not args.json:
-            print(f"[session {agent.session.id}]", file=sys.stderr)
+            print(f"[session {agent.session_id}]", file=sys.stderr)
         return printer.exit_code
 
 

@@ -9,19 +9,21 @@ from __future__ import annotations
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.agent.compactor import DEFAULT_KEEP_GROUPS, CompactionError
 from engine.config import ConfigError
 from engine.context.area import AreaLifeState
 from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
+from engine.errors import TrellisError
 from engine.message import AdditionalContext, Source
 
 if TYPE_CHECKING:
     from engine.agent.agent import Agent
 
 
-class CommandUsageError(ValueError):
+class CommandUsageError(TrellisError, ValueError):
     """The arguments do not fit the command; the message is its usage."""
 
 
@@ -115,7 +117,7 @@ async def _subtask(agent: Agent, args: str) -> CommandResult:
 async def _watch(agent: Agent, args: str) -> CommandResult:
     path = _needs_text("watch", args)
     try:
-        area = WatchArea(path, agent.workspace, secret_patterns=agent.assembler.secret_patterns)
+        area = WatchArea(path, Path(agent.workspace), secret_patterns=agent.secret_patterns)
     except ValueError as exc:  # a path outside the workspace
         return CommandResult(str(exc), ok=False)
     area_id = agent.register_area(area)
@@ -124,7 +126,7 @@ async def _watch(agent: Agent, args: str) -> CommandResult:
 
 async def _unwatch(agent: Agent, args: str) -> CommandResult:
     path = _needs_text("unwatch", args)
-    for area in agent.coop.areas:
+    for area in (agent.area(view.id) for view in agent.areas):
         if (
             isinstance(area, WatchArea)
             and area.path == path
@@ -139,7 +141,7 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
     plan = next(
         (
             a
-            for a in agent.coop.areas
+            for a in (agent.area(view.id) for view in agent.areas)
             if isinstance(a, PlanArea) and a.life_state is AreaLifeState.retain
         ),
         None,
@@ -185,7 +187,7 @@ async def _unpin(agent: Agent, args: str) -> CommandResult:
     pin_id = _needs_text("unpin", args)
     if not agent.unpin(pin_id):
         return CommandResult(
-            f"no pin {pin_id!r}; pins: {', '.join(agent.pins) or 'none'}", ok=False
+            f"no pin {pin_id!r}; pins: {', '.join(p.id for p in agent.pins) or 'none'}", ok=False
         )
     return CommandResult(f"unpinned {pin_id}")
 
@@ -193,15 +195,18 @@ async def _unpin(agent: Agent, args: str) -> CommandResult:
 async def _model(agent: Agent, args: str) -> CommandResult:
     if not args:
         names = ", ".join(agent.model_names())
-        return CommandResult(f"model: {agent.model_name} ({agent.model_id}); configured: {names}")
+        model = agent.model
+        return CommandResult(f"model: {model.name} ({model.model_id}); configured: {names}")
     words = shlex.split(args)
     if len(words) != 1:
         raise REGISTRY_COMMANDS["model"].fail("/model takes one model name")
     try:
-        when = agent.request_model(words[0])
+        change = agent.request_model(words[0])
     except ConfigError as exc:
         return CommandResult(str(exc), ok=False)
-    return CommandResult(f"model {words[0]} {when}")
+    return CommandResult(
+        f"model {change.model} from the next turn (grant epoch {change.grant_epoch})"
+    )
 
 
 async def _compact(agent: Agent, args: str) -> CommandResult:
@@ -231,7 +236,7 @@ async def _fork(agent: Agent, args: str) -> CommandResult:
         raise REGISTRY_COMMANDS["fork"].fail("/fork takes no arguments")
     try:
         new_id = await agent.fork()
-    except RuntimeError as exc:  # a running turn, or a session that is not stored
+    except TrellisError as exc:  # a running turn, a session that is not stored, the store
         return CommandResult(str(exc), ok=False)
     return CommandResult(f"forked into session {new_id}")
 

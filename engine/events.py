@@ -1,13 +1,19 @@
-"""The session log's vocabulary: every event type, one pydantic model each, in one union.
+"""The session log's vocabulary: every event type, declared once, one pydantic model each.
 
-A durable event is `{seq, time, type, data}`; writers build the payload (`TurnStart(turn=1)`) and the
-`Session` wraps it with its seq and time. Live events (`assistant/delta`, ...) reach subscribers but are
-never stored. Readers refuse an unknown type, naming it and its seq.
+A payload class declares its type string and its scope in its class statement
+(`class TurnStart(Payload, event="turn/start", scope=Scope.turn)`); the registry, the type sets and
+the decoders are derived from those declarations. A durable event is `{seq, time, type, data}`;
+writers build the payload and the `Session` wraps it with its seq and time. Live events
+(`assistant/delta`, ...) reach subscribers with `after_seq`, the seq of the last durable event
+before them, and are never stored. Readers refuse an unknown type, naming it and its seq.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -16,17 +22,23 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    TypeAdapter,
+    SerializeAsAny,
     ValidationError,
+    model_validator,
 )
 
 from engine.message import Message, Role, Source, ToolCall
-from engine.privacy import PrivatizationLabel
+from engine.privacy import PrivacyClass, PrivatizationLabel
 
 SourceField = Annotated[
     Source,
     BeforeValidator(lambda v: Source.parse(v) if isinstance(v, str) else v),
     PlainSerializer(str, return_type=str),
+]
+ClassField = Annotated[
+    PrivacyClass,
+    BeforeValidator(lambda v: PrivacyClass.parse(v) if isinstance(v, str | int) else v),
+    PlainSerializer(lambda c: c.name, return_type=str),
 ]
 
 
@@ -45,26 +57,13 @@ class _Model(BaseModel):
 # --- values carried inside payloads ---------------------------------------------------------------
 
 
-class ToolCallData(_Model):
-    id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-    @classmethod
-    def of(cls, call: ToolCall) -> ToolCallData:
-        return cls(id=call.id, name=call.name, arguments=dict(call.arguments))
-
-    def to_call(self) -> ToolCall:
-        return ToolCall(self.id, self.name, dict(self.arguments))
-
-
 class MessageData(_Model):
     """A generic `Message` as the log stores it (area renders, promoted messages)."""
 
     role: Role
     content: str
     source: SourceField | None = None
-    tool_calls: tuple[ToolCallData, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
     is_error: bool = False
 
@@ -74,7 +73,7 @@ class MessageData(_Model):
             role=message.role,
             content=message.content,
             source=message.source,
-            tool_calls=tuple(ToolCallData.of(c) for c in message.tool_calls),
+            tool_calls=message.tool_calls,
             tool_call_id=message.tool_call_id,
             is_error=message.is_error,
         )
@@ -84,7 +83,7 @@ class MessageData(_Model):
             role=self.role,
             content=self.content,
             source=self.source,
-            tool_calls=tuple(c.to_call() for c in self.tool_calls),
+            tool_calls=self.tool_calls,
             tool_call_id=self.tool_call_id,
             is_error=self.is_error,
         )
@@ -135,45 +134,73 @@ TurnEndReason = Literal[
 Finish = Literal["stop", "tool_calls", "length", "refusal", "cancelled", "error"]
 Decision = Literal["allow", "deny", "cancelled"]
 RuleDecision = Literal["allow", "deny"]
-AgentStatus = Literal["idle", "running"]
+AgentState = Literal["idle", "running", "waiting"]
 
 
 # --- payloads ---------------------------------------------------------------------------------------
 
+_PAYLOADS: dict[str, type[Payload]] = {}
+
 
 class Payload(_Model):
-    """The `data` of one event type."""
+    """The `data` of one event type; subclasses declare `event=` and `scope=` in their class line."""
 
     event_type: ClassVar[str]
     scope: ClassVar[Scope]
 
+    def __init_subclass__(cls, *, event: str = "", scope: Scope | None = None, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if not event or scope is None:
+            raise TypeError(f"{cls.__name__} must declare event= and scope=")
+        if event in _PAYLOADS:
+            raise TypeError(f"event type {event!r} is declared twice")
+        cls.event_type = event
+        cls.scope = scope
+        _PAYLOADS[event] = cls
 
-class StepStart(Payload):
-    event_type = "step/start"
-    scope = Scope.turn
+
+# turn-level: only inside an open turn
+
+
+class TurnStart(Payload, event="turn/start", scope=Scope.turn):
+    turn: int
+
+
+class TurnEnd(Payload, event="turn/end", scope=Scope.turn):
+    turn: int
+    reason: TurnEndReason
+    message: str = ""
+
+
+class StepStart(Payload, event="step/start", scope=Scope.turn):
+    """What a viewer needs to show this step's request from the log alone.
+
+    `kept` holds the first seq of each history group the request kept; `egress` is the highest
+    class the endpoint accepts and `label` the joined label of the request.
+    """
+
     turn: int
     step: int
     prefix_digest: str = ""
     floor: tuple[str, ...] = ()
     figures: Figures = Figures()
+    kept: tuple[int, ...] = ()
+    egress: ClassField | None = None
+    label: PrivatizationLabel | None = None
 
 
-class StepEnd(Payload):
-    event_type = "step/end"
-    scope = Scope.turn
+class StepEnd(Payload, event="step/end", scope=Scope.turn):
     turn: int
     step: int
     usage: Usage = Usage()
 
 
-class AssistantMessage(Payload):
-    event_type = "assistant/message"
-    scope = Scope.turn
+class AssistantMessage(Payload, event="assistant/message", scope=Scope.turn):
     turn: int
     step: int
     content: str = ""
     reasoning: str = ""
-    tool_calls: tuple[ToolCallData, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
     model: str = ""
     usage: Usage = Usage()
     finish: Finish = "stop"
@@ -181,19 +208,20 @@ class AssistantMessage(Payload):
     label: PrivatizationLabel | None = None
 
 
-class ToolCallRecord(Payload):
-    event_type = "tool/call"
-    scope = Scope.turn
+class ToolCallRecord(Payload, event="tool/call", scope=Scope.turn):
+    """The log's record of a `ToolCall` the model made; labelled like the reply that made it."""
+
     turn: int
     step: int
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    label: PrivatizationLabel | None = None
 
 
-class ToolResultRecord(Payload):
-    event_type = "tool/result"
-    scope = Scope.turn
+class ToolResultRecord(Payload, event="tool/result", scope=Scope.turn):
+    """The log's record of a `ToolResult`: the one record of what the tool returned."""
+
     turn: int
     step: int
     call_id: str
@@ -202,9 +230,7 @@ class ToolResultRecord(Payload):
     label: PrivatizationLabel | None = None
 
 
-class AreaRender(Payload):
-    event_type = "area/render"
-    scope = Scope.turn
+class AreaRender(Payload, event="area/render", scope=Scope.turn):
     area: str
     messages: tuple[MessageData, ...]
     earliest: int
@@ -212,17 +238,13 @@ class AreaRender(Payload):
     label: PrivatizationLabel | None = None
 
 
-class AreaCursor(Payload):
-    event_type = "area/cursor"
-    scope = Scope.turn
+class AreaCursor(Payload, event="area/cursor", scope=Scope.turn):
     area: str | None
 
 
-class GcCollect(Payload):
+class GcCollect(Payload, event="gc/collect", scope=Scope.turn):
     """One collection: Context indices reclaimed and carried, in the order they were detached."""
 
-    event_type = "gc/collect"
-    scope = Scope.turn
     areas: tuple[str, ...]
     earliest: int
     reclaimed: tuple[int, ...] = ()
@@ -231,41 +253,24 @@ class GcCollect(Payload):
     label: PrivatizationLabel | None = None  # of the promoted messages: what they stand for
 
 
-class Retry(Payload):
-    event_type = "retry"
-    scope = Scope.turn
+class Retry(Payload, event="retry", scope=Scope.turn):
     turn: int
     step: int
     attempt: int
     reason: str
 
 
-class PermissionDecision(Payload):
-    event_type = "permission/decision"
-    scope = Scope.turn
+class PermissionDecision(Payload, event="permission/decision", scope=Scope.turn):
     call_id: str
     decision: Decision
 
 
-class TurnStart(Payload):
-    event_type = "turn/start"
-    scope = Scope.turn
-    turn: int
+# session-level: anywhere
 
 
-class TurnEnd(Payload):
-    event_type = "turn/end"
-    scope = Scope.turn
-    turn: int
-    reason: TurnEndReason
-    message: str = ""
-
-
-class UserMessage(Payload):
+class UserMessage(Payload, event="user/message", scope=Scope.session):
     """Direct user input (`source` is `user`) or injected context (any other source)."""
 
-    event_type = "user/message"
-    scope = Scope.session
     content: str
     source: SourceField = Source("user")
     original_content: str | None = None
@@ -273,395 +278,158 @@ class UserMessage(Payload):
     label: PrivatizationLabel | None = None
 
 
-class AreaRegister(Payload):
-    event_type = "area/register"
-    scope = Scope.session
+class AreaRegister(Payload, event="area/register", scope=Scope.session):
     area: str
     kind: str = ""
     name: str = ""
     state: dict[str, Any] | None = None
 
 
-class AreaState(Payload):
-    event_type = "area/state"
-    scope = Scope.session
+class AreaState(Payload, event="area/state", scope=Scope.session):
     area: str
     life: Literal["retain", "retired"]
     flow: Literal["exclusive", "yielded"]
     state: dict[str, Any] | None = None
 
 
-class FloorBlock(Payload):
-    event_type = "floor/block"
-    scope = Scope.session
+class FloorBlock(Payload, event="floor/block", scope=Scope.session):
     hash: str
     layer: int
     key: str
     text: str
+    label: PrivatizationLabel | None = None
 
 
-class PinAdd(Payload):
-    event_type = "pin/add"
-    scope = Scope.session
+class PinAdd(Payload, event="pin/add", scope=Scope.session):
     pin_id: str
     text: str
 
 
-class PinRemove(Payload):
-    event_type = "pin/remove"
-    scope = Scope.session
+class PinRemove(Payload, event="pin/remove", scope=Scope.session):
     pin_id: str
 
 
-class ModelBind(Payload):
-    event_type = "model/bind"
-    scope = Scope.session
+class ModelBind(Payload, event="model/bind", scope=Scope.session):
     model: str
     grant_epoch: int
 
 
-class PermissionRule(Payload):
-    event_type = "permission/rule"
-    scope = Scope.session
+class PermissionRule(Payload, event="permission/rule", scope=Scope.session):
     tool: str
     decision: RuleDecision
 
 
-class CompactStart(Payload):
-    event_type = "compact/start"
-    scope = Scope.session
+class CompactStart(Payload, event="compact/start", scope=Scope.session):
     groups: int
     earliest: int
 
 
-class CompactSummary(Payload):
-    event_type = "compact/summary"
-    scope = Scope.session
+class CompactSummary(Payload, event="compact/summary", scope=Scope.session):
     content: str
     model: str = ""
     label: PrivatizationLabel | None = None
 
 
-class CompactEnd(Payload):
-    event_type = "compact/end"
-    scope = Scope.session
+class CompactEnd(Payload, event="compact/end", scope=Scope.session):
     earliest: int
     reclaimed: tuple[int, ...] = ()
     carried: tuple[int, ...] = ()
 
 
-class SessionTitle(Payload):
-    event_type = "session/title"
-    scope = Scope.session
+class SessionTitle(Payload, event="session/title", scope=Scope.session):
     title: str
+    label: PrivatizationLabel | None = None
 
 
-class AssistantDelta(Payload):
-    event_type = "assistant/delta"
-    scope = Scope.live
+# live: reach subscribers, never stored
+
+
+class AssistantDelta(Payload, event="assistant/delta", scope=Scope.live):
     turn: int
     step: int
     text: str = ""
     reasoning: str = ""
 
 
-class AgentStatusChanged(Payload):
-    event_type = "agent/status"
-    scope = Scope.live
-    status: AgentStatus
+class AssistantReset(Payload, event="assistant/reset", scope=Scope.live):
+    """Withdraws what this step streamed so far: the attempt failed and is retried."""
+
+    turn: int
+    step: int
 
 
-class AgentQueued(Payload):
-    event_type = "agent/queued"
-    scope = Scope.live
+class ToolPending(Payload, event="tool/pending", scope=Scope.live):
+    """A tool call as the model streams it; `arguments` is the raw JSON text received so far."""
+
+    turn: int
+    step: int
+    index: int
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class ToolOutputDelta(Payload, event="tool/output", scope=Scope.live):
+    """Output of a running tool as it arrives; the stored `tool/result` stays the one record."""
+
+    turn: int
+    step: int
+    call_id: str
+    text: str
+
+
+class PermissionRequest(Payload, event="permission/request", scope=Scope.live):
+    """A tool call waits for an answer; its `permission/decision` resolves it."""
+
+    turn: int
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    kind: str = "other"
+
+
+class AgentStatus(Payload, event="agent/status", scope=Scope.live):
+    status: AgentState
+
+
+class AgentQueued(Payload, event="agent/queued", scope=Scope.live):
     messages: tuple[str, ...] = ()
     steering: tuple[str, ...] = ()
 
 
-class AgentError(Payload):
+class AgentError(Payload, event="agent/error", scope=Scope.live):
     """A failure the user must hear about; `turn` is None when no turn was open (admission)."""
 
-    event_type = "agent/error"
-    scope = Scope.live
     turn: int | None
     message: str
 
 
-class OutboxChanged(Payload):
-    event_type = "outbox/changed"
-    scope = Scope.live
+class OutboxChanged(Payload, event="outbox/changed", scope=Scope.live):
     contexts: tuple[MessageData, ...] = ()
     steering: tuple[str, ...] = ()
 
 
-class SteerDropped(Payload):
-    event_type = "steer/dropped"
-    scope = Scope.live
+class SteerDropped(Payload, event="steer/dropped", scope=Scope.live):
     text: str
 
 
-# --- events ---------------------------------------------------------------------------------------
+class StreamOverflow(Payload, event="stream/overflow", scope=Scope.live):
+    """An `events()` consumer fell too far behind: live events after `last_seq` were dropped for it,
+    and the durable ones follow again from `last_seq + 1`."""
 
+    last_seq: int
 
-class Event(_Model):
-    """A durable event: its place in the log (`seq`), its wall time, its type and its data."""
 
-    seq: int
-    time: float
-    type: str = ""
-    data: Payload
+# --- the registry, derived from the declarations ----------------------------------------------------
 
-
-class LiveEvent(_Model):
-    """A live-only event: reaches subscribers, never stored."""
-
-    time: float
-    type: str = ""
-    data: Payload
-
-
-class StepStartEvent(Event):
-    type: Literal["step/start"] = "step/start"
-    data: StepStart
-
-
-class StepEndEvent(Event):
-    type: Literal["step/end"] = "step/end"
-    data: StepEnd
-
-
-class AssistantMessageEvent(Event):
-    type: Literal["assistant/message"] = "assistant/message"
-    data: AssistantMessage
-
-
-class ToolCallEvent(Event):
-    type: Literal["tool/call"] = "tool/call"
-    data: ToolCallRecord
-
-
-class ToolResultEvent(Event):
-    type: Literal["tool/result"] = "tool/result"
-    data: ToolResultRecord
-
-
-class AreaRenderEvent(Event):
-    type: Literal["area/render"] = "area/render"
-    data: AreaRender
-
-
-class AreaCursorEvent(Event):
-    type: Literal["area/cursor"] = "area/cursor"
-    data: AreaCursor
-
-
-class GcCollectEvent(Event):
-    type: Literal["gc/collect"] = "gc/collect"
-    data: GcCollect
-
-
-class RetryEvent(Event):
-    type: Literal["retry"] = "retry"
-    data: Retry
-
-
-class PermissionDecisionEvent(Event):
-    type: Literal["permission/decision"] = "permission/decision"
-    data: PermissionDecision
-
-
-class TurnStartEvent(Event):
-    type: Literal["turn/start"] = "turn/start"
-    data: TurnStart
-
-
-class TurnEndEvent(Event):
-    type: Literal["turn/end"] = "turn/end"
-    data: TurnEnd
-
-
-class UserMessageEvent(Event):
-    type: Literal["user/message"] = "user/message"
-    data: UserMessage
-
-
-class AreaRegisterEvent(Event):
-    type: Literal["area/register"] = "area/register"
-    data: AreaRegister
-
-
-class AreaStateEvent(Event):
-    type: Literal["area/state"] = "area/state"
-    data: AreaState
-
-
-class FloorBlockEvent(Event):
-    type: Literal["floor/block"] = "floor/block"
-    data: FloorBlock
-
-
-class PinAddEvent(Event):
-    type: Literal["pin/add"] = "pin/add"
-    data: PinAdd
-
-
-class PinRemoveEvent(Event):
-    type: Literal["pin/remove"] = "pin/remove"
-    data: PinRemove
-
-
-class ModelBindEvent(Event):
-    type: Literal["model/bind"] = "model/bind"
-    data: ModelBind
-
-
-class PermissionRuleEvent(Event):
-    type: Literal["permission/rule"] = "permission/rule"
-    data: PermissionRule
-
-
-class CompactStartEvent(Event):
-    type: Literal["compact/start"] = "compact/start"
-    data: CompactStart
-
-
-class CompactSummaryEvent(Event):
-    type: Literal["compact/summary"] = "compact/summary"
-    data: CompactSummary
-
-
-class CompactEndEvent(Event):
-    type: Literal["compact/end"] = "compact/end"
-    data: CompactEnd
-
-
-class SessionTitleEvent(Event):
-    type: Literal["session/title"] = "session/title"
-    data: SessionTitle
-
-
-class AssistantDeltaEvent(LiveEvent):
-    type: Literal["assistant/delta"] = "assistant/delta"
-    data: AssistantDelta
-
-
-class AgentStatusEvent(LiveEvent):
-    type: Literal["agent/status"] = "agent/status"
-    data: AgentStatusChanged
-
-
-class AgentQueuedEvent(LiveEvent):
-    type: Literal["agent/queued"] = "agent/queued"
-    data: AgentQueued
-
-
-class AgentErrorEvent(LiveEvent):
-    type: Literal["agent/error"] = "agent/error"
-    data: AgentError
-
-
-class OutboxChangedEvent(LiveEvent):
-    type: Literal["outbox/changed"] = "outbox/changed"
-    data: OutboxChanged
-
-
-class SteerDroppedEvent(LiveEvent):
-    type: Literal["steer/dropped"] = "steer/dropped"
-    data: SteerDropped
-
-
-AnyDurableEvent = Annotated[
-    StepStartEvent
-    | StepEndEvent
-    | AssistantMessageEvent
-    | ToolCallEvent
-    | ToolResultEvent
-    | AreaRenderEvent
-    | AreaCursorEvent
-    | GcCollectEvent
-    | RetryEvent
-    | PermissionDecisionEvent
-    | TurnStartEvent
-    | TurnEndEvent
-    | UserMessageEvent
-    | AreaRegisterEvent
-    | AreaStateEvent
-    | FloorBlockEvent
-    | PinAddEvent
-    | PinRemoveEvent
-    | ModelBindEvent
-    | PermissionRuleEvent
-    | CompactStartEvent
-    | CompactSummaryEvent
-    | CompactEndEvent
-    | SessionTitleEvent,
-    Field(discriminator="type"),
-]
-AnyLiveEvent = Annotated[
-    AssistantDeltaEvent
-    | AgentStatusEvent
-    | AgentQueuedEvent
-    | AgentErrorEvent
-    | OutboxChangedEvent
-    | SteerDroppedEvent,
-    Field(discriminator="type"),
-]
-
-_DURABLE_CLASSES: tuple[type[Event], ...] = (
-    StepStartEvent,
-    StepEndEvent,
-    AssistantMessageEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    AreaRenderEvent,
-    AreaCursorEvent,
-    GcCollectEvent,
-    RetryEvent,
-    PermissionDecisionEvent,
-    TurnStartEvent,
-    TurnEndEvent,
-    UserMessageEvent,
-    AreaRegisterEvent,
-    AreaStateEvent,
-    FloorBlockEvent,
-    PinAddEvent,
-    PinRemoveEvent,
-    ModelBindEvent,
-    PermissionRuleEvent,
-    CompactStartEvent,
-    CompactSummaryEvent,
-    CompactEndEvent,
-    SessionTitleEvent,
+PAYLOADS: Mapping[str, type[Payload]] = MappingProxyType(_PAYLOADS)
+EVENT_TYPES: frozenset[str] = frozenset(
+    t for t, p in _PAYLOADS.items() if p.scope is not Scope.live
 )
-_LIVE_CLASSES: tuple[type[LiveEvent], ...] = (
-    AssistantDeltaEvent,
-    AgentStatusEvent,
-    AgentQueuedEvent,
-    AgentErrorEvent,
-    OutboxChangedEvent,
-    SteerDroppedEvent,
+LIVE_EVENT_TYPES: frozenset[str] = frozenset(
+    t for t, p in _PAYLOADS.items() if p.scope is Scope.live
 )
-
-
-def _payload_of(cls: type[Event] | type[LiveEvent]) -> type[Payload]:
-    annotation = cls.model_fields["data"].annotation
-    assert isinstance(annotation, type)
-    assert issubclass(annotation, Payload)
-    return annotation
-
-
-DURABLE_EVENT_CLASSES: dict[type[Payload], type[Event]] = {
-    _payload_of(c): c for c in _DURABLE_CLASSES
-}
-LIVE_EVENT_CLASSES: dict[type[Payload], type[LiveEvent]] = {
-    _payload_of(c): c for c in _LIVE_CLASSES
-}
-EVENT_TYPES: frozenset[str] = frozenset(p.event_type for p in DURABLE_EVENT_CLASSES)
-LIVE_EVENT_TYPES: frozenset[str] = frozenset(p.event_type for p in LIVE_EVENT_CLASSES)
-_BY_TYPE: dict[str, type[Event]] = {p.event_type: c for p, c in DURABLE_EVENT_CLASSES.items()}
-
-DurableEventAdapter: TypeAdapter[Event] = TypeAdapter(AnyDurableEvent)
-LiveEventAdapter: TypeAdapter[LiveEvent] = TypeAdapter(AnyLiveEvent)
 
 
 class UnknownEventTypeError(ValueError):
@@ -677,45 +445,100 @@ class EventDecodeError(ValueError):
     """A stored or received event does not match its type's model."""
 
 
-def make_event(payload: Payload, seq: int, time: float) -> Event:
-    """Wrap a durable payload with its place in the log."""
-    cls = DURABLE_EVENT_CLASSES.get(type(payload))
-    if cls is None:
-        raise TypeError(f"{type(payload).__name__} is not a durable event payload")
-    return cls(seq=seq, time=time, data=payload)
-
-
-def make_live_event(payload: Payload, time: float) -> LiveEvent:
-    cls = LIVE_EVENT_CLASSES.get(type(payload))
-    if cls is None:
-        raise TypeError(f"{type(payload).__name__} is not a live event payload")
-    return cls(time=time, data=payload)
-
-
-def event_class(event_type: str, seq: object = "?") -> type[Event]:
-    """The durable event class of a type name; raises `UnknownEventTypeError` for any other."""
-    cls = _BY_TYPE.get(event_type)
-    if cls is None:
+def payload_class(event_type: str, seq: object = "?", *, live: bool = False) -> type[Payload]:
+    """The payload model of a durable (or, with `live`, a live) type; any other raises
+    `UnknownEventTypeError`."""
+    cls = _PAYLOADS.get(event_type)
+    if cls is None or (cls.scope is Scope.live) is not live:
         raise UnknownEventTypeError(event_type, seq)
     return cls
+
+
+def _typed_data(raw: Any, *, live: bool) -> Any:
+    """Before validation: parse `data` with the model its `type` names."""
+    if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+        cls = payload_class(str(raw.get("type")), raw.get("seq", "?"), live=live)
+        raw = {**raw, "data": cls.model_validate(raw["data"])}
+    return raw
+
+
+class Event(_Model):
+    """A durable event: its place in the log (`seq`), its wall time, its type and its data."""
+
+    seq: int
+    time: float
+    type: str
+    data: SerializeAsAny[Payload]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _data(cls, raw: Any) -> Any:
+        return _typed_data(raw, live=False)
+
+    @model_validator(mode="after")
+    def _matches(self) -> Event:
+        if self.data.event_type != self.type or self.data.scope is Scope.live:
+            raise ValueError(f"data of {type(self.data).__name__} does not fit type {self.type!r}")
+        return self
+
+
+class LiveEvent(_Model):
+    """A live-only event: reaches subscribers, never stored. `after_seq` is the seq of the last
+    durable event before it (-1 when the log is empty), so a late subscriber can place it."""
+
+    time: float
+    type: str
+    after_seq: int
+    data: SerializeAsAny[Payload]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _data(cls, raw: Any) -> Any:
+        return _typed_data(raw, live=True)
+
+    @model_validator(mode="after")
+    def _matches(self) -> LiveEvent:
+        if self.data.event_type != self.type or self.data.scope is not Scope.live:
+            raise ValueError(f"data of {type(self.data).__name__} does not fit type {self.type!r}")
+        return self
+
+
+def make_event(payload: Payload, seq: int, time: float) -> Event:
+    """Wrap a durable payload with its place in the log."""
+    if payload.scope is Scope.live:
+        raise TypeError(f"{type(payload).__name__} is not a durable event payload")
+    return Event.model_construct(seq=seq, time=time, type=payload.event_type, data=payload)
+
+
+def make_live_event(payload: Payload, time: float, after_seq: int) -> LiveEvent:
+    if payload.scope is not Scope.live:
+        raise TypeError(f"{type(payload).__name__} is not a live event payload")
+    return LiveEvent.model_construct(
+        time=time, type=payload.event_type, after_seq=after_seq, data=payload
+    )
 
 
 def decode_event(raw: dict[str, Any]) -> Event:
     """A durable event from its JSON object; unknown types and bad data raise with the seq."""
     seq = raw.get("seq", "?")
-    cls = event_class(str(raw.get("type")), seq)
+    payload_class(str(raw.get("type")), seq)  # an unknown type is named as such, not as bad data
     try:
-        return cls.model_validate(raw)
+        return Event.model_validate(raw)
     except ValidationError as exc:
-        raise EventDecodeError(
-            f"invalid {cls.model_fields['type'].default} event at seq {seq}: {exc}"
-        ) from exc
+        raise EventDecodeError(f"invalid {raw.get('type')} event at seq {seq}: {exc}") from exc
+
+
+def decode_live_event(raw: dict[str, Any]) -> LiveEvent:
+    """A live event from its JSON object (a peer's stream, `--json` output)."""
+    payload_class(str(raw.get("type")), "live", live=True)
+    try:
+        return LiveEvent.model_validate(raw)
+    except ValidationError as exc:
+        raise EventDecodeError(f"invalid live {raw.get('type')} event: {exc}") from exc
 
 
 def decode_event_json(text: str | bytes) -> Event:
-    """Like `decode_event`, from JSON text; the fast path validates in one pass."""
-    import json
-
+    """Like `decode_event`, from JSON text."""
     try:
         raw = json.loads(text)
     except ValueError as exc:  # malformed JSON or bytes that are not UTF-8
@@ -727,16 +550,15 @@ def decode_event_json(text: str | bytes) -> Event:
 
 def decode_row(seq: int, time: float, event_type: str, data_json: str | bytes) -> Event:
     """An event from a store row (`data` as JSON): the type is checked first, then the data."""
-    cls = event_class(event_type, seq)
-    payload_cls = _payload_of(cls)
+    cls = payload_class(event_type, seq)
     try:
-        payload = payload_cls.model_validate_json(data_json)
+        payload = cls.model_validate_json(data_json)
     except ValidationError as exc:
         raise EventDecodeError(f"invalid {event_type} event at seq {seq}: {exc}") from exc
-    return cls.model_construct(seq=seq, time=time, type=event_type, data=payload)
+    return Event.model_construct(seq=seq, time=time, type=event_type, data=payload)
 
 
-def encode_event(event: Event) -> str:
+def encode_event(event: Event | LiveEvent) -> str:
     return event.model_dump_json()
 
 

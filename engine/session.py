@@ -1,17 +1,24 @@
-"""The in-memory log of one session: seq and time, invariants, subscribers, flushes to the store."""
+"""The in-memory log of one session: seq and time, invariants, subscribers, flushes to the store.
+
+The event stream contract (DESIGN.md, "Agent"): `subscribe(fn, from_seq=N)` delivers the stored events
+from N and then follows live with no gap and no duplicate; `stream(from_seq)` is the same as an async
+iterator with a bounded queue for consumers that may fall behind.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from engine.events import (
     Event,
     LiveEvent,
     Payload,
     Scope,
+    StreamOverflow,
     make_event,
     make_live_event,
 )
@@ -21,6 +28,12 @@ from engine.store.base import SessionStore
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Event | LiveEvent], None]
+"""Called inside `append`/`emit`, on the event loop: it must return quickly and never block."""
+
+STREAM_QUEUE_SIZE = 10_000
+"""How many events an `events()` consumer may fall behind before it gets `stream/overflow`."""
+
+_CATCH_UP_CHUNK = 500
 
 
 class Session:
@@ -57,6 +70,10 @@ class Session:
         return self._state.copy()
 
     @property
+    def next_seq(self) -> int:
+        return self._state.next_seq
+
+    @property
     def pending(self) -> int:
         """Events appended but not yet acknowledged by the store."""
         return len(self._events) - self._durable
@@ -75,12 +92,30 @@ class Session:
 
     def emit(self, payload: Payload) -> LiveEvent:
         """Send a live-only event to subscribers; it is never stored."""
-        event = make_live_event(payload, self._clock())
+        event = make_live_event(payload, self._clock(), self._state.next_seq - 1)
         self._notify(event)
         return event
 
-    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
-        """Add a subscriber; returns the function that removes it."""
+    def read(self, start: int, end: int) -> Sequence[Event]:
+        """The durable events with `start <= seq < end` (clamped to the log)."""
+        return self._events[max(start, 0) : max(end, 0)]
+
+    def subscribe(
+        self, subscriber: Subscriber, *, from_seq: int | None = None
+    ) -> Callable[[], None]:
+        """Add a subscriber; returns the function that removes it.
+
+        With `from_seq` the stored events from that seq are delivered first, inside this call, and
+        live events follow: no gap and no duplicate, because appends happen on this loop only.
+        """
+        if from_seq is not None:
+            for event in self._events[max(from_seq, 0) :]:
+                try:
+                    subscriber(event)
+                except Exception:
+                    log.exception(
+                        "session %s: subscriber %r failed on catch-up", self.id, subscriber
+                    )
         self._subscribers.append(subscriber)
 
         def unsubscribe() -> None:
@@ -88,6 +123,35 @@ class Session:
                 self._subscribers.remove(subscriber)
 
         return unsubscribe
+
+    async def stream(
+        self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
+    ) -> AsyncIterator[Event | LiveEvent]:
+        """Every durable event from `from_seq`, then live events as they happen.
+
+        Catch-up reads the log in chunks, yielding to the loop between them. Live, the consumer
+        has a queue of `max_queue` events; one that falls that far behind gets `stream/overflow
+        {last_seq}` and then the durable events from there again, read from the log: memory stays
+        bounded and no durable event is lost (the live-only events of the gap are).
+        """
+        next_seq = max(from_seq, 0)
+        while True:
+            while next_seq < self._state.next_seq:
+                for event in tuple(self.read(next_seq, next_seq + _CATCH_UP_CHUNK)):
+                    next_seq = event.seq + 1
+                    yield event
+            # caught up: subscribing now, with no await since the check, leaves no gap
+            follower = _Follower(max_queue)
+            unsubscribe = self.subscribe(follower)
+            try:
+                while (item := await follower.next()) is not None:
+                    if isinstance(item, Event):
+                        next_seq = item.seq + 1
+                    yield item
+            finally:
+                unsubscribe()
+            last = next_seq - 1
+            yield make_live_event(StreamOverflow(last_seq=last), self._clock(), last)
 
     def _notify(self, event: Event | LiveEvent) -> None:
         for subscriber in tuple(self._subscribers):
@@ -119,3 +183,31 @@ class Session:
             await store.append(self.id, self._events[self._durable : end])
             await store.flush(self.id)
             self._durable = end
+
+
+class _Follower:
+    """A bounded queue fed by a subscription; it stops taking events once it overflowed."""
+
+    def __init__(self, max_queue: int) -> None:
+        self._queue: deque[Event | LiveEvent] = deque()
+        self._max = max_queue
+        self._ready = asyncio.Event()
+        self.overflowed = False
+
+    def __call__(self, event: Event | LiveEvent) -> None:
+        if self.overflowed:
+            return
+        if len(self._queue) >= self._max:
+            self.overflowed = True
+        else:
+            self._queue.append(event)
+        self._ready.set()
+
+    async def next(self) -> Event | LiveEvent | None:
+        """The next event; None once the queue overflowed and what it held was taken."""
+        while not self._queue:
+            if self.overflowed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        return self._queue.popleft()

@@ -11,34 +11,34 @@ from hypothesis import strategies as st
 
 from engine.events import (
     EVENT_TYPES,
-    LIVE_EVENT_CLASSES,
     LIVE_EVENT_TYPES,
+    PAYLOADS,
     AgentError,
     AgentQueued,
-    AgentStatusChanged,
+    AgentStatus,
     AreaCursor,
     AreaRegister,
     AreaRender,
     AreaState,
     AssistantDelta,
     AssistantMessage,
+    AssistantReset,
     Attachment,
     CompactEnd,
     CompactStart,
     CompactSummary,
-    DurableEventAdapter,
     Event,
     EventDecodeError,
     Figures,
     FloorBlock,
     GcCollect,
     LiveEvent,
-    LiveEventAdapter,
     MessageData,
     ModelBind,
     OutboxChanged,
     Payload,
     PermissionDecision,
+    PermissionRequest,
     PermissionRule,
     PinAdd,
     PinRemove,
@@ -48,8 +48,10 @@ from engine.events import (
     SteerDropped,
     StepEnd,
     StepStart,
-    ToolCallData,
+    StreamOverflow,
     ToolCallRecord,
+    ToolOutputDelta,
+    ToolPending,
     ToolResultRecord,
     TurnEnd,
     TurnStart,
@@ -58,20 +60,21 @@ from engine.events import (
     UserMessage,
     decode_event,
     decode_event_json,
+    decode_live_event,
     decode_row,
     encode_data,
     encode_event,
-    event_class,
     is_turn_level,
     make_event,
     make_live_event,
+    payload_class,
 )
 from engine.message import Message, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
 # DESIGN.md, "Events": each type with the fields the design names for it.
 DESIGN_TURN_LEVEL: dict[str, set[str]] = {
-    "step/start": {"turn", "step", "prefix_digest", "floor", "figures"},
+    "step/start": {"turn", "step", "prefix_digest", "floor", "figures", "kept", "egress", "label"},
     "step/end": {"turn", "step", "usage"},
     "assistant/message": {
         "turn",
@@ -85,7 +88,7 @@ DESIGN_TURN_LEVEL: dict[str, set[str]] = {
         "provider_state",
         "label",
     },
-    "tool/call": {"turn", "step", "call_id", "name", "arguments"},
+    "tool/call": {"turn", "step", "call_id", "name", "arguments", "label"},
     "tool/result": {"turn", "step", "call_id", "content", "is_error", "label"},
     "area/render": {"area", "messages", "earliest", "latest"},
     "area/cursor": {"area"},
@@ -99,7 +102,7 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "user/message": {"content", "source", "original_content", "attachments", "label"},
     "area/register": {"area", "kind", "name", "state"},
     "area/state": {"area", "life", "flow", "state"},
-    "floor/block": {"hash", "layer", "key", "text"},
+    "floor/block": {"hash", "layer", "key", "text", "label"},
     "pin/add": set(),
     "pin/remove": set(),
     "model/bind": {"model", "grant_epoch"},
@@ -107,10 +110,15 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "compact/start": set(),
     "compact/summary": set(),
     "compact/end": set(),
-    "session/title": set(),
+    "session/title": {"title", "label"},
 }
 DESIGN_LIVE = {
     "assistant/delta",
+    "assistant/reset",
+    "tool/pending",
+    "tool/output",
+    "permission/request",
+    "stream/overflow",
     "agent/status",
     "agent/queued",
     "agent/error",
@@ -141,7 +149,7 @@ MESSAGE = MessageData(
     role=Role.assistant,
     content="done",
     source=Source("area", "subtask"),
-    tool_calls=(ToolCallData(id="c1", name="read_file", arguments={"path": "a.py"}),),
+    tool_calls=(ToolCall("c1", "read_file", {"path": "a.py"}),),
     tool_call_id="c0",
     is_error=True,
 )
@@ -154,6 +162,9 @@ DURABLE_SAMPLES: list[Payload] = [
         prefix_digest="ab" * 32,
         floor=("h1", "h2"),
         figures=Figures(chars=10, cap=20, groups_kept=1, groups_dropped=2, reserved=3),
+        kept=(4, 9),
+        egress=PrivacyClass.private,
+        label=LABEL,
     ),
     StepEnd(turn=2, step=3, usage=Usage(input_tokens=11, output_tokens=7)),
     AssistantMessage(
@@ -161,14 +172,16 @@ DURABLE_SAMPLES: list[Payload] = [
         step=3,
         content="héllo ✓\n",
         reasoning="thinking",
-        tool_calls=(ToolCallData(id="c1", name="list_files", arguments={"path": ".", "n": [1]}),),
+        tool_calls=(ToolCall("c1", "list_files", {"path": ".", "n": [1]}),),
         model="qwen3:8b",
         usage=Usage(input_tokens=1, output_tokens=2),
         finish="tool_calls",
         provider_state={"signature": "sig", "nested": {"a": [1, 2.5, None, True]}},
         label=LABEL,
     ),
-    ToolCallRecord(turn=2, step=3, call_id="c1", name="read_file", arguments={"path": "x"}),
+    ToolCallRecord(
+        turn=2, step=3, call_id="c1", name="read_file", arguments={"path": "x"}, label=LABEL
+    ),
     ToolResultRecord(turn=2, step=3, call_id="c1", content="contents", is_error=True, label=LABEL),
     AreaRender(area="a1", messages=(MESSAGE,), earliest=4, latest=9),
     AreaCursor(area="a1"),
@@ -188,7 +201,7 @@ DURABLE_SAMPLES: list[Payload] = [
     ),
     AreaRegister(area="a1", kind="watch", name="watch a.py", state={"path": "a.py"}),
     AreaState(area="a1", life="retired", flow="exclusive", state={"done": True}),
-    FloorBlock(hash="ff" * 32, layer=2, key="AGENTS.md", text="be careful"),
+    FloorBlock(hash="ff" * 32, layer=2, key="AGENTS.md", text="be careful", label=LABEL),
     PinAdd(pin_id="p1", text="remember"),
     PinRemove(pin_id="p1"),
     ModelBind(model="local", grant_epoch=2),
@@ -196,11 +209,18 @@ DURABLE_SAMPLES: list[Payload] = [
     CompactStart(groups=3, earliest=12),
     CompactSummary(content="summary", model="local", label=LABEL),
     CompactEnd(earliest=12, reclaimed=(12, 13), carried=(14,)),
-    SessionTitle(title="Fix the bug"),
+    SessionTitle(title="Fix the bug", label=LABEL),
 ]
 LIVE_SAMPLES: list[Payload] = [
     AssistantDelta(turn=1, step=2, text="he", reasoning="hm"),
-    AgentStatusChanged(status="running"),
+    AssistantReset(turn=1, step=2),
+    ToolPending(turn=1, step=2, index=0, call_id="c1", name="read_file", arguments='{"pa'),
+    ToolOutputDelta(turn=1, step=2, call_id="c1", text="line 1\n"),
+    PermissionRequest(
+        turn=1, step=2, call_id="c1", tool="run_shell", arguments={"command": "ls"}, kind="execute"
+    ),
+    AgentStatus(status="waiting"),
+    StreamOverflow(last_seq=12),
     AgentQueued(messages=("next",), steering=("faster",)),
     AgentError(turn=1, message="boom"),
     OutboxChanged(contexts=(MESSAGE,), steering=("s",)),
@@ -226,9 +246,10 @@ def test_every_design_event_type_exists_with_its_scope() -> None:
     ("event_type", "fields"), sorted({**DESIGN_TURN_LEVEL, **DESIGN_SESSION_LEVEL}.items())
 )
 def test_every_design_field_exists(event_type: str, fields: set[str]) -> None:
-    payload_class = {type(p).event_type: type(p) for p in DURABLE_SAMPLES}[event_type]
-    assert event_class(event_type).model_fields["data"].annotation is payload_class
-    assert fields <= set(payload_class.model_fields)
+    declared = {type(p).event_type: type(p) for p in DURABLE_SAMPLES}[event_type]
+    assert payload_class(event_type) is declared
+    assert PAYLOADS[event_type] is declared
+    assert fields <= set(declared.model_fields)
 
 
 def test_turn_end_reasons_are_the_designed_ones() -> None:
@@ -253,31 +274,30 @@ def test_durable_event_round_trips_through_json(payload: Payload) -> None:
 
     decoded = decode_event_json(encode_event(event))
     assert decoded == event
-    assert type(decoded) is type(event)
+    assert type(decoded.data) is type(payload)
     assert encode_event(decoded) == encode_event(event)
 
     row = decode_row(event.seq, event.time, event.type, encode_data(event))
     assert row == event
-    assert type(row) is type(event)
+    assert type(row.data) is type(payload)
     assert encode_event(row) == encode_event(event)
 
-    assert DurableEventAdapter.validate_python(json.loads(encode_event(event))) == event
+    assert decode_event(json.loads(encode_event(event))) == event
 
 
 @pytest.mark.parametrize("payload", LIVE_SAMPLES, ids=lambda p: p.event_type)
 def test_live_event_round_trips_through_json(payload: Payload) -> None:
-    event = make_live_event(payload, 12.5)
-    assert event.type == payload.event_type
-    decoded = LiveEventAdapter.validate_json(event.model_dump_json())
+    event = make_live_event(payload, 12.5, after_seq=7)
+    assert (event.type, event.after_seq) == (payload.event_type, 7)
+    decoded = decode_live_event(json.loads(encode_event(event)))
     assert decoded == event
-    assert type(decoded) is type(event)
+    assert type(decoded.data) is type(payload)
     assert type(payload).model_validate_json(encode_data(event)) == payload
-    assert LIVE_EVENT_CLASSES[type(payload)] is type(event)
 
 
 def test_agent_error_may_come_before_any_turn() -> None:
-    event = make_live_event(AgentError(turn=None, message="blocked"), 1.0)
-    assert LiveEventAdapter.validate_json(event.model_dump_json()) == event
+    event = make_live_event(AgentError(turn=None, message="blocked"), 1.0, after_seq=-1)
+    assert decode_live_event(json.loads(event.model_dump_json())) == event
 
 
 def test_message_data_converts_to_and_from_messages() -> None:
@@ -376,13 +396,29 @@ def test_wrapping_refuses_the_wrong_kind_of_payload() -> None:
     with pytest.raises(TypeError, match="not a durable"):
         make_event(SteerDropped(text="x"), 0, 0.0)
     with pytest.raises(TypeError, match="not a live"):
-        make_live_event(TurnStart(turn=1), 0.0)
+        make_live_event(TurnStart(turn=1), 0.0, -1)
 
 
 def test_events_are_immutable() -> None:
     event = durable(TurnStart(turn=1))
     with pytest.raises(ValueError, match="frozen"):
         event.seq = 2  # type: ignore[misc]
-    live: LiveEvent = make_live_event(SteerDropped(text="x"), 0.0)
+    live: LiveEvent = make_live_event(SteerDropped(text="x"), 0.0, -1)
     with pytest.raises(ValueError, match="frozen"):
         live.time = 1.0  # type: ignore[misc]
+
+
+def test_a_type_is_declared_once() -> None:
+    """The declaration is the one place a type is named: a second one is refused at import."""
+    with pytest.raises(TypeError, match="declared twice"):
+
+        class Again(Payload, event="turn/start", scope=Scope.turn):
+            turn: int
+
+
+def test_data_of_another_type_is_refused() -> None:
+    raw = {"seq": 1, "time": 1.0, "type": "turn/start", "data": TurnEnd(turn=1, reason="completed")}
+    with pytest.raises(ValueError, match="does not fit"):
+        Event.model_validate(raw)
+    with pytest.raises(UnknownEventTypeError):
+        decode_live_event({"time": 1.0, "type": "turn/start", "after_seq": 0, "data": {"turn": 1}})

@@ -31,7 +31,6 @@ from engine.events import (
     SessionTitle,
     StepEnd,
     StepStart,
-    ToolCallData,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
@@ -44,7 +43,7 @@ from engine.invariants import (
     InvariantError,
     LogState,
 )
-from engine.message import Source
+from engine.message import Source, ToolCall
 
 PROPERTY_SETTINGS = settings(max_examples=100, deadline=None)
 
@@ -101,7 +100,7 @@ def steps_of_turn(
                 turn=turn,
                 step=step,
                 content="ok",
-                tool_calls=tuple(ToolCallData(id=i, name="read_file") for i in ids),
+                tool_calls=tuple(ToolCall(i, "read_file") for i in ids),
                 finish="tool_calls" if ids else "stop",
             )
         )

@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from engine.events import (
-    AgentStatusChanged,
+    AgentStatus,
     AssistantMessage,
     Event,
     LiveEvent,
@@ -184,7 +184,7 @@ def test_live_events_reach_subscribers_but_never_the_log() -> None:
     session = make_session()
     received: list[Event | LiveEvent] = []
     session.subscribe(received.append)
-    live = session.emit(AgentStatusChanged(status="running"))
+    live = session.emit(AgentStatus(status="running"))
     assert isinstance(live, LiveEvent)
     assert (live.type, live.time) == ("agent/status", 1000.0)
     assert received == [live]
@@ -196,7 +196,7 @@ def test_live_events_reach_subscribers_but_never_the_log() -> None:
 def test_the_wrong_kind_of_payload_is_refused() -> None:
     session = make_session()
     with pytest.raises(TypeError, match="live-only"):
-        session.append(AgentStatusChanged(status="idle"))
+        session.append(AgentStatus(status="idle"))
     with pytest.raises(TypeError, match="not a live"):
         session.emit(UserMessage(content="x"))
     assert list(session.events) == []
@@ -238,7 +238,7 @@ async def test_flush_sends_exactly_the_pending_batch() -> None:
     assert (store.batches, store.flushes) == ([[0, 1]], 1)
 
     session.append(TurnEnd(turn=1, reason="completed"))
-    session.emit(AgentStatusChanged(status="idle"))
+    session.emit(AgentStatus(status="idle"))
     await session.flush()
     assert store.batches == [[0, 1], [2]]
     assert store.committed_seqs == [0, 1, 2]

@@ -1,6 +1,6 @@
 """The agent loop (spec/context-injection.md): turns, the outbox, admission, tools."""
 
-from engine.agent.admission import Allow, Block, PromptDecision, PromptListener, PromptSubmission
+from engine.agent.admission import Allow, PromptDecision, PromptListener, PromptSubmission, Reject
 from engine.agent.agent import Agent, AgentClosedError, ToolHook
 from engine.agent.factory import open_agent
 from engine.agent.options import AgentOptions
@@ -10,10 +10,10 @@ __all__ = [
     "AgentClosedError",
     "AgentOptions",
     "Allow",
-    "Block",
     "PromptDecision",
     "PromptListener",
     "PromptSubmission",
+    "Reject",
     "ToolHook",
     "open_agent",
 ]

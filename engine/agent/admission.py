@@ -38,13 +38,13 @@ class Allow:
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
+class Reject:
     """Refuse the prompt; nothing is appended and no turn opens."""
 
     reason: str
 
 
-PromptDecision = Allow | Block
+PromptDecision = Allow | Reject
 Next = Callable[[], Awaitable[PromptDecision]]
 PromptListener = Callable[[PromptSubmission, Next], Awaitable[PromptDecision]]
 
@@ -58,9 +58,9 @@ async def run_admission(
         if index == len(listeners):
             return Allow(submission.content)
         decision = await listeners[index](submission, lambda: call(index + 1))
-        if not isinstance(decision, Allow | Block):
+        if not isinstance(decision, Allow | Reject):
             raise TypeError(
-                f"prompt listener {listeners[index]!r} returned {decision!r}, not Allow or Block"
+                f"prompt listener {listeners[index]!r} returned {decision!r}, not Allow or Reject"
             )
         return decision
 

@@ -14,13 +14,14 @@ from engine.agent.retry import with_retries
 from engine.context.compaction import plan_compaction
 from engine.context.orchestrator import label_for_provenance
 from engine.context.rebuild import summary_message, summary_provenance
+from engine.errors import TrellisError
 from engine.events import CompactEnd, CompactStart, CompactSummary
 from engine.gateway.base import GatewayError, ModelRequest, TextDelta
 from engine.message import Message, Role, Source
 from engine.privacy import join_all
 
 if TYPE_CHECKING:
-    from engine.agent.agent import Agent
+    from engine.agent.runtime import Runtime
 
 DEFAULT_KEEP_GROUPS = 2
 INSTRUCTION = (
@@ -30,7 +31,7 @@ INSTRUCTION = (
 )
 
 
-class CompactionError(RuntimeError):
+class CompactionError(TrellisError, RuntimeError):
     """Compaction could not run; nothing was changed."""
 
 
@@ -42,24 +43,24 @@ class CompactionResult:
 
 
 async def compact(
-    agent: Agent, *, keep_groups: int = DEFAULT_KEEP_GROUPS
+    rt: Runtime, *, turn_open: bool, keep_groups: int = DEFAULT_KEEP_GROUPS
 ) -> CompactionResult | None:
     """Summarize all but the newest `keep_groups` groups; None when there is nothing to compact."""
-    if agent.turn_open:
+    if turn_open:
         raise CompactionError("cannot compact while a turn is running")
-    context = agent.context
-    barrier = min((r.earliest for r in agent.coop.ranges.values()), default=len(context))
+    context = rt.context
+    barrier = min((r.earliest for r in rt.coop.ranges.values()), default=len(context))
     plan = plan_compaction(context.provenance_view, keep_groups=keep_groups, barrier=barrier)
     if plan is None:
         return None
-    shell_class = agent.assembler.shell_class
+    shell_class = rt.assembler.shell_class
     label = join_all(
         [
             label_for_provenance(context.provenance(i), shell_class=shell_class)
             for i in plan.reclaimed
         ]
     )
-    binding = agent.assembler.binding
+    binding = rt.assembler.binding
     allowed = binding.entry.effective_egress()
     if label.cls > allowed:
         raise CompactionError(
@@ -69,35 +70,35 @@ async def compact(
     instruction = context.codec.encode_message(
         Message(Role.user, INSTRUCTION, Source("compaction"))
     )
-    identity = agent.assembler.builder.identity()
+    identity = rt.assembler.builder.identity()
     request = ModelRequest(
-        model=agent.model_id,
+        model=rt.model_id,
         system=identity[0].text if identity else "",
         items=(*(context[i] for i in plan.reclaimed), instruction),
     )
-    text = (await _summary(agent, request)).strip()
+    text = (await _summary(rt, request)).strip()
     if not text:
         raise CompactionError("the model returned an empty summary; nothing was compacted")
     content = f"Summary of {plan.groups} earlier turn(s):\n\n{text}"
-    agent.record(CompactStart(groups=plan.groups, earliest=plan.earliest))
-    summary = CompactSummary(content=content, model=agent.model_id, label=label)
-    event = agent.record(summary)
-    agent.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
-    agent.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
-    agent.assembler.orchestrator.note_detached(plan.earliest)
-    await agent.session.flush()
+    rt.record(CompactStart(groups=plan.groups, earliest=plan.earliest))
+    summary = CompactSummary(content=content, model=rt.model_id, label=label)
+    event = rt.record(summary)
+    rt.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
+    rt.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
+    rt.assembler.orchestrator.note_detached(plan.earliest)
+    await rt.session.flush()
     return CompactionResult(groups=plan.groups, reclaimed=len(plan.reclaimed), summary=text)
 
 
-async def _summary(agent: Agent, request: ModelRequest) -> str:
+async def _summary(rt: Runtime, request: ModelRequest) -> str:
     async def attempt() -> str:
         parts: list[str] = []
-        async for delta in agent.gateway.stream(request):
+        async for delta in rt.gateway.stream(request):
             if isinstance(delta, TextDelta):
                 parts.append(delta.text)
         return "".join(parts)
 
     try:
-        return await with_retries(attempt, agent.options)
+        return await with_retries(attempt, rt.options)
     except GatewayError as exc:
         raise CompactionError(f"the model could not summarize: {exc}") from exc

@@ -11,6 +11,7 @@ from pathlib import Path
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
+from engine.agent.runtime import Runtime
 from engine.config import Config
 from engine.context import RebuiltContext, rebuild_context
 from engine.context.area import ContextAreaImplementation
@@ -120,7 +121,7 @@ async def open_agent(
         assert store is not None
         return (await store.fork(session.id, at_seq)).id
 
-    agent = Agent(
+    runtime = Runtime(
         session=session,
         gateway=gateway,
         model_id=model_id,
@@ -132,6 +133,9 @@ async def open_agent(
         area_kinds=kinds,
         gateway_factory=gateway_for,
         options=options or agent_options(config, binding.entry.max_retries),
+    )
+    agent = Agent(
+        runtime,
         fork=fork if store is not None else None,
         # run in reverse: servers close first, the writer lease is given back last
         on_dispose=(*releases, mcp.aclose),

@@ -20,13 +20,16 @@ from engine.events import (
     AgentError,
     AssistantDelta,
     AssistantMessage,
+    AssistantReset,
     Finish,
     PermissionDecision,
+    PermissionRequest,
     PermissionRule,
     Retry,
     StepEnd,
-    ToolCallData,
     ToolCallRecord,
+    ToolOutputDelta,
+    ToolPending,
     ToolResultRecord,
     TurnEnd,
     TurnEndReason,
@@ -45,10 +48,10 @@ from engine.gateway.base import (
 from engine.message import ToolCall
 from engine.privacy import PrivatizationLabel
 from engine.tools import ToolOutput
-from engine.tools.permission import PermissionRequest
+from engine.tools.permission import PermissionQuestion
 
 if TYPE_CHECKING:
-    from engine.agent.agent import Agent
+    from engine.agent.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +100,8 @@ class _TurnEnded(Exception):
 class Turn:
     """Runs one admitted prompt to its `turn/end`; never raises for a turn that ended badly."""
 
-    def __init__(self, agent: Agent, number: int) -> None:
-        self.agent = agent
+    def __init__(self, runtime: Runtime, number: int) -> None:
+        self.rt = runtime
         self.number = number
         self.step = 0
         self._step_open = False
@@ -106,6 +109,7 @@ class Turn:
         self._tasks: dict[str, asyncio.Task[ToolOutput]] = {}
         self._asking: set[str] = set()  # calls waiting for a permission answer
         self.end_reason: TurnEndReason = "completed"
+        self.end_message = ""
         self.cancel_reason: TurnEndReason = "cancelled"
         self.closing = False  # `_close` has begun: there is nothing left to stop
         self.ended = False  # `turn/end` is in the log: input no longer belongs to this turn
@@ -147,13 +151,13 @@ class Turn:
             reason, message = "egress", str(exc)
         except GatewayError as exc:
             reason, message = "error", str(exc)
-            self.agent.session.emit(AgentError(turn=self.number, message=message))
+            self.rt.session.emit(AgentError(turn=self.number, message=message))
         except Exception as exc:
             log.exception("turn %d failed", self.number)
             reason, message = "error", f"{type(exc).__name__}: {exc}"
-            self.agent.session.emit(AgentError(turn=self.number, message=message))
+            self.rt.session.emit(AgentError(turn=self.number, message=message))
         self._close(reason, message)
-        self.end_reason = reason
+        self.end_reason, self.end_message = reason, message
         return reason
 
     def _stop_message(self) -> str:
@@ -164,28 +168,29 @@ class Turn:
         )
 
     async def _loop(self) -> None:
-        agent = self.agent
+        rt = self.rt
         while True:
-            if self.step >= agent.options.max_steps:
+            if self.step >= rt.options.max_steps:
                 raise _TurnEnded(
-                    "max_steps", f"The turn reached its limit of {agent.options.max_steps} steps."
+                    "max_steps", f"The turn reached its limit of {rt.options.max_steps} steps."
                 )
             self.step += 1
             # 1. drain the outbox: contexts and steering staged since the last boundary
-            agent.drain_outbox()
+            rt.drain_outbox()
             # 2. collection and area renders
-            agent.render_areas(self.number)
+            rt.render_areas(self.number)
             # 3. assemble the request (budget and egress may end the turn here)
-            assembled = agent.assemble(self.number)
-            agent.session.append(assembled.step_start(turn=self.number, step=self.step))
+            assembled = rt.assemble(self.number)
+            egress = rt.assembler.binding.entry.effective_egress()
+            rt.session.append(assembled.step_start(turn=self.number, step=self.step, egress=egress))
             self._step_open = True
             self._label = assembled.label
-            await agent.session.flush()  # checkpoint: before a model request
+            await rt.session.flush()  # checkpoint: before a model request
             request = ModelRequest(
-                model=agent.model_id,
+                model=rt.model_id,
                 system=assembled.system,
                 items=assembled.items,
-                tools=agent.tool_specs(),
+                tools=rt.tool_specs(),
             )
             reply = await self._request(request)
             calls = reply.tool_calls(self.number, self.step)
@@ -193,13 +198,13 @@ class Turn:
             if calls:
                 await self._run_tools(calls)
             # 4. drain after the complete batch of results, never between a call and its result
-            steered = agent.drain_outbox()
-            agent.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
+            steered = rt.drain_outbox()
+            rt.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
             self._step_open = False
-            await agent.session.flush()  # checkpoint: step end
+            await rt.session.flush()  # checkpoint: step end
             # steering staged during that checkpoint continues the turn too; context alone does
             # not ask for a model run (it is settled after turn/end)
-            if not calls and not steered and not agent.outbox.steering:
+            if not calls and not steered and not rt.outbox.steering:
                 # a reply cut off at the output limit or refused ends the turn with that reason
                 if reply.finish == "length":
                     raise _TurnEnded("max_tokens", "The model stopped at its output limit.")
@@ -209,38 +214,42 @@ class Turn:
 
     async def _request(self, request: ModelRequest) -> _Reply:
         def retrying(number: int, exc: GatewayError) -> None:
-            self.agent.session.append(
+            streamed = self._streaming
+            if streamed is not None and (streamed.text or streamed.reasoning or streamed.calls):
+                # what the failed attempt streamed is not in the log: withdraw it from screens
+                self.rt.session.emit(AssistantReset(turn=self.number, step=self.step))
+            self.rt.session.append(
                 Retry(turn=self.number, step=self.step, attempt=number, reason=str(exc))
             )
 
-        return await with_retries(lambda: self._stream(request), self.agent.options, retrying)
+        return await with_retries(lambda: self._stream(request), self.rt.options, retrying)
 
     def _record_reply(
         self, reply: _Reply, calls: list[tuple[ToolCall, str | None]], finish: Finish
     ) -> None:
         """Log the assistant message and put it into the Context."""
         self._streaming = None
-        event = self.agent.session.append(
+        event = self.rt.session.append(
             AssistantMessage(
                 turn=self.number,
                 step=self.step,
                 content=reply.text,
                 reasoning=reply.reasoning,
-                tool_calls=tuple(ToolCallData.of(call) for call, _ in calls),
-                model=self.agent.model_id,
+                tool_calls=tuple(call for call, _ in calls),
+                model=self.rt.model_id,
                 usage=reply.usage,
                 finish=finish,
                 provider_state=reply.provider_state,
                 label=self._label,
             )
         )
-        self.agent.emplace(event)
+        self.rt.emplace(event)
 
     async def _stream(self, request: ModelRequest) -> _Reply:
         reply = _Reply()
         self._streaming = reply  # a new attempt replaces what a failed one streamed
-        session = self.agent.session
-        async for delta in self.agent.gateway.stream(request):
+        session = self.rt.session
+        async for delta in self.rt.gateway.stream(request):
             match delta:
                 case TextDelta(text=text):
                     reply.text += text
@@ -255,6 +264,16 @@ class Turn:
                     fragment["id"] = fragment["id"] or call_id
                     fragment["name"] = fragment["name"] or name
                     fragment["arguments"] += arguments
+                    session.emit(
+                        ToolPending(
+                            turn=self.number,
+                            step=self.step,
+                            index=index,
+                            call_id=fragment["id"],
+                            name=fragment["name"],
+                            arguments=fragment["arguments"],
+                        )
+                    )
                 case UsageDelta(usage=usage):
                     reply.usage = usage
                 case FinishDelta(finish=finish):
@@ -265,20 +284,21 @@ class Turn:
 
     async def _run_tools(self, calls: list[tuple[ToolCall, str | None]]) -> None:
         """Run the batch concurrently; append each result in the model's order."""
-        agent = self.agent
+        rt = self.rt
         for call, _ in calls:
-            agent.session.append(
+            rt.session.append(
                 ToolCallRecord(
                     turn=self.number,
                     step=self.step,
                     call_id=call.id,
                     name=call.name,
                     arguments=call.arguments,
+                    label=self._label,  # part of the reply: labelled like the request it answers
                 )
             )
             self._pending.append(call)
-            agent.note_tool_call(call)
-        await agent.session.flush()  # checkpoint: before a tool runs
+            rt.note_tool_call(call)
+        await rt.session.flush()  # checkpoint: before a tool runs
         for call, error in calls:
             self._tasks[call.id] = asyncio.create_task(self._run_tool(call, error))
         for call, _ in calls:
@@ -286,34 +306,65 @@ class Turn:
             self._append_result(call, output)
 
     async def _run_tool(self, call: ToolCall, argument_error: str | None) -> ToolOutput:
-        agent = self.agent
+        rt = self.rt
         if argument_error is not None:
             return ToolOutput.error(argument_error)
-        tool = agent.tools.get(call.name)
+        tool = rt.tools.get(call.name)
         if tool is not None and tool.needs_permission:
             self._asking.add(call.id)
-            decision = await agent.permission.decide(
-                PermissionRequest(
-                    call_id=call.id, tool=call.name, arguments=call.arguments, kind=tool.kind
-                )
+            question = PermissionQuestion(
+                call_id=call.id, tool=call.name, arguments=call.arguments, kind=tool.kind
             )
+            asked = False
+
+            def ask() -> None:
+                nonlocal asked
+                asked = True
+                self._announce(question)
+
+            try:
+                decision = await rt.permission.decide(question, ask)
+            finally:
+                if asked:
+                    rt.waiting_for_permission(False)
             self._asking.discard(call.id)
-            agent.session.append(PermissionDecision(call_id=call.id, decision=decision.decision))
+            rt.session.append(PermissionDecision(call_id=call.id, decision=decision.decision))
             if decision.rule is not None:
-                agent.session.append(PermissionRule(tool=call.name, decision=decision.rule))
+                rt.session.append(PermissionRule(tool=call.name, decision=decision.rule))
             # checkpoint: before a tool runs, the answer the user gave is durable (an "always"
             # rule included), even if the process dies while the tool runs
-            await agent.session.flush()
+            await rt.session.flush()
             if decision.decision != "allow":
                 return ToolOutput.error(
                     decision.message or f"Permission to run {call.name} was denied."
                 )
-        return await agent.tools.call(call.name, call.arguments, agent.tool_context(call.id))
+
+        def output(text: str) -> None:
+            rt.session.emit(
+                ToolOutputDelta(turn=self.number, step=self.step, call_id=call.id, text=text)
+            )
+
+        return await rt.tools.call(call.name, call.arguments, rt.tool_context(call.id, output))
+
+    def _announce(self, question: PermissionQuestion) -> None:
+        """The status goes `waiting` and `permission/request` is sent, only when the question
+        reaches the responder (a standing rule answers without asking)."""
+        self.rt.waiting_for_permission(True)
+        self.rt.session.emit(
+            PermissionRequest(
+                turn=self.number,
+                step=self.step,
+                call_id=question.call_id,
+                tool=question.tool,
+                arguments=dict(question.arguments),
+                kind=str(question.kind),
+            )
+        )
 
     def _append_result(self, call: ToolCall, output: ToolOutput, *, ran: bool = True) -> None:
         """Log a result in order; contexts and hooks follow only results of calls that ran."""
-        agent = self.agent
-        event = agent.session.append(
+        rt = self.rt
+        event = rt.session.append(
             ToolResultRecord(
                 turn=self.number,
                 step=self.step,
@@ -324,13 +375,13 @@ class Turn:
             )
         )
         self._pending.remove(call)
-        agent.emplace(event)
+        rt.emplace(event)
         if not ran:
             return
         for context in output.additional_contexts:
-            agent.outbox.stage(context)
-        for context in agent.run_tool_hooks(call, output):
-            agent.outbox.stage(context)
+            rt.outbox.stage(context)
+        for context in rt.run_tool_hooks(call, output):
+            rt.outbox.stage(context)
 
     def _close(self, reason: TurnEndReason, message: str) -> None:
         """Synthetic results for calls that never finished, then step/end and turn/end."""
@@ -347,7 +398,7 @@ class Turn:
                 running.cancel()
         for call_id in sorted(self._asking):
             # spec: a pending permission request resolves as cancelled with its turn
-            self.agent.session.append(PermissionDecision(call_id=call_id, decision="cancelled"))
+            self.rt.session.append(PermissionDecision(call_id=call_id, decision="cancelled"))
         self._asking.clear()
         for call in list(self._pending):
             task = self._tasks.get(call.id)
@@ -361,11 +412,11 @@ class Turn:
             else:
                 self._append_result(call, ToolOutput.error(CANCELLED_TOOL_RESULT), ran=False)
         if self._step_open:
-            self.agent.session.append(StepEnd(turn=self.number, step=self.step))
+            self.rt.session.append(StepEnd(turn=self.number, step=self.step))
             self._step_open = False
         self.ending = True
-        self.agent.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
+        self.rt.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
         self.ended = True
         # after an early end the outbox may hold anything; after completion only contexts staged
         # during the last checkpoint. Either way they are committed, never lost.
-        self.agent.settle_outbox(reason)
+        self.rt.settle_outbox(reason)

@@ -117,6 +117,12 @@ class CoopContext:
     def area_id(self, area: ContextAreaImplementation) -> str:
         return self._slots[area].id
 
+    def reported_state(
+        self, area: ContextAreaImplementation
+    ) -> tuple[AreaLifeState, AreaFlowState] | None:
+        """The life and flow last recorded for the Area (what the log says), without calling it."""
+        return self._slots[area].reported
+
     def area_by_id(self, area_id: str) -> ContextAreaImplementation:
         return self._by_id[area_id].area
 

@@ -70,7 +70,11 @@ class Block:
     def payload(self) -> FloorBlock:
         """The `floor/block` event that records this block once."""
         return FloorBlock(
-            hash=self.content_hash, layer=int(self.layer), key=self.key, text=self.text
+            hash=self.content_hash,
+            layer=int(self.layer),
+            key=self.key,
+            text=self.text,
+            label=self.label,
         )
 
 

@@ -265,6 +265,17 @@ class GroupIndex:
             if owner is None or owner not in retained_owners:
                 yield index
 
+    def first_seqs(self, start: int, stop: int) -> tuple[int, ...]:
+        """The seq of the first logged member of each group at positions `start..stop-1`."""
+        seqs = (
+            next(
+                (s for m in self._groups[p].members if (s := self._provenances[m].seq) is not None),
+                None,
+            )
+            for p in range(start, stop)
+        )
+        return tuple(s for s in seqs if s is not None)
+
     def chars(self, index: int) -> int:
         return self._chars[index]
 
@@ -297,19 +308,23 @@ class AssembledContext:
     figures: Figures
     groups_kept: int
     groups_dropped: int
+    kept_groups: tuple[int, ...] = ()  # the first seq of each history group kept
 
     @property
     def floor_hashes(self) -> tuple[str, ...]:
         return tuple(b.content_hash for b in self.floor)
 
-    def step_start(self, *, turn: int, step: int) -> StepStart:
-        """The `step/start` payload recording this request's floor and figures."""
+    def step_start(self, *, turn: int, step: int, egress: PrivacyClass | None = None) -> StepStart:
+        """The `step/start` payload: what a viewer needs to show this request from the log alone."""
         return StepStart(
             turn=turn,
             step=step,
             prefix_digest=self.prefix_digest,
             floor=self.floor_hashes,
             figures=self.figures,
+            kept=self.kept_groups,
+            egress=egress,
+            label=self.label,
         )
 
 
@@ -396,6 +411,7 @@ class ContextOrchestrator:
             ),
             groups_kept=kept,
             groups_dropped=start - kept,
+            kept_groups=index.first_seqs(start - kept, start),
         )
 
 

@@ -131,7 +131,7 @@ def emplace_event(
         case AssistantMessage() as reply:
             return context.emplace_assistant(
                 reply.content,
-                tuple(call.to_call() for call in reply.tool_calls),
+                reply.tool_calls,
                 provenance,
                 reasoning=reply.reasoning,
                 provider_state=reply.provider_state,

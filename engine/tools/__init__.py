@@ -14,8 +14,8 @@ from engine.tools.permission import (
     HeadlessPolicy,
     PermissionAnswer,
     PermissionBroker,
+    PermissionQuestion,
     PermissionReply,
-    PermissionRequest,
     PermissionResponder,
 )
 from engine.tools.registry import ToolRegistry, default_registry
@@ -38,8 +38,8 @@ __all__ = [
     "ListFiles",
     "PermissionAnswer",
     "PermissionBroker",
+    "PermissionQuestion",
     "PermissionReply",
-    "PermissionRequest",
     "PermissionResponder",
     "ReadFile",
     "RunShell",

@@ -28,7 +28,7 @@ class PermissionAnswer(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class PermissionRequest:
+class PermissionQuestion:
     """One call awaiting permission, with what a front end needs to show it."""
 
     call_id: str
@@ -45,7 +45,7 @@ class PermissionReply:
     message: str = ""
 
 
-PermissionResponder = Callable[[PermissionRequest], Awaitable[PermissionAnswer | PermissionReply]]
+PermissionResponder = Callable[[PermissionQuestion], Awaitable[PermissionAnswer | PermissionReply]]
 """Asks whoever answers permission requests; cancelling it withdraws the question."""
 
 
@@ -99,10 +99,13 @@ class PermissionBroker:
             if isinstance(payload, PermissionRule):
                 self._rules[payload.tool] = payload.decision
 
-    async def decide(self, request: PermissionRequest) -> Decision:
+    async def decide(
+        self, request: PermissionQuestion, on_ask: Callable[[], None] | None = None
+    ) -> Decision:
         """Allow, deny, or "cancelled" when the question was withdrawn before an answer.
 
-        A standing rule answers at once. Otherwise the responder is asked in its own task: if that
+        A standing rule answers at once. `on_ask` is called when the responder is really asked
+        (so a front end shows the question only then). Otherwise the responder is asked in its own task: if that
         task is cancelled (`cancel_pending()`, or by whoever owns it) the result is "cancelled".
         If the task awaiting `decide` is itself cancelled, the question is withdrawn and the
         `CancelledError` propagates, as asyncio expects. A responder that fails denies the call.
@@ -117,6 +120,8 @@ class PermissionBroker:
                 "deny", f"{request.tool} is denied by a standing rule", tool=request.tool
             )
         cancels_before = _cancel_requests()
+        if on_ask is not None:
+            on_ask()
         asking = asyncio.create_task(self._ask(request), name=f"permission {request.call_id}")
         self._pending.add(asking)
         try:
@@ -144,11 +149,11 @@ class PermissionBroker:
         for asking in list(self._pending):
             asking.cancel()
 
-    async def _ask(self, request: PermissionRequest) -> PermissionAnswer | PermissionReply:
+    async def _ask(self, request: PermissionQuestion) -> PermissionAnswer | PermissionReply:
         return await self._responder(request)
 
     def _apply(
-        self, request: PermissionRequest, reply: PermissionAnswer | PermissionReply
+        self, request: PermissionQuestion, reply: PermissionAnswer | PermissionReply
     ) -> Decision:
         """Turn an answer into a decision, remembering "always" answers as standing rules."""
         answer, message = (
@@ -197,7 +202,7 @@ class HeadlessPolicy:
         if self.approve_all and self.deny_all:
             raise ValueError("--approve-all and --deny-all contradict each other; pass one")
 
-    async def __call__(self, request: PermissionRequest) -> PermissionReply:
+    async def __call__(self, request: PermissionQuestion) -> PermissionReply:
         tool = request.tool
         if self.approve_all:
             return PermissionReply(PermissionAnswer.allow_once, f"{tool} allowed by --approve-all")

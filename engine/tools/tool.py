@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -46,6 +46,8 @@ class ToolContext:
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
     shell_class: PrivacyClass = PrivacyClass.internal
     call_id: str = ""
+    on_output: Callable[[str], None] | None = None
+    """Receives output as it arrives (a live `tool/output`); the returned result stays the record."""
 
     def __post_init__(self) -> None:
         if self.max_output <= 0:

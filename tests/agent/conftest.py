@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from engine.agent import Agent, AgentOptions, PromptDecision, PromptSubmission, open_agent
 from engine.agent.admission import Next
+from engine.agent.runtime import Runtime
 from engine.config import Config
 from engine.events import Event, LiveEvent, Payload, UserMessage
 from engine.gateway.base import GatewayType
@@ -33,8 +34,8 @@ from engine.message import AdditionalContext, Message, Role, Source, ToolCall
 from engine.store import StoreError
 from engine.store.sqlite import SQLiteStore
 from engine.tools import (
+    PermissionQuestion,
     PermissionReply,
-    PermissionRequest,
     PermissionResponder,
     Tool,
     ToolContext,
@@ -160,9 +161,14 @@ async def make_agent(tmp_path: Path, store: FlakyStore) -> AsyncIterator[MakeAge
         await agent.dispose()
 
 
+def runtime_of(agent: Agent) -> Runtime:
+    """The engine's working state behind an Agent: only tests of the engine itself look here."""
+    return agent._rt
+
+
 def scripted(agent: Agent) -> ScriptedGateway:
     """The agent's gateway, which these fixtures always make a ScriptedGateway."""
-    gateway = agent.gateway
+    gateway = runtime_of(agent).gateway
     assert isinstance(gateway, ScriptedGateway)
     return gateway
 
@@ -322,10 +328,10 @@ class SilentResponder:
 
     def __init__(self) -> None:
         self.asked = asyncio.Event()
-        self.requests: list[PermissionRequest] = []
+        self.requests: list[PermissionQuestion] = []
         self.withdrawn = False
 
-    async def __call__(self, request: PermissionRequest) -> PermissionReply:
+    async def __call__(self, request: PermissionQuestion) -> PermissionReply:
         self.requests.append(request)
         self.asked.set()
         try:

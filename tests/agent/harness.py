@@ -50,8 +50,8 @@ class Opened:
         await self.agent.when_idle()
 
     async def events(self) -> tuple[Event, ...]:
-        await self.agent.session.flush()
-        return (await self.store.inspect(self.agent.session.id)).events
+        await self.agent.when_idle()
+        return (await self.store.inspect(self.agent.session_id)).events
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.agent import Allow, Block, PromptDecision, PromptSubmission
+from engine.agent import Allow, PromptDecision, PromptSubmission, Reject
 from engine.agent.admission import Next
 from engine.events import AgentError, AgentQueued, TurnStart, UserMessage
 from engine.gateway.scripted import Reply
@@ -40,7 +40,7 @@ async def test_allow_with_rewritten_content_and_contexts(
     agent.send("summarize @readme")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[:5] == [
         "turn/start",
         "user/message:user:summarize README.md",
@@ -69,7 +69,7 @@ async def test_an_unchanged_prompt_has_no_original_content(
     agent.on_prompt(same)
     agent.send("hello")
     await agent.when_idle()
-    prompt = of_type(await stored_log(store, agent.session.id), UserMessage)[0]
+    prompt = of_type(await stored_log(store, agent.session_id), UserMessage)[0]
     assert prompt.content == "hello"
     assert prompt.original_content is None
 
@@ -81,16 +81,16 @@ async def test_block_opens_no_turn_appends_nothing_and_keeps_earlier_context(
     recorder = record(agent)
     agent.inject(context("injected before the prompt"))
     await agent.when_idle()
-    before = await stored_log(store, agent.session.id)
+    before = await stored_log(store, agent.session_id)
 
     async def refuse(submission: PromptSubmission, next: Next) -> PromptDecision:
-        return Block("no secrets in prompts")
+        return Reject("no secrets in prompts")
 
     agent.on_prompt(refuse)
     agent.send("my password is hunter2")
     await agent.when_idle()
 
-    after = await stored_log(store, agent.session.id)
+    after = await stored_log(store, agent.session_id)
     assert after == before
     assert turn_shape(after)[-1] == "user/message:plugin:injected before the prompt"
     assert of_type(after, TurnStart) == []
@@ -121,7 +121,7 @@ async def test_a_throwing_listener_opens_no_turn_and_the_next_message_runs(
     await agent.when_idle()
 
     assert seen == ["first", "second"]
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.turn for e in of_type(log, TurnStart)] == [1]
     assert [m.content for m in of_type(log, UserMessage)] == ["second"]
     [error] = recorder.of(AgentError)
@@ -143,8 +143,8 @@ async def test_a_listener_returning_something_else_is_a_failing_listener(
     agent.on_prompt(wrong)
     agent.send("hello")
     await agent.when_idle()
-    assert of_type(await stored_log(store, agent.session.id), TurnStart) == []
-    assert "not Allow or Block" in recorder.of(AgentError)[0].message
+    assert of_type(await stored_log(store, agent.session_id), TurnStart) == []
+    assert "not Allow or Reject" in recorder.of(AgentError)[0].message
 
 
 async def test_a_pass_through_listener_keeps_downstream_content_and_contexts(
@@ -167,7 +167,7 @@ async def test_a_pass_through_listener_keeps_downstream_content_and_contexts(
     await agent.when_idle()
 
     assert order == ["outer", "inner"]
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[1:4] == [
         "user/message:user:rewritten by inner",
         "user/message:inner:from inner",
@@ -183,7 +183,7 @@ async def test_an_enriching_listener_adds_after_downstream_contexts(
 
     async def outer(submission: PromptSubmission, next: Next) -> PromptDecision:
         decision = await next()
-        if isinstance(decision, Block):
+        if isinstance(decision, Reject):
             return decision
         return Allow(decision.content, (*decision.additional_contexts, context("outer", "outer")))
 
@@ -194,7 +194,7 @@ async def test_an_enriching_listener_adds_after_downstream_contexts(
     agent.on_prompt(inner)
     agent.send("hi")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[1:4] == [
         "user/message:user:hi",
         "user/message:inner:inner",
@@ -211,20 +211,20 @@ async def test_a_downstream_block_wins_through_a_pass_through_listener(
         return await next()
 
     async def inner(submission: PromptSubmission, next: Next) -> PromptDecision:
-        return Block("inner says no")
+        return Reject("inner says no")
 
     agent.on_prompt(outer)
     agent.on_prompt(inner)
     agent.send("hi")
     await agent.when_idle()
-    assert of_type(await stored_log(store, agent.session.id), TurnStart) == []
+    assert of_type(await stored_log(store, agent.session_id), TurnStart) == []
 
 
 async def test_an_unsubscribed_listener_is_not_called(make_agent: MakeAgent) -> None:
     agent = await make_agent([Reply(text="ok")])
 
     async def refuse(submission: PromptSubmission, next: Next) -> PromptDecision:
-        return Block("no")
+        return Reject("no")
 
     remove = agent.on_prompt(refuse)
     remove()
@@ -242,7 +242,7 @@ async def test_two_sends_in_one_tick_make_two_turns(
     agent.send("b")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.turn for e in of_type(log, TurnStart)] == [1, 2]
     assert turn_shape(log) == [
         "turn/start",
@@ -276,7 +276,7 @@ async def test_admission_waits_are_not_turns(make_agent: MakeAgent, store: Flaky
     agent.inject(context("while admitting"))
     held.release()
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[:3] == [
         "user/message:plugin:while admitting",
         "turn/start",
@@ -297,5 +297,5 @@ async def test_dispose_during_admission_opens_no_turn(
     held.release()
     await disposing
 
-    assert of_type(await stored_log(store, agent.session.id), TurnStart) == []
+    assert of_type(await stored_log(store, agent.session_id), TurnStart) == []
     assert requests_of(agent) == []

@@ -168,7 +168,7 @@ async def test_the_areas_survive_resume(tmp_path: Path) -> None:
     config = Config(areas=[AreaEntry(path=f"{HERE}:Banner", args={"text": "hello"})])
     async with opened(tmp_path, [Reply(text="a")], config=config) as run:
         await run.run("first")
-        session_id, workspace = run.agent.session.id, run.workspace
+        session_id, workspace = run.agent.session_id, run.workspace
     gateway = ScriptedGateway([Reply(text="b")], strict=True)
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as store:
         agent = await open_agent(

@@ -42,6 +42,7 @@ from tests.agent.conftest import (
     of_type,
     record,
     requests_of,
+    runtime_of,
     scripted,
     stored_log,
     turn_shape,
@@ -78,7 +79,7 @@ async def opening(make_agent: MakeAgent, store: FlakyStore) -> Running:
 
     unsubscribe = agent.subscribe(cancel_at_start)
     agent.send("go")
-    await until(lambda: bool(of_type(agent.session.events, TurnEnd)))
+    await until(lambda: bool(of_type(agent.log, TurnEnd)))
     return Running(agent, "opening")
 
 
@@ -139,7 +140,7 @@ async def retry_backoff(make_agent: MakeAgent, store: FlakyStore) -> Running:
         options=AgentOptions(retry_backoff=3600),
     )
     agent.send("go")
-    await until(lambda: bool(of_type(agent.session.events, Retry)))
+    await until(lambda: bool(of_type(agent.log, Retry)))
     return Running(agent, "retry")
 
 
@@ -166,7 +167,7 @@ async def test_cancel_in_each_phase_ends_the_turn_and_keeps_staged_context(
     store.release_flushes()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     [end] = of_type(log, TurnEnd)
     assert end.reason == "cancelled"
     assert end.message == "Cancelled by the user."
@@ -175,13 +176,13 @@ async def test_cancel_in_each_phase_ends_the_turn_and_keeps_staged_context(
     assert shape[-2:] == ["turn/end", "user/message:plugin:staged"]
     assert agent.status == "idle"
     assert not agent.turn_open
-    assert len(agent.outbox) == 0
+    assert len(agent.outbox.contexts + agent.outbox.steering) == 0
 
     # the session goes on: a later send is turn 2 and sees the context
     scripted(agent).push(Reply(text="second"))
     agent.send("again")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["cancelled", "completed"]
     assert user_texts(requests_of(agent)[-1])[-2:] == [("plugin", "staged"), ("user", "again")]
 
@@ -192,7 +193,7 @@ async def test_cancel_while_streaming_keeps_the_partial_reply_marked_cancelled(
     agent = (await streaming(make_agent, store)).agent
     agent.cancel()
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[1:] == [
         "user/message:user:go",
         "step/start",
@@ -227,7 +228,7 @@ async def test_cancel_while_a_tool_runs_gives_synthetic_results(
     await agent.when_idle()
 
     assert gate.cancelled
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     # c1 finished and was appended; c2 was cancelled; c3 finished but was not appended yet
     assert [(r.call_id, r.content, r.is_error) for r in of_type(log, ToolResultRecord)] == [
         ("c1", "finished", False),
@@ -259,7 +260,7 @@ async def test_cancel_before_tools_start_gives_every_call_a_synthetic_result(
     await agent.when_idle()
 
     assert tool.calls == 0
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(r.call_id, r.content, r.is_error) for r in of_type(log, ToolResultRecord)] == [
         ("c1", CANCELLED_TOOL_RESULT, True),
         ("c2", CANCELLED_TOOL_RESULT, True),
@@ -281,8 +282,8 @@ async def test_cancel_resolves_a_pending_permission_request_as_cancelled(
     await until(lambda: responder.withdrawn)
 
     assert tool.calls == 0
-    assert agent.permission.pending == 0
-    log = await stored_log(store, agent.session.id)
+    assert runtime_of(agent).permission.pending == 0
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, PermissionDecision) == [
         PermissionDecision(call_id="c1", decision="cancelled")
     ]
@@ -307,7 +308,7 @@ async def test_cancel_drops_staged_steering_and_reports_its_text(
     await agent.when_idle()
 
     assert recorder.of(SteerDropped) == [SteerDropped(text="actually, use rust")]
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert "user/message:user:actually, use rust" not in turn_shape(log)
 
     scripted(agent).push(Reply(text="ok"))
@@ -328,13 +329,13 @@ async def test_cancel_keep_inbox_keeps_staged_steering_for_the_next_turn(
 
     assert recorder.of(SteerDropped) == []
     assert recorder.of(AgentQueued)[-1].steering == ("actually, use rust",)
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert "user/message:user:actually, use rust" not in turn_shape(log)
 
     scripted(agent).push(Reply(text="ok"))
     agent.send("next")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[-7:-4] == [
         "turn/start",
         "user/message:user:next",
@@ -359,16 +360,16 @@ async def test_dispose_reports_steering_kept_for_a_turn_that_never_came(
 async def test_cancel_when_idle_does_nothing(make_agent: MakeAgent, store: FlakyStore) -> None:
     agent = await make_agent([Reply(text="ok")])
     recorder = record(agent)
-    before = await stored_log(store, agent.session.id)
+    before = await stored_log(store, agent.session_id)
     agent.cancel()
     agent.cancel(keep_inbox=True)
     await agent.when_idle()
-    assert await stored_log(store, agent.session.id) == before
+    assert await stored_log(store, agent.session_id) == before
     assert recorder.events == []
 
     agent.send("hello")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed"]
 
 
@@ -384,7 +385,7 @@ async def test_cancel_ends_only_the_running_turn_and_queued_sends_run(
     await gate.started.wait()
     agent.cancel()
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
         (1, "cancelled"),
         (2, "completed"),
@@ -404,7 +405,7 @@ async def test_cancel_from_a_turn_end_subscriber_is_harmless(
     agent.send("first")
     agent.send("second")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
         (1, "completed"),
         (2, "completed"),
@@ -425,7 +426,7 @@ async def test_dispose_while_running_ends_the_turn_disposed(
     agent.steer("never delivered")
     await agent.dispose()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     [end] = of_type(log, TurnEnd)
     assert end.reason == "disposed"
     assert turn_shape(log)[-2:] == ["turn/end", "user/message:plugin:staged"]
@@ -449,7 +450,7 @@ async def test_dispose_when_idle_flushes_and_closes(
     agent.send("hi")
     await agent.when_idle()
     await agent.dispose()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed"]
     with pytest.raises(AgentClosedError):
         agent.steer("x")
@@ -466,5 +467,5 @@ async def test_a_cancelled_runner_still_closes_its_turn(
     runner.cancel()
     with pytest.raises(asyncio.CancelledError):
         await runner
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, TurnEnd)[0].reason == "disposed"

@@ -14,13 +14,13 @@ import pytest
 from app import cli
 from engine.events import (
     Event,
-    LiveEventAdapter,
     PermissionDecision,
     SessionTitle,
     ToolCallRecord,
     TurnEnd,
     UserMessage,
     decode_event,
+    decode_live_event,
 )
 from engine.store.sqlite import SQLiteStore
 from tests.agent.harness import CliRun, payloads, trellis
@@ -129,7 +129,7 @@ def test_json_prints_every_event(env: Env) -> None:
         if "seq" in raw:
             durable.append(decode_event(raw))
         else:
-            live_types.add(LiveEventAdapter.validate_python(raw).type)
+            live_types.add(decode_live_event(raw).type)
     assert [e.seq for e in durable] == list(range(len(durable)))
     assert durable[0].type == "model/bind"
     assert durable[-1].type == "turn/end"

@@ -262,7 +262,7 @@ async def test_fork(tmp_path: Path) -> None:
     new_id = result.text.rsplit(" ", 1)[-1]
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as store:
         forked = await store.inspect(new_id)
-    assert forked.info.parent_id == run.agent.session.id
+    assert forked.info.parent_id == run.agent.session_id
     assert [e.type for e in forked.events] == [e.type for e in source]
     assert payloads(forked.events, SessionTitle)[0].title == "the question"
 

@@ -63,7 +63,7 @@ async def test_compact_summarizes_the_oldest_turns_through_the_model(
         "q4",
     ]
     # The log holds everything; rebuilding it gives the live Context.
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     start = of_type(log, CompactStart)
     end = of_type(log, CompactEnd)
     assert [s.groups for s in start] == [2]
@@ -81,7 +81,7 @@ async def test_a_resumed_session_keeps_its_compaction(
     )
     await three_turns(agent)
     assert (await agent.compact(1)) is not None
-    session_id = agent.session.id
+    session_id = agent.session_id
     await agent.dispose()
     await store.release(session_id)
     resumed = await make_agent([Reply(text="a4")], session_id=session_id)
@@ -97,12 +97,12 @@ async def test_a_failed_summary_changes_nothing(make_agent: MakeAgent, store: Fl
     )
     await three_turns(agent)
     before = agent.context.entries()
-    log_before = len(agent.session.events)
+    log_before = len(agent.log)
     result = await REGISTRY.run(agent, "/compact 1")
     assert not result.ok
     assert "model is down" in result.text
     assert agent.context.entries() == before
-    assert len(agent.session.events) == log_before
+    assert len(agent.log) == log_before
 
 
 async def test_nothing_to_compact_and_bad_arguments(make_agent: MakeAgent) -> None:

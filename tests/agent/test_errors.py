@@ -45,7 +45,7 @@ async def test_a_gateway_failure_ends_the_turn_error(
     agent.send("go")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     [end] = of_type(log, TurnEnd)
     assert end.reason == "error"
     assert end.message == "model exploded"
@@ -68,7 +68,7 @@ async def test_a_gateway_failure_ends_the_turn_error(
     scripted(agent).push(Reply(text="fine now"))
     agent.send("again")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["error", "completed"]
 
 
@@ -81,7 +81,7 @@ async def test_an_error_end_appends_staged_context_after_turn_end(
     )
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     # drained at the step boundary (inside the turn), so nothing is left to settle
     assert turn_shape(log)[5:7] == ["tool/result", "user/message:plugin:from the tool"]
     assert of_type(log, TurnEnd)[0].reason == "error"
@@ -103,7 +103,7 @@ async def test_transient_failures_are_retried_each_a_retry_event(
     agent.send("go")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, Retry) == [
         Retry(turn=1, step=1, attempt=1, reason="rate limited"),
         Retry(turn=1, step=1, attempt=2, reason="bad gateway"),
@@ -136,7 +136,7 @@ async def test_retries_stop_at_the_configured_count(
     agent.send("go")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [r.attempt for r in of_type(log, Retry)] == [1, 2]
     [end] = of_type(log, TurnEnd)
     assert (end.reason, end.message) == ("error", "timeout 2")
@@ -151,7 +151,7 @@ async def test_no_retries_when_the_count_is_zero(make_agent: MakeAgent, store: F
     )
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, Retry) == []
     assert of_type(log, TurnEnd)[0].reason == "error"
 
@@ -163,7 +163,7 @@ async def test_a_spent_strict_script_is_a_gateway_failure(
     recorder = record(agent)
     agent.send("go")
     await agent.when_idle()
-    [end] = of_type(await stored_log(store, agent.session.id), TurnEnd)
+    [end] = of_type(await stored_log(store, agent.session_id), TurnEnd)
     assert end.reason == "error"
     assert "script is spent" in end.message
     assert recorder.of(AgentError)[0].turn == 1
@@ -185,7 +185,7 @@ async def test_an_unexpected_exception_ends_the_turn_error(
     recorder = record(agent)
     agent.send("go")
     await agent.when_idle()
-    [end] = of_type(await stored_log(store, agent.session.id), TurnEnd)
+    [end] = of_type(await stored_log(store, agent.session_id), TurnEnd)
     assert end.reason == "error"
     assert "KeyError" in end.message
     assert recorder.of(AgentError)[0].message == end.message
@@ -204,7 +204,7 @@ async def test_a_failing_tool_is_an_error_result_not_a_turn_error(
     )
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, TurnEnd)[0].reason == "completed"
     [_, second] = requests_of(agent)
     assert second[-1].is_error
@@ -226,7 +226,7 @@ async def test_a_failing_tool_hook_is_reported_and_the_turn_goes_on(
     agent.on_tool_result(broken)
     agent.send("go")
     await agent.when_idle()
-    assert of_type(await stored_log(store, agent.session.id), TurnEnd)[0].reason == "completed"
+    assert of_type(await stored_log(store, agent.session_id), TurnEnd)[0].reason == "completed"
     [error] = recorder.of(AgentError)
     assert error.turn == 1
     assert "hook bug" in error.message
@@ -250,17 +250,17 @@ async def test_a_failed_save_at_turn_end_is_reported_and_retried(
     [error] = recorder.of(AgentError)
     assert error.turn == 1
     assert "Saving the session failed" in error.message
-    assert agent.session.pending > 0
+    assert agent.unflushed > 0
     # the turn-end checkpoint failed: the store holds the turn open (a reader sees it repaired)
-    loaded = await store.inspect(agent.session.id)
+    loaded = await store.inspect(agent.session_id)
     assert [e.type for e in loaded.repaired] == ["turn/end"]
 
     agent.send("second")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed", "completed"]
     assert [e.seq for e in log] == list(range(len(log)))
-    assert agent.session.pending == 0
+    assert agent.unflushed == 0
 
 
 async def test_a_reply_cut_at_the_output_limit_ends_the_turn_max_tokens(
@@ -269,7 +269,7 @@ async def test_a_reply_cut_at_the_output_limit_ends_the_turn_max_tokens(
     agent = await make_agent([Reply(text="the answer is", finish="length")])
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     [message] = of_type(log, AssistantMessage)
     assert (message.content, message.finish) == ("the answer is", "length")
     [end] = of_type(log, TurnEnd)
@@ -281,5 +281,5 @@ async def test_a_refusal_ends_the_turn_refusal(make_agent: MakeAgent, store: Fla
     agent = await make_agent([Reply(text="I can't help with that.", finish="refusal")])
     agent.send("go")
     await agent.when_idle()
-    [end] = of_type(await stored_log(store, agent.session.id), TurnEnd)
+    [end] = of_type(await stored_log(store, agent.session_id), TurnEnd)
     assert end.reason == "refusal"

@@ -13,7 +13,7 @@ import pytest
 from engine.agent import Agent
 from engine.events import (
     AgentError,
-    AgentStatusChanged,
+    AgentStatus,
     Event,
     LiveEvent,
     OutboxChanged,
@@ -47,20 +47,20 @@ async def test_idle_inject_appends_one_sourced_message_and_runs_nothing(
 ) -> None:
     agent = await make_agent()
     recorder = record(agent)
-    before = len(await stored_log(store, agent.session.id))
+    before = len(await stored_log(store, agent.session_id))
 
     agent.inject(context("the build is green", "ci", "main"))
 
     # synchronous: the message is in the log at once, its flush has only been started
-    assert agent.session.pending == 1
+    assert agent.unflushed == 1
     await agent.when_idle()
-    assert agent.session.pending == 0
-    log = await stored_log(store, agent.session.id)
+    assert agent.unflushed == 0
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log[before:]) == ["user/message:ci:main:the build is green"]
     assert of_type(log, TurnStart) == []
-    assert agent.session.state.last_turn == 0
+    assert not any(isinstance(e.data, TurnStart) for e in agent.log)
     # no status change, no turn events, no model request
-    assert of_type(recorder.events, AgentStatusChanged) == []
+    assert of_type(recorder.events, AgentStatus) == []
     assert not any(t.startswith("turn/") for t in recorder.types())
     assert agent.status == "idle"
     assert requests_of(agent) == []
@@ -84,7 +84,7 @@ async def test_when_idle_waits_for_the_idle_flush(make_agent: MakeAgent, store: 
 
     store.release_flushes()
     await waiter
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[-1] == "user/message:plugin:held"
 
 
@@ -100,7 +100,7 @@ async def test_dispose_waits_for_the_idle_flush(make_agent: MakeAgent, store: Fl
 
     store.release_flushes()
     await disposing
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[-1] == "user/message:plugin:held"
 
 
@@ -121,16 +121,16 @@ async def test_failed_idle_flush_is_logged_kept_and_retried(
     assert of_type(recorder.events, AgentError) == []
     assert not any(t.startswith("turn/") for t in recorder.types())
     # the in-memory event stays accepted; the store has none of it yet
-    assert turn_shape(agent.session.events)[-1] == "user/message:plugin:survives"
-    assert agent.session.pending == 1
+    assert turn_shape(agent.log)[-1] == "user/message:plugin:survives"
+    assert agent.unflushed == 1
     assert "user/message:plugin:survives" not in turn_shape(
-        await stored_log(store, agent.session.id)
+        await stored_log(store, agent.session_id)
     )
 
     # the next flush (here the turn's checkpoints) writes it, in its place
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[:3] == [
         "user/message:plugin:survives",
         "turn/start",
@@ -148,7 +148,7 @@ async def test_failed_idle_flush_is_retried_by_the_next_idle_inject(
     await agent.when_idle()
     agent.inject(context("second"))
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[-2:] == ["user/message:plugin:first", "user/message:plugin:second"]
 
 
@@ -156,8 +156,8 @@ async def test_idle_inject_without_a_store(make_agent: MakeAgent) -> None:
     agent = await make_agent(stored=False)
     agent.inject(context("in memory"))
     await agent.when_idle()
-    assert agent.session.pending == 0
-    assert turn_shape(agent.session.events) == ["user/message:plugin:in memory"]
+    assert agent.unflushed == 0
+    assert turn_shape(agent.log) == ["user/message:plugin:in memory"]
 
 
 # --- what inject accepts --------------------------------------------------------------------------
@@ -172,29 +172,29 @@ def test_context_content_must_be_a_string() -> None:
 
 async def test_inject_refuses_anything_but_an_additional_context(make_agent: MakeAgent) -> None:
     agent = await make_agent()
-    before = len(agent.session.events)
+    before = len(agent.log)
     with pytest.raises(TypeError, match="AdditionalContext"):
         agent.inject("plain text")  # type: ignore[arg-type]
-    assert len(agent.session.events) == before
+    assert len(agent.log) == before
 
 
 async def test_the_default_source_is_plugin(make_agent: MakeAgent, store: FlakyStore) -> None:
     agent = await make_agent()
     agent.inject(AdditionalContext("no source given"))
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert of_type(log, UserMessage)[-1].source == Source("plugin")
 
 
 async def test_inject_with_a_user_source_is_refused_when_idle(make_agent: MakeAgent) -> None:
     agent = await make_agent()
-    before = len(agent.session.events)
+    before = len(agent.log)
     with pytest.raises(ValueError, match="Source\\('user'\\)"):
         agent.inject(AdditionalContext("pretend I said this", Source("user")))
     with pytest.raises(ValueError, match="Source\\('user'\\)"):
         agent.inject(AdditionalContext("named too", Source("user", "alice")))
-    assert len(agent.session.events) == before
-    assert agent.session.pending == 0
+    assert len(agent.log) == before
+    assert agent.unflushed == 0
 
 
 async def test_inject_with_a_user_source_is_refused_during_a_turn(make_agent: MakeAgent) -> None:
@@ -206,10 +206,10 @@ async def test_inject_with_a_user_source_is_refused_during_a_turn(make_agent: Ma
     await gate.started.wait()
     with pytest.raises(ValueError, match="Source\\('user'\\)"):
         agent.inject(AdditionalContext("pretend I said this", Source("user")))
-    assert len(agent.outbox) == 0
+    assert len(agent.outbox.contexts + agent.outbox.steering) == 0
     gate.gate.set()
     await agent.when_idle()
-    assert all(m.source == Source("user") for m in of_type(agent.session.events, UserMessage))
+    assert all(m.source == Source("user") for m in of_type(agent.log, UserMessage))
 
 
 # --- idle inject, then send -----------------------------------------------------------------------
@@ -223,7 +223,7 @@ async def test_idle_context_precedes_the_prompt_outside_the_turn(
     agent.send("what changed?")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log) == [
         "user/message:session:7:snapshot of session 7",
         "turn/start",
@@ -265,13 +265,13 @@ async def test_inject_while_a_tool_runs_waits_for_the_batch_results(
     # hidden: staged in the outbox, not in the log, not in any request
     staged = recorder.of(OutboxChanged)[-1]
     assert [c.content for c in staged.contexts] == ["first", "second"]
-    assert "user/message:plugin:first" not in turn_shape(agent.session.events)
+    assert "user/message:plugin:first" not in turn_shape(agent.log)
     assert len(requests_of(agent)) == 1
 
     gate.gate.set()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[1:] == [
         "user/message:user:go",
         "step/start",
@@ -316,7 +316,7 @@ async def test_contexts_of_two_tools_follow_both_results(
     slow.gate.set()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[4:10] == [
         "tool/call",
         "tool/call",
@@ -343,7 +343,7 @@ async def test_tool_hook_contexts_join_after_the_batch(
     agent.on_tool_result(lambda c, out: [context(f"hook saw {c.name}: {out.content}", "hook")])
     agent.send("go")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[5:8] == [
         "tool/result",
         "user/message:plugin:from the tool",
@@ -364,7 +364,7 @@ async def test_steering_and_context_at_one_boundary_reach_the_same_request(
     gate.gate.set()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[5:9] == [
         "tool/result",
         "user/message:user:use tabs, not spaces",
@@ -388,7 +388,7 @@ async def test_inject_while_the_model_streams_its_answer_does_not_start_another_
     agent.inject(context("late news"))
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     # drained at the step's end; context does not ask for model execution, so no second step
     assert turn_shape(log)[1:] == [
         "user/message:user:go",
@@ -418,9 +418,9 @@ async def test_inject_during_the_final_checkpoint_is_not_lost(
     store.release_flushes()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert "user/message:plugin:arrived at the very end" in turn_shape(log)
-    assert len(agent.outbox) == 0
+    assert len(agent.outbox.contexts + agent.outbox.steering) == 0
 
 
 async def test_inject_from_a_turn_end_subscriber_is_not_lost(
@@ -436,6 +436,6 @@ async def test_inject_from_a_turn_end_subscriber_is_not_lost(
     agent.send("go")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[-2:] == ["turn/end", "user/message:summarizer:summary of the turn"]
-    assert len(agent.outbox) == 0
+    assert len(agent.outbox.contexts + agent.outbox.steering) == 0

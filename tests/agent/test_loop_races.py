@@ -24,7 +24,7 @@ from engine.events import (
 )
 from engine.gateway.base import ModelRequest, StreamDelta
 from engine.gateway.scripted import Reply, ScriptedGateway
-from engine.tools import PermissionAnswer, PermissionRequest, ToolRegistry
+from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from tests.agent.conftest import (
     FlakyStore,
     GateTool,
@@ -62,7 +62,7 @@ async def test_steering_from_a_turn_end_subscriber_is_a_new_send(
     agent.send("go")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
         (1, "completed"),
         (2, "completed"),
@@ -93,7 +93,7 @@ async def test_a_turn_that_cannot_start_is_reported_and_the_next_send_runs(
     [error] = recorder.of(AgentError)
     assert error.turn is None
     assert "could not start" in error.message
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(t.turn) for t in of_type(log, TurnStart)] == [1]
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed"]
     assert "user/message:user:second" in turn_shape(log)
@@ -114,7 +114,7 @@ async def test_cancel_during_admission_ends_that_turn_without_a_model_call(
     held.release()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log) == ["turn/start", "user/message:user:hi", "turn/end"]
     assert of_type(log, TurnEnd)[0].reason == "cancelled"
     assert requests_of(agent) == []
@@ -132,7 +132,7 @@ async def test_a_cancel_before_the_turn_opens_does_not_reach_the_next_send(
     agent.cancel()
     held.release()
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
         (1, "cancelled"),
         (2, "completed"),
@@ -156,7 +156,7 @@ async def test_dispose_while_the_turn_opens_ends_it_disposed_without_a_model_cal
     await until_one(disposing)
     await disposing[0]
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["disposed"]
     assert requests_of(agent) == []
 
@@ -192,7 +192,7 @@ async def test_before_a_model_request_the_drained_input_and_step_start_are_durab
 ) -> None:
     gateway = InspectingGateway([Reply(text="ok")], store)
     agent = await make_agent(gateway=gateway)
-    gateway.session_id = agent.session.id
+    gateway.session_id = agent.session_id
     agent.send("question")
     await agent.when_idle()
     [crashed] = gateway.seen
@@ -216,7 +216,7 @@ async def test_while_a_tool_runs_its_call_and_the_permission_answer_are_durable(
     gate = GateTool("gate")
     gate.needs_permission = True  # type: ignore[misc]
 
-    async def always(request: PermissionRequest) -> PermissionAnswer:
+    async def always(request: PermissionQuestion) -> PermissionAnswer:
         return PermissionAnswer.allow_always
 
     agent = await make_agent(
@@ -226,7 +226,7 @@ async def test_while_a_tool_runs_its_call_and_the_permission_answer_are_durable(
     )
     agent.send("go")
     await gate.started.wait()
-    crashed = await stored_log(store, agent.session.id)
+    crashed = await stored_log(store, agent.session_id)
     gate.gate.set()
     await agent.when_idle()
 
@@ -250,7 +250,7 @@ async def test_inject_during_a_tool_batch_is_durable_after_the_step_end_checkpoi
     gate = GateTool("gate")
     gateway = InspectingGateway([Reply(tool_calls=[call("gate")]), Reply(text="done")], store)
     agent = await make_agent(gateway=gateway, tools=ToolRegistry([gate]))
-    gateway.session_id = agent.session.id
+    gateway.session_id = agent.session_id
     agent.send("go")
     await gate.started.wait()
     agent.inject(context("arrived mid-batch", "ci"))

@@ -21,6 +21,7 @@ from engine.events import (
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
 from engine.privacy import PrivacyClass, join_all
+from tests.agent.conftest import scripted
 from tests.agent.harness import (
     Gate,
     contents,
@@ -177,7 +178,7 @@ async def test_restricted_material_is_refused_before_a_remote_request(tmp_path: 
     ]
     async with opened(tmp_path, script, config=REMOTE) as run:
         (run.workspace / ".env").write_text("API_TOKEN=hunter2\n")
-        assert run.agent.model_name == "remote"
+        assert run.agent.model.name == "remote"
         await run.run("check the environment file")
         events = await run.events()
         sent = len(run.gateway.requests)
@@ -206,7 +207,7 @@ async def test_after_switching_to_the_scripted_entry_the_material_passes(tmp_pat
         await run.run("check the environment file")
         assert (await REGISTRY.run(run.agent, "/model scripted")).ok
         await run.run("and now?")
-        local = run.agent.gateway
+        local = scripted(run.agent)
         events = await run.events()
         remote_requests = list(run.gateway.requests)
     assert [t.reason for t in payloads(events, TurnEnd)] == ["egress", "completed"]
@@ -254,7 +255,7 @@ async def test_model_switch_takes_effect_at_the_next_turn(tmp_path: Path) -> Non
         await run.run("second")
         events = await run.events()
         alpha_requests = len(run.gateway.requests)
-        beta = run.agent.gateway
+        beta = scripted(run.agent)
     assert switched.ok
     assert alpha_requests == 2  # both steps of the first turn went to alpha
     assert isinstance(beta, ScriptedGateway)

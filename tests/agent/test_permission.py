@@ -17,8 +17,8 @@ from engine.store.sqlite import SQLiteStore
 from engine.tools.permission import (
     HeadlessPolicy,
     PermissionAnswer,
+    PermissionQuestion,
     PermissionReply,
-    PermissionRequest,
 )
 from tests.agent.harness import contents, opened, payloads
 
@@ -37,7 +37,7 @@ class CountingResponder:
         self.answer = answer
         self.asked: list[str] = []
 
-    async def __call__(self, request: PermissionRequest) -> PermissionReply:
+    async def __call__(self, request: PermissionQuestion) -> PermissionReply:
         self.asked.append(request.tool)
         return PermissionReply(self.answer)
 
@@ -94,7 +94,7 @@ async def test_always_is_a_rule_event_honoured_after_resume(
     async with opened(tmp_path, script, responder=first) as run:
         await run.run("write one")
         await run.run("write two")  # the standing rule answers; nobody is asked
-        session_id, workspace = run.agent.session.id, run.workspace
+        session_id, workspace = run.agent.session_id, run.workspace
     assert first.asked == ["write_file"]
 
     # Resumed with a responder that answers the opposite: the recorded rule still decides.

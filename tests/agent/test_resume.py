@@ -34,7 +34,7 @@ async def test_reopened_session_keeps_idle_context_and_continues_turn_numbering(
     await first.when_idle()
     first.inject(context("ci: main is green", "ci"))
     await first.dispose()
-    session_id = first.session.id
+    session_id = first.session_id
     before = await stored_log(store, session_id)
     assert turn_shape(before)[-2:] == ["turn/end", "user/message:ci:ci: main is green"]
 
@@ -73,10 +73,10 @@ async def test_a_session_of_only_injected_context_resumes_at_turn_one(
     first.inject(context("background"))
     await first.dispose()
 
-    second = await make_agent([Reply(text="hi")], session_id=first.session.id)
+    second = await make_agent([Reply(text="hi")], session_id=first.session_id)
     second.send("start")
     await second.when_idle()
-    log = await stored_log(store, first.session.id)
+    log = await stored_log(store, first.session_id)
     assert turn_shape(log) == [
         "user/message:plugin:background",
         "turn/start",
@@ -100,11 +100,11 @@ async def test_context_left_by_a_disposed_turn_survives_resume(
     await first.dispose()
 
     second = await make_agent(
-        [Reply(text="ok")], session_id=first.session.id, tools=ToolRegistry([GateTool()])
+        [Reply(text="ok")], session_id=first.session_id, tools=ToolRegistry([GateTool()])
     )
     second.send("again")
     await second.when_idle()
-    log = await stored_log(store, first.session.id)
+    log = await stored_log(store, first.session_id)
     assert [(e.turn, e.reason) for e in of_type(log, TurnEnd)] == [
         (1, "disposed"),
         (2, "completed"),
@@ -132,9 +132,9 @@ async def test_reopened_agent_answers_with_a_fresh_gateway(
     await first.when_idle()
     await first.dispose()
     gateway = ScriptedGateway([Reply(text="two")], strict=True)
-    second = await make_agent(session_id=first.session.id, gateway=gateway)
+    second = await make_agent(session_id=first.session_id, gateway=gateway)
     second.send("b")
     await second.when_idle()
-    log = await stored_log(store, first.session.id)
+    log = await stored_log(store, first.session_id)
     assert [m.content for m in of_type(log, UserMessage)] == ["a", "b"]
     assert len(gateway.requests) == 1

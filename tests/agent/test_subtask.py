@@ -20,6 +20,7 @@ from engine.events import (
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Role, ToolCall
 from engine.store.sqlite import SQLiteStore
+from tests.agent.conftest import runtime_of
 from tests.agent.harness import contents, context_messages, decoded, opened, payloads
 
 GOAL = "find the greeting"
@@ -43,7 +44,7 @@ async def test_subtask_end_to_end(tmp_path: Path) -> None:
         await run.agent.when_idle()
         events = await run.events()
         context = context_messages(run.agent)
-        garbage = len(run.agent.coop.garbage)
+        garbage = len(runtime_of(run.agent).coop.garbage)
         requests = run.gateway.requests
 
     # The model had subtask_done only while the subtask was active.
@@ -114,7 +115,7 @@ async def test_an_active_subtask_survives_resume(tmp_path: Path) -> None:
         (run.workspace / "a.txt").write_text("hello\n")
         assert (await REGISTRY.run(run.agent, f"/subtask {GOAL}")).ok
         await run.agent.when_idle()
-        session_id = run.agent.session.id
+        session_id = run.agent.session_id
         workspace = run.workspace
     gateway = ScriptedGateway(
         [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from engine.agent import AgentOptions
 from engine.events import (
-    AgentStatusChanged,
+    AgentStatus,
     AssistantDelta,
     AssistantMessage,
     Event,
@@ -44,7 +44,7 @@ async def test_one_send_is_one_turn(make_agent: MakeAgent, store: FlakyStore) ->
     agent.send("  hi there\nsecond line")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log) == [
         "turn/start",
         "user/message:user:  hi there\nsecond line",
@@ -55,8 +55,8 @@ async def test_one_send_is_one_turn(make_agent: MakeAgent, store: FlakyStore) ->
     ]
     assert of_type(log, TurnEnd) == [TurnEnd(turn=1, reason="completed")]
     assert of_type(log, AssistantMessage)[0].content == "Hello!"
-    assert of_type(log, SessionTitle) == [SessionTitle(title="hi there")]
-    assert [s.status for s in recorder.of(AgentStatusChanged)] == ["running", "idle"]
+    assert [t.title for t in of_type(log, SessionTitle)] == ["hi there"]
+    assert [s.status for s in recorder.of(AgentStatus)] == ["running", "idle"]
     assert "".join(d.text for d in recorder.of(AssistantDelta)) == "Hello!"
     [request] = requests_of(agent)
     assert user_texts(request) == [("user", "  hi there\nsecond line")]
@@ -78,7 +78,7 @@ async def test_turns_continue_while_there_are_tool_calls(
     agent.send("probe thrice")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [s.step for s in of_type(log, StepStart)] == [1, 2, 3]
     assert [c.call_id for c in of_type(log, ToolCallRecord)] == ["c1", "c2", "c3"]
     assert [(r.call_id, r.content) for r in of_type(log, ToolResultRecord)] == [
@@ -108,20 +108,20 @@ async def test_turn_numbering_is_contiguous_across_sends(
     scripted(agent).push(Reply(text="two"))
     agent.send("second")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert [t.turn for t in of_type(log, TurnStart)] == [1, 2]
     assert [e.turn for e in of_type(log, TurnEnd)] == [1, 2]
     # steps restart at 1 in every turn
     assert [(s.turn, s.step) for s in of_type(log, StepStart)] == [(1, 1), (2, 1)]
     # only the first prompt names the session
-    assert of_type(log, SessionTitle) == [SessionTitle(title="first")]
+    assert [t.title for t in of_type(log, SessionTitle)] == ["first"]
 
 
 async def test_steer_when_idle_is_a_send(make_agent: MakeAgent, store: FlakyStore) -> None:
     agent = await make_agent([Reply(text="ok")])
     agent.steer("start with this")
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[:2] == ["turn/start", "user/message:user:start with this"]
 
 
@@ -137,7 +137,7 @@ async def test_steering_during_a_tool_reaches_the_next_request(
     agent.steer("also check the tests")
     gate.gate.set()
     await agent.when_idle()
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[5:7] == ["tool/result", "user/message:user:also check the tests"]
     assert user_texts(requests_of(agent)[1])[-1] == ("user", "also check the tests")
 
@@ -154,7 +154,7 @@ async def test_steering_during_a_final_answer_makes_another_step(
     agent.steer("shorter please")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert turn_shape(log)[1:] == [
         "user/message:user:go",
         "step/start",
@@ -186,11 +186,11 @@ async def test_steering_during_the_final_checkpoint_makes_another_step(
     store.release_flushes()
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     assert "user/message:user:one more thing" in turn_shape(log)
     assert of_type(log, TurnEnd)[0].reason == "completed"
     assert user_texts(requests_of(agent)[-1])[-1] == ("user", "one more thing")
-    assert len(agent.outbox) == 0
+    assert len(agent.outbox.contexts + agent.outbox.steering) == 0
 
 
 async def test_a_step_limit_ends_the_turn_with_max_steps(
@@ -205,7 +205,7 @@ async def test_a_step_limit_ends_the_turn_with_max_steps(
     agent.send("never stop")
     await agent.when_idle()
 
-    log = await stored_log(store, agent.session.id)
+    log = await stored_log(store, agent.session_id)
     [end] = of_type(log, TurnEnd)
     assert end.reason == "max_steps"
     assert "2 steps" in end.message
@@ -217,12 +217,12 @@ async def test_a_step_limit_ends_the_turn_with_max_steps(
     scripted(agent).push(Reply(text="fine"))
     agent.send("ok, stop")
     await agent.when_idle()
-    assert of_type(await stored_log(store, agent.session.id), TurnEnd)[-1].reason == "completed"
+    assert of_type(await stored_log(store, agent.session_id), TurnEnd)[-1].reason == "completed"
 
 
 async def test_an_agent_without_a_store_runs_turns(make_agent: MakeAgent) -> None:
     agent = await make_agent([Reply(text="ok")], stored=False)
     agent.send("hi")
     await agent.when_idle()
-    assert turn_shape(agent.session.events)[-1] == "turn/end"
-    assert agent.session.pending == 0
+    assert turn_shape(agent.log)[-1] == "turn/end"
+    assert agent.unflushed == 0

@@ -133,7 +133,7 @@ async def _run(turns: int, *, sqlite: bool, profile: bool) -> dict[str, Any]:
             await agent.dispose()
             figures = _figures(samples, turns)
             figures["store"] = "sqlite" if sqlite else "memory"
-            figures["events"] = len(agent.session.events)
+            figures["events"] = len(agent.log)
             if report:
                 figures["profile_100_more_turns"] = report.splitlines()
             return figures

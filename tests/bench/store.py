@@ -23,14 +23,13 @@ from engine.events import (
     Event,
     StepEnd,
     StepStart,
-    ToolCallData,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
     TurnStart,
     UserMessage,
 )
-from engine.message import Source
+from engine.message import Source, ToolCall
 from engine.session import Session
 from engine.store.sqlite import SQLiteStore
 
@@ -55,7 +54,7 @@ def make_events(count: int) -> list[Event]:
         session.append(TurnStart(turn=turn))
         session.append(UserMessage(content=f"Please look at module {turn} and fix the tests."))
         for step in (1, 2):
-            call = ToolCallData(id=f"c{turn}.{step}", name="read_file", arguments={"path": "a.py"})
+            call = ToolCall(f"c{turn}.{step}", "read_file", {"path": "a.py"})
             session.append(StepStart(turn=turn, step=step, prefix_digest="ab" * 32))
             session.append(
                 AssistantMessage(

@@ -160,14 +160,14 @@ class LoggedLoop:
 
     def assistant(self, content: str, calls: Sequence[Any] = ()) -> None:
         from engine.context import message_provenance
-        from engine.events import AssistantMessage, ToolCallData, ToolCallRecord
+        from engine.events import AssistantMessage, ToolCallRecord
 
         assert self.turn is not None
         payload = AssistantMessage(
             turn=self.turn,
             step=self.step,
             content=content,
-            tool_calls=tuple(ToolCallData.of(c) for c in calls),
+            tool_calls=tuple(calls),
             provider_state={"signature": "sig"},
             reasoning="thinking",
         )

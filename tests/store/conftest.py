@@ -12,14 +12,13 @@ from engine.events import (
     AssistantMessage,
     StepEnd,
     StepStart,
-    ToolCallData,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
     TurnStart,
     UserMessage,
 )
-from engine.message import Source
+from engine.message import Source, ToolCall
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.sqlite import SQLiteStore
@@ -80,7 +79,7 @@ def step(session: Session, turn: int, *, calls: int = 0, results: int | None = N
             turn=turn,
             step=number,
             content="reply",
-            tool_calls=tuple(ToolCallData(id=i, name="read_file") for i in ids),
+            tool_calls=tuple(ToolCall(i, "read_file") for i in ids),
             finish="tool_calls" if calls else "stop",
         )
     )

@@ -22,6 +22,7 @@ from engine.tools import ToolContext, ToolKind, ToolRegistry
 from engine.tools.mcp import McpServerError, McpToolset
 from engine.tools.mcp_client import McpTool, result_text
 from engine.tools.mcp_schema import MAX_TOOL_NAME, argument_problems, tool_name
+from tests.agent.conftest import runtime_of
 
 FIXTURE = Path(__file__).with_name("mcp_server_fixture.py")
 
@@ -174,11 +175,11 @@ async def test_no_servers_is_an_empty_toolset() -> None:
 
 async def test_open_agent_connects_the_configured_servers(tmp_path: Path) -> None:
     agent = await open_agent(config=Config(mcp_servers=[fixture_server()]), cwd=tmp_path)
-    tool = agent.tools.get("fixture__add")
+    tool = runtime_of(agent).tools.get("fixture__add")
     assert isinstance(tool, McpTool)
     try:
-        assert "fixture__add" in [spec.name for spec in agent.tool_specs()]
-        assert "read_file" in agent.tools
+        assert "fixture__add" in [spec.name for spec in runtime_of(agent).tool_specs()]
+        assert "read_file" in runtime_of(agent).tools
     finally:
         await agent.dispose()
         assert not tool.connection.running

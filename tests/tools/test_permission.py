@@ -11,14 +11,14 @@ from engine.tools import (
     HeadlessPolicy,
     PermissionAnswer,
     PermissionBroker,
+    PermissionQuestion,
     PermissionReply,
-    PermissionRequest,
     ToolKind,
 )
 
 
-def request(tool: str = "run_shell", call_id: str = "c1") -> PermissionRequest:
-    return PermissionRequest(call_id, tool, {"command": "ls"}, ToolKind.execute)
+def request(tool: str = "run_shell", call_id: str = "c1") -> PermissionQuestion:
+    return PermissionQuestion(call_id, tool, {"command": "ls"}, ToolKind.execute)
 
 
 class Scripted:
@@ -26,9 +26,9 @@ class Scripted:
 
     def __init__(self, *answers: PermissionAnswer) -> None:
         self.answers = list(answers)
-        self.asked: list[PermissionRequest] = []
+        self.asked: list[PermissionQuestion] = []
 
-    async def __call__(self, req: PermissionRequest) -> PermissionAnswer:
+    async def __call__(self, req: PermissionQuestion) -> PermissionAnswer:
         self.asked.append(req)
         return self.answers.pop(0)
 
@@ -42,7 +42,7 @@ class Waiting:
         self.started = asyncio.Event()
         self.withdrawn = 0
 
-    async def __call__(self, req: PermissionRequest) -> PermissionAnswer:
+    async def __call__(self, req: PermissionQuestion) -> PermissionAnswer:
         self.asked += 1
         if self.asked == self.expected:
             self.started.set()
@@ -106,7 +106,7 @@ async def test_load_rules_from_events() -> None:
 
 
 async def test_a_failing_responder_denies() -> None:
-    async def broken(req: PermissionRequest) -> PermissionAnswer:
+    async def broken(req: PermissionQuestion) -> PermissionAnswer:
         raise OSError("dialog gone")
 
     decision = await PermissionBroker(broken).decide(request())

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +44,14 @@ class _Captured:
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     total: int = 0
+    on_output: Callable[[str], None] | None = None
+    partial: bytearray = field(default_factory=bytearray)  # a line not yet passed to on_output
 
     async def drain(self, stream: asyncio.StreamReader) -> None:
         """Read to the end, so the pipe never fills up and stalls the command."""
         while chunk := await stream.read(READ_CHUNK):
             self.total += len(chunk)
+            self._feed(chunk)
             room = self.keep - len(self.head)
             if room > 0:
                 self.head += chunk[:room]
@@ -56,6 +59,21 @@ class _Captured:
             self.tail += chunk
             if len(self.tail) > self.keep:
                 del self.tail[: len(self.tail) - self.keep]
+
+    def _feed(self, chunk: bytes) -> None:
+        """Pass complete lines to `on_output` as they arrive (the rest at `flush_lines`)."""
+        if self.on_output is None:
+            return
+        self.partial += chunk
+        end = self.partial.rfind(b"\n") + 1
+        if end:
+            self.on_output(self.partial[:end].decode("utf-8", errors="replace"))
+            del self.partial[:end]
+
+    def flush_lines(self) -> None:
+        if self.on_output is not None and self.partial:
+            self.on_output(self.partial.decode("utf-8", errors="replace"))
+            self.partial.clear()
 
     def text(self) -> str:
         kept = len(self.head) + len(self.tail)
@@ -95,7 +113,7 @@ class RunShell(Tool[RunShellArgs]):
             start_new_session=True,
         )
         assert protocol.stdout is not None
-        captured = _Captured(keep=ctx.max_output // 2)
+        captured = _Captured(keep=ctx.max_output // 2, on_output=ctx.on_output)
         reader = asyncio.create_task(captured.drain(protocol.stdout))
         try:
             exited = await _within(protocol.exited.wait(), timeout)
@@ -114,6 +132,7 @@ class RunShell(Tool[RunShellArgs]):
                 # Killed just now: its exit follows at once; closing first would race the reaper.
                 await _within(protocol.exited.wait(), PIPE_GRACE)
             transport.close()
+        captured.flush_lines()
         label = PrivatizationLabel.of(ctx.shell_class)
         output = captured.text() or "(no output)"
         code = transport.get_returncode()

@@ -1,0 +1,323 @@
+"""The session's working state and the operations a turn needs, behind the public `Agent`.
+
+`Turn` and the compactor take a `Runtime`; front ends never see it. It owns the log, the Context and
+its Areas, the outbox, the assembler, the tools and the gateway, and keeps them in step: every logged
+message is emplaced into the Context, every session-level record updates the assembler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from engine.agent.assembler import Assembler
+from engine.agent.options import AgentOptions
+from engine.agent.outbox import Outbox, Steering
+from engine.agent.subtask import SubtaskDoneTool
+from engine.context import (
+    Context,
+    CoopContext,
+    RebuiltContext,
+    UnrestorableArea,
+    emplace_event,
+    rebuild_context,
+    resume_coop_context,
+)
+from engine.context.area import AreaLifeState, RestorableArea
+from engine.context.areas import BUILTIN_KINDS, SubtaskArea
+from engine.context.orchestrator import AssembledContext
+from engine.events import (
+    AgentError,
+    AgentQueued,
+    AgentState,
+    AgentStatus,
+    Attachment,
+    Event,
+    GcCollect,
+    MessageData,
+    OutboxChanged,
+    Payload,
+    SteerDropped,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEndReason,
+    UserMessage,
+)
+from engine.gateway.base import Gateway, ToolSpec
+from engine.message import AdditionalContext, Role, Source, ToolCall
+from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.session import Session
+from engine.tools import ToolContext, ToolOutput, ToolRegistry
+from engine.tools.permission import PermissionBroker
+
+log = logging.getLogger(__name__)
+
+ToolHook = Callable[[ToolCall, ToolOutput], Iterable[AdditionalContext]]
+GatewayFactory = Callable[[str], tuple[Gateway, str]]
+"""Makes the gateway (and the provider's model id) for a configured model entry name."""
+
+USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+
+
+class Runtime:
+    """One session's engine state; the Agent's turns and its compactor work through it."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        gateway: Gateway,
+        model_id: str,
+        workspace: Path,
+        tools: ToolRegistry,
+        permission: PermissionBroker,
+        assembler: Assembler,
+        options: AgentOptions,
+        rebuilt: RebuiltContext | None = None,
+        area_kinds: Mapping[str, type[RestorableArea]] = BUILTIN_KINDS,
+        gateway_factory: GatewayFactory | None = None,
+    ) -> None:
+        self.session = session
+        self.gateway = gateway
+        self.model_id = model_id
+        self.workspace = workspace
+        self.tools = tools
+        self.permission = permission
+        self.assembler = assembler
+        self.options = options
+        self.gateway_factory = gateway_factory
+        self._gateway_model = assembler.binding.name  # the model entry `gateway` was made for
+        self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
+        if rebuilt is None:
+            self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
+        else:
+            resumed = resume_coop_context(rebuilt, area_kinds, sink=self._sink)
+            self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
+        self.outbox = Outbox(self._outbox_changed)
+        self.tool_hooks: list[ToolHook] = []
+        self.kept_steering: list[Steering] = []  # steering a cancel kept for the next turn
+        self.keep_inbox = False
+        self.queued: Callable[[], tuple[str, ...]] = tuple  # the sends waiting (the Agent's inbox)
+        self.last_assembly: AssembledContext | None = None
+        self.status: AgentState = "idle"
+        self._waiting = 0  # tool calls waiting for a permission answer
+        self._tool_names: dict[str, str] = {}
+        for event in session.events:
+            if isinstance(event.data, ToolCallRecord):
+                self._tool_names[event.data.call_id] = event.data.name
+        for area in self.coop.areas:
+            if isinstance(area, SubtaskArea) and area.active:
+                self.offer_subtask_done(area)
+
+    @property
+    def context(self) -> Context:
+        return self.coop.context
+
+    # --- the log -------------------------------------------------------------------------------
+
+    def record(self, payload: Payload) -> Event:
+        """Append a session-level event and keep the assembler (grants, pins, floor log) in step."""
+        event = self.session.append(payload)
+        self.assembler.follow(payload)
+        return event
+
+    def _sink(self, payload: Payload) -> Event:
+        """CoopContext's events go to the log; a collection re-indexes the orchestrator."""
+        event = self.record(payload)
+        if isinstance(payload, GcCollect):
+            self.assembler.orchestrator.note_detached(payload.earliest)
+        return event
+
+    def append_user(
+        self,
+        content: str,
+        source: Source,
+        *,
+        original_content: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
+        label: PrivatizationLabel | None = None,
+    ) -> Event:
+        """Append one sourced user/message and emplace it: direct input or injected context."""
+        if label is None:
+            label = (
+                USER_LABEL
+                if source.is_user
+                else PrivatizationLabel(cls=PrivacyClass.internal, parents=frozenset({str(source)}))
+            )
+        event = self.session.append(
+            UserMessage(
+                content=content,
+                source=source,
+                original_content=original_content,
+                attachments=attachments,
+                label=label,
+            )
+        )
+        self.emplace(event)
+        return event
+
+    def emplace(self, event: Event) -> None:
+        """Put a logged message into the Context, as a rebuild of the log would."""
+        tool_name = ""
+        if isinstance(event.data, ToolResultRecord):
+            tool_name = self._tool_names.get(event.data.call_id, "")
+        emplace_event(self.context, event, turn=self.session.state.open_turn, tool_name=tool_name)
+
+    def note_tool_call(self, call: ToolCall) -> None:
+        self._tool_names[call.id] = call.name
+
+    async def idle_flush(self) -> None:
+        # spec: a failed idle flush is logged, never a turn error; the next flush retries it
+        try:
+            await self.session.flush()
+        except Exception:
+            log.exception(
+                "session %s: idle flush failed; the next flush retries it", self.session.id
+            )
+
+    # --- the outbox ----------------------------------------------------------------------------
+
+    def drain_outbox(self) -> bool:
+        """Append every staged item as its own user/message, FIFO; True if steering arrived."""
+        steered = False
+        for item in self.outbox.drain():
+            if isinstance(item, Steering):
+                steered = True
+                self.append_user(item.text, Source("user"))
+            else:
+                self.append_user(item.content, item.source)
+        return steered
+
+    def settle_outbox(self, reason: TurnEndReason) -> None:
+        """After turn/end: staged contexts become out-of-turn messages; steering is kept for the
+        next turn (`cancel(keep_inbox=True)`) or dropped and reported with its text."""
+        for context in self.outbox.take_contexts():
+            self.append_user(context.content, context.source)
+        kept = False
+        for steering in self.outbox.take_steering():
+            if self.keep_inbox and reason == "cancelled":
+                self.kept_steering.append(steering)
+                kept = True
+            else:
+                self.session.emit(SteerDropped(text=steering.text))
+        if kept:
+            self.queued_changed()
+
+    def queued_changed(self) -> None:
+        self.session.emit(
+            AgentQueued(messages=self.queued(), steering=tuple(s.text for s in self.kept_steering))
+        )
+
+    def _outbox_changed(self) -> None:
+        self.session.emit(
+            OutboxChanged(
+                contexts=tuple(
+                    MessageData(role=Role.user, content=c.content, source=c.source)
+                    for c in self.outbox.contexts
+                ),
+                steering=tuple(s.text for s in self.outbox.steering),
+            )
+        )
+
+    # --- status --------------------------------------------------------------------------------
+
+    def set_status(self, status: AgentState) -> None:
+        if status != self.status:
+            self.status = status
+            self.session.emit(AgentStatus(status=status))
+
+    def waiting_for_permission(self, waiting: bool) -> None:
+        """`waiting` while any tool call waits for an answer, `running` again after the last."""
+        self._waiting += 1 if waiting else -1
+        if self.status != "idle":
+            self.set_status("waiting" if self._waiting > 0 else "running")
+
+    # --- a step --------------------------------------------------------------------------------
+
+    def render_areas(self, turn: int) -> None:
+        self.coop.render(turn=turn)
+
+    def assemble(self, turn: int) -> AssembledContext:
+        retained = frozenset(
+            self.coop.area_id(area)
+            for area in self.coop.areas
+            if area.life_state is AreaLifeState.retain
+        )
+        assembled = self.assembler.assemble(self.context, turn=turn, retained_owners=retained)
+        self.last_assembly = assembled
+        return assembled
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(self.tools.specs())
+
+    def tool_context(
+        self, call_id: str, on_output: Callable[[str], None] | None = None
+    ) -> ToolContext:
+        return ToolContext(
+            root=self.workspace,
+            call_id=call_id,
+            max_output=self.options.max_tool_output,
+            timeout=self.options.tool_timeout,
+            secret_patterns=self.assembler.secret_patterns,
+            shell_class=self.assembler.shell_class,
+            on_output=on_output,
+        )
+
+    def run_tool_hooks(self, call: ToolCall, output: ToolOutput) -> list[AdditionalContext]:
+        contexts: list[AdditionalContext] = []
+        for hook in self.tool_hooks:
+            try:
+                contexts.extend(hook(call, output))
+            except Exception as exc:
+                log.exception("tool hook %r failed", hook)
+                self.session.emit(
+                    AgentError(
+                        turn=self.session.state.open_turn, message=f"A tool hook failed: {exc}"
+                    )
+                )
+        return contexts
+
+    def offer_subtask_done(self, area: SubtaskArea) -> None:
+        """While a subtask is active the model also has `subtask_done(result)`."""
+        if SubtaskDoneTool.name in self.tools:
+            self.tools.unregister(SubtaskDoneTool.name)
+
+        def done() -> None:
+            self.tools.unregister(SubtaskDoneTool.name)
+
+        self.tools.register(SubtaskDoneTool(area, done))
+
+    # --- the model binding -----------------------------------------------------------------------
+
+    async def bind_for_turn(self) -> None:
+        """Apply a model binding made since the last turn: new gateway, Context rebound."""
+        grants = self.assembler.grants
+        # A binding made while idle is active at once (nothing is staged), so compare the grant
+        # the turn will run with to the entry the gateway was made for.
+        upcoming = grants.staged or grants.active
+        if (
+            upcoming is None
+            or self.gateway_factory is None
+            or upcoming.model == self._gateway_model
+        ):
+            return
+        gateway, model_id = self.gateway_factory(upcoming.model)
+        old = self.gateway
+        self.gateway, self.model_id = gateway, model_id
+        self._gateway_model = upcoming.model
+        if gateway.gateway_type != self.context.gateway_type:
+            rebuilt = rebuild_context(gateway.gateway_type, self.session.events)
+            self.context.rebind(gateway.gateway_type, rebuilt.context.entries())
+            self.assembler.orchestrator.note_detached(0)
+        await old.aclose()
+
+    async def close_gateway(self) -> None:
+        await self.gateway.aclose()
+
+    def flush_soon(self, tasks: set[asyncio.Task[None]]) -> None:
+        """Start an idle flush, tracked in `tasks` until it settles."""
+        flush = asyncio.create_task(self.idle_flush())
+        tasks.add(flush)
+        flush.add_done_callback(tasks.discard)

@@ -1,0 +1,167 @@
+"""Read-only views of a running session for front ends: plain frozen data, copied when asked.
+
+The console and the ACP bridge read these instead of the engine's working objects, so nothing they
+hold can change the session, and the engine may change its internals without breaking them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.context.area import AreaFlowState, AreaLifeState
+from engine.context.budget import item_chars
+from engine.context.coop_context import CoopContext
+from engine.context.orchestrator import AssembledContext
+from engine.context.provenance import ItemKind
+from engine.events import Figures
+from engine.message import Source
+from engine.privacy import PrivacyClass, PrivatizationLabel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AreaView:
+    """One registered Area as the log last recorded it."""
+
+    id: str
+    kind: str
+    name: str
+    life: AreaLifeState
+    flow: AreaFlowState
+    earliest: int | None  # its effect range in the Context, when it has one
+    latest: int | None
+    cursor: bool  # the scheduling cursor is on this Area
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FloorBlockView:
+    layer: int
+    key: str
+    hash: str
+    chars: int
+    label: PrivatizationLabel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestItemView:
+    """One Context item the request carried: where it came from, its label and what it cost."""
+
+    index: int  # its position in the Context
+    kind: ItemKind
+    seq: int | None
+    turn: int | None
+    source: Source | None
+    owner: str | None
+    label: PrivatizationLabel
+    chars: int
+    reserved: bool  # in the reserved lane (a live Area's latest render, promoted, summary)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssemblyView:
+    """The last request assembled: the figures, the floor, and every item, in order."""
+
+    turn: int | None
+    figures: Figures
+    prefix_digest: str
+    floor: tuple[FloorBlockView, ...]
+    items: tuple[RequestItemView, ...]
+    kept_groups: tuple[int, ...]  # first seq of each history group kept
+    egress: PrivacyClass  # the highest class the endpoint accepts
+    label: PrivatizationLabel  # the joined label of the request
+
+    @property
+    def reserved_chars(self) -> int:
+        return sum(i.chars for i in self.items if i.reserved)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboxView:
+    """What waits for the next safe boundary of the running turn."""
+
+    contexts: tuple[tuple[str, Source], ...]  # (content, source), FIFO
+    steering: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PinView:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelView:
+    """The model entry the session is bound to, and the one the next turn will use."""
+
+    name: str  # the configured entry
+    model_id: str  # the provider's model id of the gateway in use
+    provider: str
+    grant_epoch: int
+    next_name: str  # differs from `name` while a `/model` change waits for the next turn
+    egress: PrivacyClass
+
+
+def area_views(coop: CoopContext) -> tuple[AreaView, ...]:
+    ranges = {coop.area_id(area): effect for area, effect in coop.ranges.items()}
+    cursor = coop.cursor_id
+    views: list[AreaView] = []
+    for area in coop.areas:
+        area_id = coop.area_id(area)
+        reported = coop.reported_state(area)
+        life, flow = reported or (AreaLifeState.retain, AreaFlowState.yielded)
+        effect = ranges.get(area_id)
+        name = getattr(area, "name", "")
+        views.append(
+            AreaView(
+                id=area_id,
+                kind=area_id.rpartition("#")[0],
+                name=name if isinstance(name, str) else "",
+                life=life,
+                flow=flow,
+                earliest=None if effect is None else effect.earliest,
+                latest=None if effect is None else effect.latest,
+                cursor=area_id == cursor,
+            )
+        )
+    return tuple(views)
+
+
+def assembly_view(
+    assembled: AssembledContext, *, turn: int | None, egress: PrivacyClass
+) -> AssemblyView:
+    reserved = frozenset(assembled.reserved_indices)
+    items = tuple(
+        RequestItemView(
+            index=index,
+            kind=provenance.kind,
+            seq=provenance.seq,
+            turn=provenance.turn,
+            source=provenance.source,
+            owner=provenance.owner,
+            label=label,
+            chars=item_chars(item),
+            reserved=index in reserved,
+        )
+        for index, provenance, label, item in zip(
+            assembled.indices, assembled.provenances, assembled.labels, assembled.items, strict=True
+        )
+    )
+    floor = tuple(
+        FloorBlockView(
+            layer=int(block.layer),
+            key=block.key,
+            hash=block.content_hash,
+            chars=block.chars,
+            label=block.label,
+        )
+        for block in assembled.floor
+    )
+    return AssemblyView(
+        turn=turn,
+        figures=assembled.figures,
+        prefix_digest=assembled.prefix_digest,
+        floor=floor,
+        items=items,
+        kept_groups=assembled.kept_groups,
+        egress=egress,
+        label=assembled.label,
+    )
