@@ -468,7 +468,7 @@ class Event(_Model):
     seq: int
     time: float
     type: str
-    data: SerializeAsAny[Payload]
+    data: Annotated[Payload, SerializeAsAny()]
 
     @model_validator(mode="before")
     @classmethod
@@ -489,7 +489,7 @@ class LiveEvent(_Model):
     time: float
     type: str
     after_seq: int
-    data: SerializeAsAny[Payload]
+    data: Annotated[Payload, SerializeAsAny()]
 
     @model_validator(mode="before")
     @classmethod

@@ -129,21 +129,25 @@ class Session:
     ) -> AsyncIterator[Event | LiveEvent]:
         """Every durable event from `from_seq`, then live events as they happen.
 
-        Catch-up reads the log in chunks, yielding to the loop between them. Live, the consumer
-        has a queue of `max_queue` events; one that falls that far behind gets `stream/overflow
+        Catch-up reads the log in chunks while what happens meanwhile waits in a queue of
+        `max_queue` events. A consumer that falls that far behind gets `stream/overflow
         {last_seq}` and then the durable events from there again, read from the log: memory stays
         bounded and no durable event is lost (the live-only events of the gap are).
         """
         next_seq = max(from_seq, 0)
         while True:
-            while next_seq < self._state.next_seq:
-                for event in tuple(self.read(next_seq, next_seq + _CATCH_UP_CHUNK)):
-                    next_seq = event.seq + 1
-                    yield event
-            # caught up: subscribing now, with no await since the check, leaves no gap
+            # Subscribe first: everything from `boundary` on reaches the follower, in order, while
+            # the events before it are read from the log.
             follower = _Follower(max_queue)
             unsubscribe = self.subscribe(follower)
+            boundary = self._state.next_seq
             try:
+                while next_seq < boundary:
+                    for event in tuple(
+                        self.read(next_seq, min(boundary, next_seq + _CATCH_UP_CHUNK))
+                    ):
+                        next_seq = event.seq + 1
+                        yield event
                 while (item := await follower.next()) is not None:
                     if isinstance(item, Event):
                         next_seq = item.seq + 1

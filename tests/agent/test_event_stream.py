@@ -1,0 +1,163 @@
+"""The event stream contract: catch-up from any seq, live following with no gap or duplicate, a
+bounded queue for slow consumers, and `after_seq` on every live event (issue: engine surface)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine.agent import Agent, AgentOptions
+from engine.agent.send import TurnOutcome
+from engine.events import (
+    AssistantDelta,
+    AssistantReset,
+    Event,
+    LiveEvent,
+    Retry,
+    StreamOverflow,
+    TurnEnd,
+)
+from engine.gateway.scripted import Reply
+from engine.tools import ToolRegistry
+from tests.agent.conftest import (
+    FixedTool,
+    GateTool,
+    MakeAgent,
+    Recorder,
+    call,
+    of_type,
+    record,
+    until,
+)
+
+
+async def _scenario(make_agent: MakeAgent, recorder: Recorder) -> Agent:
+    """A session with tools, steering, a retried model error and a cancel mid-tool."""
+    gate = GateTool()
+    agent = await make_agent(
+        [
+            Reply(text="let me look", tool_calls=[call("probe")]),
+            Reply(text="half", error="overloaded", transient=True, status=529),
+            Reply(text="steered answer"),
+            Reply(text="waiting", tool_calls=[call("gate")]),
+        ],
+        tools=ToolRegistry([FixedTool("probe", "probe says 1"), gate]),
+        options=AgentOptions(retry_backoff=0.0),
+    )
+    agent.subscribe(recorder, from_seq=0)
+    first = agent.send("look around")
+    await until(lambda: any(e.type == "tool/result" for e in recorder.events))
+    agent.steer("and be brief")
+    await first
+    second = agent.send("now wait")
+    await gate.started.wait()
+    agent.cancel()
+    await second
+    await agent.when_idle()
+    return agent
+
+
+async def test_catch_up_from_every_seq_yields_the_log_then_the_live_events(
+    make_agent: MakeAgent,
+) -> None:
+    recorder = Recorder()
+    agent = await _scenario(make_agent, recorder)
+    log = list(agent.log)
+    assert of_type(log, Retry)
+    assert of_type(log, TurnEnd)[-1].reason == "cancelled"
+    for start in range(len(log) + 1):
+        seen: list[Event | LiveEvent] = []
+        unsubscribe = agent.subscribe(seen.append, from_seq=start)
+        assert seen == log[start:]
+        unsubscribe()
+    late: list[Event | LiveEvent] = []
+    agent.subscribe(late.append, from_seq=len(log) - 2)
+    agent.send("one more")
+    await agent.when_idle()
+    durable = [e for e in late if isinstance(e, Event)]
+    assert [e.seq for e in durable] == list(range(len(log) - 2, len(agent.log)))
+    assert durable == list(agent.log)[len(log) - 2 :]
+
+
+async def test_live_events_carry_the_seq_of_the_last_durable_event_before_them(
+    make_agent: MakeAgent,
+) -> None:
+    recorder = Recorder()
+    await _scenario(make_agent, recorder)
+    last = -1
+    for event in recorder.events:
+        if isinstance(event, Event):
+            last = event.seq
+        else:
+            assert event.after_seq == last, event.type
+
+
+async def test_the_async_stream_from_zero_equals_the_log_and_follows_live(
+    make_agent: MakeAgent,
+) -> None:
+    agent = await make_agent([Reply(text="one"), Reply(text="two")])
+    agent.send("first")
+    await agent.when_idle()
+    before = len(agent.log)
+    received: list[Event | LiveEvent] = []
+
+    async def consume() -> None:
+        async for event in agent.events(0):
+            received.append(event)
+            if isinstance(event, Event) and isinstance(event.data, TurnEnd) and event.seq > before:
+                return
+
+    consumer = asyncio.create_task(consume())
+    await until(lambda: len(received) >= before)
+    agent.send("second")
+    await asyncio.wait_for(consumer, 10)
+    durable = [e for e in received if isinstance(e, Event)]
+    assert durable == list(agent.log)[: len(durable)]
+    assert any(isinstance(e, LiveEvent) and e.type == "assistant/delta" for e in received)
+
+
+async def test_a_slow_consumer_neither_blocks_the_loop_nor_loses_a_durable_event(
+    make_agent: MakeAgent,
+) -> None:
+    """A consumer that sleeps 50 ms per event; the queue is small so it overflows and catches up."""
+    agent = await make_agent(
+        [Reply(text="word " * 40, tool_calls=[call("probe")]), Reply(text="done")],
+        tools=ToolRegistry([FixedTool("probe")]),
+    )
+    received: list[Event | LiveEvent] = []
+    finished = asyncio.Event()
+
+    async def slow() -> None:
+        async for event in agent.events(0, max_queue=8):
+            await asyncio.sleep(0.05)
+            received.append(event)
+            if isinstance(event, Event) and isinstance(event.data, TurnEnd):
+                finished.set()
+                return
+
+    consumer = asyncio.create_task(slow())
+    handle = agent.send("go")
+    outcome = await handle  # the turn ends long before the consumer has read it: nothing waited
+    assert not finished.is_set()
+    assert isinstance(outcome, TurnOutcome)
+    assert outcome.reason == "completed"
+    await asyncio.wait_for(consumer, 60)
+    durable = [e for e in received if isinstance(e, Event)]
+    assert durable == list(agent.log)[: len(durable)]
+    assert [e.seq for e in durable] == list(range(len(durable)))
+    overflows = [e.data for e in received if isinstance(e.data, StreamOverflow)]
+    assert overflows, "the queue of 8 must have overflowed"
+
+
+async def test_text_streamed_before_a_retry_is_withdrawn(make_agent: MakeAgent) -> None:
+    agent = await make_agent(
+        [Reply(text="lost words", error="busy", transient=True, status=503), Reply(text="kept")],
+        options=AgentOptions(retry_backoff=0.0),
+    )
+    recorder = record(agent)
+    await agent.send("hi")
+    kinds = recorder.types()
+    reset = kinds.index("assistant/reset")
+    assert kinds.index("assistant/delta") < reset < kinds.index("retry")
+    assert recorder.of(AssistantReset)[0].step == 1
+    after_reset = [e.data for e in recorder.events[reset:]]
+    assert "".join(d.text for d in after_reset if isinstance(d, AssistantDelta)) == "kept"
