@@ -271,7 +271,7 @@ class Agent:
             self._rt.outbox.stage(context)
             return
         # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model
-        self._rt.append_user(context.content, context.source)
+        self._rt.append_context(context)
         self._save_when_idle()
 
     def cancel(self, keep_inbox: bool = False) -> None:
@@ -501,7 +501,7 @@ class Agent:
             label=REWRITTEN_LABEL if rewritten else None,
         )
         for context in decision.additional_contexts:
-            rt.append_user(context.content, context.source)
+            rt.append_context(context)
         if rt.kept_steering:
             for steering in rt.kept_steering:
                 rt.outbox.stage(steering)
