@@ -470,7 +470,7 @@ class Agent:
         self._title(admitted)
         await self._rt.bind_for_turn()
         rt = self._rt
-        for block in await rt.assembler.begin_turn(rt.tools.names, rt.model_id):
+        for block in await rt.assembler.begin_turn(rt.tools.configured_names, rt.model_id):
             rt.session.append(block)
 
     async def _run_turn(

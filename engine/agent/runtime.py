@@ -296,7 +296,7 @@ class Runtime:
         def done() -> None:
             self.tools.unregister(SubtaskDoneTool.name)
 
-        self.tools.register(SubtaskDoneTool(area, done))
+        self.tools.register(SubtaskDoneTool(area, done), transient=True)
 
     # --- the model binding -----------------------------------------------------------------------
 
