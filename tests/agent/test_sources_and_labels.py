@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.agent import open_agent
-from engine.config import Config, ContextConfig, ModelEntry
+from engine.config import ContextConfig
 from engine.events import TurnEnd, UserMessage
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Source, ToolCall
@@ -15,37 +15,7 @@ from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.store.sqlite import SQLiteStore
 from engine.tools.permission import HeadlessPolicy
 from tests.agent.harness import opened, payloads
-
-
-def remote_config(context: ContextConfig | None = None) -> Config:
-    """A remote entry that may receive at most internal material, beside the scripted one."""
-    return Config(
-        default_model="remote",
-        models={
-            "remote": ModelEntry(
-                provider="openai",
-                base_url="http://203.0.113.1/v1",
-                model="remote-model",
-                egress="internal",
-            ),
-            "scripted": ModelEntry(provider="scripted"),
-        },
-        context=context or ContextConfig(),
-    )
-
-
-async def test_an_egress_refusal_names_the_tool_whose_result_caused_it(tmp_path: Path) -> None:
-    script = [
-        Reply(tool_calls=[ToolCall("c1", "read_file", {"path": ".env"})]),
-        Reply(text="never sent"),
-    ]
-    async with opened(tmp_path, script, config=remote_config()) as run:
-        (run.workspace / ".env").write_text("API_TOKEN=hunter2\n")
-        await run.run("check the environment file")
-        events = await run.events()
-    (end,) = payloads(events, TurnEnd)
-    assert end.reason == "egress"
-    assert "tool result of read_file (.env)" in end.message
+from tests.agent.test_orchestration import REMOTE
 
 
 async def test_shell_output_takes_the_configured_shell_class_on_resume(tmp_path: Path) -> None:
@@ -62,7 +32,7 @@ async def test_shell_output_takes_the_configured_shell_class_on_resume(tmp_path:
         first = await run.events()
     assert [e.reason for e in payloads(first, TurnEnd)] == ["completed"]
 
-    strict = remote_config(ContextConfig(shell_class="restricted"))
+    strict = REMOTE.model_copy(update={"context": ContextConfig(shell_class="restricted")})
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as store:
         agent = await open_agent(
             config=strict,
@@ -86,7 +56,7 @@ async def test_shell_output_takes_the_configured_shell_class_on_resume(tmp_path:
 
 async def test_injected_context_carries_the_class_its_producer_declares(tmp_path: Path) -> None:
     secret = PrivatizationLabel(cls=PrivacyClass.restricted, categories=frozenset({"ticket"}))
-    async with opened(tmp_path, [Reply(text="never sent")], config=remote_config()) as run:
+    async with opened(tmp_path, [Reply(text="never sent")], config=REMOTE) as run:
         run.agent.inject(AdditionalContext("customer ticket 4711", Source("crm"), label=secret))
         await run.run("summarize the ticket")
         events = await run.events()
