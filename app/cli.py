@@ -16,8 +16,8 @@ from pathlib import Path
 
 from engine.agent.factory import open_agent
 from engine.commands import REGISTRY
-from engine.config import ConfigError, load_config
-from engine.context.areas import AreaLoadError
+from engine.config import load_config
+from engine.errors import TrellisError
 from engine.events import (
     AgentError,
     AssistantDelta,
@@ -28,11 +28,8 @@ from engine.events import (
     ToolResultRecord,
     TurnEnd,
 )
-from engine.gateway.scripted import ScriptError
 from engine.paths import log_file_path, sessions_db_path
-from engine.store import StoreError
 from engine.store.sqlite import SQLiteStore
-from engine.tools.mcp import McpServerError
 from engine.tools.permission import HeadlessPolicy
 
 EXIT_OK = 0
@@ -98,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _models()
             case _:
                 parser.error(f"unknown command {args.command}")
-    except (ConfigError, StoreError, ScriptError, AreaLoadError, McpServerError) as exc:
+    except TrellisError as exc:  # every error a front end must handle (engine.errors)
         print(f"trellis: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

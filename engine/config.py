@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from engine.errors import TrellisError
 from engine.paths import CONFIG_ENV, project_config_file, user_config_file
 from engine.privacy import PrivacyClass
 
@@ -56,7 +57,7 @@ _AREA_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 Loc = tuple[str | int, ...]
 
 
-class ConfigError(Exception):
+class ConfigError(TrellisError):
     """A configuration problem; the message names the file, the dotted key and what is wrong.
 
     `problems` holds one line per problem when validation found several; the attributes describe

@@ -56,6 +56,15 @@ class LogState:
             state.apply(event)
         return state
 
+    @classmethod
+    def following(cls, events: Iterable[Event]) -> LogState:
+        """The state after events already checked when they were stored, e.g. a log's open turn
+        read from its `turn/start` on: enough to compute that turn's repair."""
+        state = cls()
+        for event in events:
+            state.apply(event)
+        return state
+
     def copy(self) -> LogState:
         return LogState(
             self.next_seq,

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from engine.privacy import PrivatizationLabel
+
 
 class Role(StrEnum):
     system = "system"
@@ -80,10 +82,14 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class AdditionalContext:
-    """Model-facing context with its provenance; the one shape `inject()` and hooks produce."""
+    """Model-facing context with its provenance; the one shape `inject()` and hooks produce.
+
+    `label` is the privacy class its producer declares; None means internal (DESIGN.md, privacy).
+    """
 
     content: str
     source: Source = PLUGIN
+    label: PrivatizationLabel | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str):
@@ -92,3 +98,5 @@ class AdditionalContext:
             )
         if not isinstance(self.source, Source):
             raise TypeError("AdditionalContext source must be a Source")
+        if self.label is not None and not isinstance(self.label, PrivatizationLabel):
+            raise TypeError("AdditionalContext label must be a PrivatizationLabel or None")

@@ -271,7 +271,7 @@ class Agent:
             self._rt.outbox.stage(context)
             return
         # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model
-        self._rt.append_user(context.content, context.source)
+        self._rt.append_context(context)
         self._save_when_idle()
 
     def cancel(self, keep_inbox: bool = False) -> None:
@@ -470,7 +470,7 @@ class Agent:
         self._title(admitted)
         await self._rt.bind_for_turn()
         rt = self._rt
-        for block in await rt.assembler.begin_turn(rt.tools.names, rt.model_id):
+        for block in await rt.assembler.begin_turn(rt.tools.configured_names, rt.model_id):
             rt.session.append(block)
 
     async def _run_turn(
@@ -501,7 +501,7 @@ class Agent:
             label=REWRITTEN_LABEL if rewritten else None,
         )
         for context in decision.additional_contexts:
-            rt.append_user(context.content, context.source)
+            rt.append_context(context)
         if rt.kept_steering:
             for steering in rt.kept_steering:
                 rt.outbox.stage(steering)

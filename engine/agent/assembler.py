@@ -113,7 +113,11 @@ class Assembler:
     async def begin_turn(
         self, tool_names: Callable[[], Iterable[str]], model_id: str
     ) -> list[FloorBlock]:
-        """Open the turn's grant and floor; returns the floor blocks not logged before."""
+        """Open the turn's grant and floor; returns the floor blocks not logged before.
+
+        `tool_names` are the configured tools: a tool added for a while at run time travels in
+        the request's tool field only, so the environment block is the same all epoch long.
+        """
         grant = self.grants.begin_turn()
         if grant is None:
             raise RuntimeError(f"session {self.session_id} has no model binding")

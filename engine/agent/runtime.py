@@ -59,6 +59,8 @@ GatewayFactory = Callable[[str], tuple[Gateway, str]]
 """Makes the gateway (and the provider's model id) for a configured model entry name."""
 
 USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+"""The label of injected context whose producer declared none."""
 
 
 class Runtime:
@@ -158,6 +160,13 @@ class Runtime:
         self.emplace(event)
         return event
 
+    def append_context(self, context: AdditionalContext) -> Event:
+        """Append injected context, labelled as its producer declared (internal by default) with
+        its source as a parent."""
+        declared = context.label or INJECTED_DEFAULT_LABEL
+        parent = PrivatizationLabel.of(PrivacyClass.public, str(context.source))
+        return self.append_user(context.content, context.source, label=declared.join(parent))
+
     def emplace(self, event: Event) -> None:
         """Put a logged message into the Context, as a rebuild of the log would."""
         tool_name = ""
@@ -187,14 +196,14 @@ class Runtime:
                 steered = True
                 self.append_user(item.text, Source("user"))
             else:
-                self.append_user(item.content, item.source)
+                self.append_context(item)
         return steered
 
     def settle_outbox(self, reason: TurnEndReason) -> None:
         """After turn/end: staged contexts become out-of-turn messages; steering is kept for the
         next turn (`cancel(keep_inbox=True)`) or dropped and reported with its text."""
         for context in self.outbox.take_contexts():
-            self.append_user(context.content, context.source)
+            self.append_context(context)
         kept = False
         for steering in self.outbox.take_steering():
             if self.keep_inbox and reason == "cancelled":
@@ -287,7 +296,7 @@ class Runtime:
         def done() -> None:
             self.tools.unregister(SubtaskDoneTool.name)
 
-        self.tools.register(SubtaskDoneTool(area, done))
+        self.tools.register(SubtaskDoneTool(area, done), transient=True)
 
     # --- the model binding -----------------------------------------------------------------------
 

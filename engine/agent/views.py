@@ -101,7 +101,7 @@ class ModelView:
 
 
 def area_views(coop: CoopContext) -> tuple[AreaView, ...]:
-    ranges = {coop.area_id(area): effect for area, effect in coop.ranges.items()}
+    ranges = coop.ranges  # by Area id
     cursor = coop.cursor_id
     views: list[AreaView] = []
     for area in coop.areas:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from engine.errors import TrellisError
 from engine.gateway.base import NativeContent
 
 DEFAULT_TURN_WINDOW = 20
@@ -80,7 +81,7 @@ class BudgetBreakdown:
         return self.floor + self.reserved_lane + self.current_turn
 
 
-class ContextBudgetExceededError(Exception):
+class ContextBudgetExceededError(TrellisError):
     """The floor, the reserved lane and the current turn alone exceed the cap; the turn ends `budget`."""
 
     needed: int

@@ -92,8 +92,9 @@ class CoopContext:
         return self._cursor.id if self._cursor is not None else None
 
     @property
-    def ranges(self) -> Mapping[ContextAreaImplementation, EffectRange]:
-        return RangesView(self._slots, self._ranged)
+    def ranges(self) -> Mapping[str, EffectRange]:
+        """The effect ranges by Area id, in order of increasing `latest` (read-only)."""
+        return RangesView(self._by_id, self._ranged)
 
     @property
     def areas(self) -> tuple[ContextAreaImplementation, ...]:

@@ -17,6 +17,7 @@ from typing import Protocol, assert_never
 from urllib.parse import urlsplit
 
 from engine.context.provenance import ItemKind, Provenance
+from engine.errors import TrellisError
 from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (".env*", "*.pem", "*.key", "id_*", "*credentials*")
@@ -168,7 +169,7 @@ class GateInput(Protocol):
     def labels(self) -> Sequence[PrivatizationLabel]: ...
 
 
-class EgressRefusedError(Exception):
+class EgressRefusedError(TrellisError):
     """A request would carry material above its model's egress class; nothing was sent."""
 
     privacy_class: PrivacyClass

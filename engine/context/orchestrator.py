@@ -109,13 +109,17 @@ ALWAYS_RESERVED: frozenset[ItemKind] = frozenset({ItemKind.promoted, ItemKind.su
 
 @dataclass(slots=True)
 class _Group:
-    """One complete past-turn group: its members in Context order and what they cost."""
+    """One complete past-turn group: its members in Context order and what they cost.
+
+    `fixed_chars` is what the members that are never reserved cost; `rendered` are the members
+    an Area rendered, reserved only while they are a retained Area's latest render.
+    """
 
     turn: int
     start: int
     members: list[int]
-    unowned_chars: int = 0
-    owned: list[int] = field(default_factory=list)
+    fixed_chars: int = 0
+    rendered: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -125,9 +129,10 @@ class GroupIndex:
     Grouping: promoted items and summaries are in no group (always reserved). Every other item joins
     the group of its turn; consecutive items of one turn form one group, and items appended between
     turns (turn None) join the group of the turn that follows them, or stay pending at the tail as
-    the next turn's pre-prompt context. Items owned by an Area are group members too, with their
-    owner remembered, because whether they are reserved depends on which Areas are retained at the
-    time of assembly, not at the time of append.
+    the next turn's pre-prompt context. Items an Area rendered are group members too, remembered
+    per Area, because the reserved lane holds each retained Area's latest render, and which Areas
+    are retained is known at the time of assembly, not at the time of append. An Area's earlier
+    renders (and anything else it owns) are ordinary history in their turn's group.
 
     Upkeep: `sync()` indexes only the items appended since the last call (each item's cost and label
     computed once). Detaching the tail must be reported with `note_detached(index)`: the index drops
@@ -145,7 +150,7 @@ class GroupIndex:
     _first_of_turn: dict[int, int] = field(default_factory=dict)
     _pending: list[int] = field(default_factory=list)
     _always: list[int] = field(default_factory=list)
-    _by_owner: dict[str, list[int]] = field(default_factory=dict)
+    _renders: dict[str, list[int]] = field(default_factory=dict)  # by Area id, Context order
     _interned: dict[PrivatizationLabel, PrivatizationLabel] = field(default_factory=dict)
 
     def sync(self, items: Sequence[NativeContent], provenances: Sequence[Provenance]) -> None:
@@ -189,8 +194,8 @@ class GroupIndex:
         if provenance.kind in ALWAYS_RESERVED:
             self._always.append(index)
             return
-        if provenance.owner is not None:
-            self._by_owner.setdefault(provenance.owner, []).append(index)
+        if provenance.owner is not None and _is_render(provenance):
+            self._renders.setdefault(provenance.owner, []).append(index)
         if provenance.turn is None:
             self._pending.append(index)
             return
@@ -205,10 +210,10 @@ class GroupIndex:
             self._starts.append(group.start)
         for member in joining:
             group.members.append(member)
-            if self._provenances[member].owner is None:
-                group.unowned_chars += self._chars[member]
+            if _is_render(self._provenances[member]):
+                group.rendered.append(member)
             else:
-                group.owned.append(member)
+                group.fixed_chars += self._chars[member]
 
     def _truncate(self, cut: int) -> None:
         while self._groups and self._groups[-1].start >= cut:
@@ -218,20 +223,34 @@ class GroupIndex:
                 del self._first_of_turn[group.turn]
         del self._pending[bisect_left(self._pending, cut) :]
         del self._always[bisect_left(self._always, cut) :]
-        for owner in list(self._by_owner):
-            indices = self._by_owner[owner]
+        for owner in list(self._renders):
+            indices = self._renders[owner]
             del indices[bisect_left(indices, cut) :]
             if not indices:
-                del self._by_owner[owner]
+                del self._renders[owner]
         del self._provenances[cut:], self._chars[cut:], self._labels[cut:]
 
     # --- reads used by assembly -------------------------------------------------------------
 
     def reserved(self, retained_owners: frozenset[str]) -> list[int]:
-        """The reserved lane's indices in Context order: promoted, summaries, retained Areas' items."""
+        """The reserved lane's indices in Context order: promoted items, summaries, and each
+        retained Area's latest render (its earlier renders are history and may age out)."""
         lanes = [self._always]
-        lanes.extend(self._by_owner[o] for o in retained_owners if o in self._by_owner)
+        lanes.extend(self._latest(self._renders[o]) for o in retained_owners if o in self._renders)
         return sorted(itertools.chain.from_iterable(lanes))
+
+    def _latest(self, rendered: list[int]) -> list[int]:
+        """The items of the last render among one Area's rendered items: the trailing run that is
+        contiguous in the Context and comes from one `area/render` (one seq)."""
+        first = len(rendered) - 1
+        seq = self._provenances[rendered[first]].seq
+        while (
+            first > 0
+            and rendered[first - 1] == rendered[first] - 1
+            and self._provenances[rendered[first - 1]].seq == seq
+        ):
+            first -= 1
+        return rendered[first:]
 
     def current_start(self, current_turn: int) -> int:
         """The position of the first group of the current turn: everything from it on is the turn."""
@@ -241,29 +260,25 @@ class GroupIndex:
         first = self._first_of_turn.get(current_turn)
         return position if first is None else min(first, position)
 
-    def group_chars(self, position: int, retained_owners: frozenset[str]) -> int:
-        """What a history group costs once its retained Areas' items are already reserved."""
+    def group_chars(self, position: int, reserved: frozenset[int]) -> int:
+        """What a history group costs once its reserved renders are already counted."""
         group = self._groups[position]
-        owned = sum(
-            self._chars[m] for m in group.owned if self._provenances[m].owner not in retained_owners
-        )
-        return group.unowned_chars + owned
+        rendered = sum(self._chars[m] for m in group.rendered if m not in reserved)
+        return group.fixed_chars + rendered
 
-    def members(self, start: int, stop: int, retained_owners: frozenset[str]) -> Iterator[int]:
+    def members(self, start: int, stop: int, reserved: frozenset[int]) -> Iterator[int]:
         """Unreserved members of the groups at positions `start..stop-1`, in Context order."""
         for position in range(start, stop):
-            yield from self._unreserved(self._groups[position].members, retained_owners)
+            yield from self._unreserved(self._groups[position].members, reserved)
 
-    def current(self, start: int, retained_owners: frozenset[str]) -> Iterator[int]:
+    def current(self, start: int, reserved: frozenset[int]) -> Iterator[int]:
         """Unreserved items of the current turn: its groups from `start` and the pending tail."""
-        yield from self.members(start, len(self._groups), retained_owners)
-        yield from self._unreserved(self._pending, retained_owners)
+        yield from self.members(start, len(self._groups), reserved)
+        yield from self._unreserved(self._pending, reserved)
 
-    def _unreserved(self, indices: list[int], retained_owners: frozenset[str]) -> Iterator[int]:
-        for index in indices:
-            owner = self._provenances[index].owner
-            if owner is None or owner not in retained_owners:
-                yield index
+    @staticmethod
+    def _unreserved(indices: list[int], reserved: frozenset[int]) -> Iterator[int]:
+        return (index for index in indices if index not in reserved)
 
     def first_seqs(self, start: int, stop: int) -> tuple[int, ...]:
         """The seq of the first logged member of each group at positions `start..stop-1`."""
@@ -361,11 +376,12 @@ class ContextOrchestrator:
         index.sync(items, provenances)
         floor = tuple(floor)
         cap = budget.cap
-        # 1. the reserved lane: promoted items, summaries, and items owned by retained Areas
+        # 1. the reserved lane: promoted items, summaries, each retained Area's latest render
         reserved = index.reserved(retained_owners)
+        in_lane = frozenset(reserved)
         # 2. the current turn, whole: from its first group (pre-prompt contexts included) to the tail
         start = index.current_start(current_turn)
-        current = list(index.current(start, retained_owners))
+        current = list(index.current(start, in_lane))
         # 3. reserve floor, lane and turn before any history; fail with the numbers if they overflow
         floor_chars = sum(b.chars for b in floor)
         reserved_chars = sum(index.chars(i) for i in reserved)
@@ -380,12 +396,12 @@ class ContextOrchestrator:
         kept = 0
         window = max(budget.turn_window, 0)
         while kept < window and start - kept > 0:
-            cost = index.group_chars(start - kept - 1, retained_owners)
+            cost = index.group_chars(start - kept - 1, in_lane)
             if used + cost > cap:
                 break
             used += cost
             kept += 1
-        history = index.members(start - kept, start, retained_owners)
+        history = index.members(start - kept, start, in_lane)
         # 5. everything sent, in Context order, as copies
         sent = tuple(sorted((*reserved, *history, *current)))  # sorted runs: timsort merges them
         labels = tuple(index.label(i) for i in sent)
@@ -413,6 +429,11 @@ class ContextOrchestrator:
             groups_dropped=start - kept,
             kept_groups=index.first_seqs(start - kept, start),
         )
+
+
+def _is_render(provenance: Provenance) -> bool:
+    """An item an Area rendered (what the reserved lane may hold of it)."""
+    return provenance.kind is ItemKind.area and provenance.owner is not None
 
 
 def _copies(items: Sequence[NativeContent], indices: Sequence[int]) -> tuple[NativeContent, ...]:

@@ -65,11 +65,12 @@ class RebuiltContext:
     last_serial: int = 0  # the highest `#n` ever registered: new ids continue after it
 
 
-def message_provenance(event: Event, turn: int | None) -> Provenance:
+def message_provenance(event: Event, turn: int | None, tool_name: str = "") -> Provenance:
     """The provenance of the item a `user/message`, `assistant/message` or `tool/result` appends.
 
     The agent loop uses it too, so live and rebuilt provenance are the same by construction; the
-    owner is stamped by CoopContext (live) or the ledger (rebuild).
+    owner is stamped by CoopContext (live) or the ledger (rebuild). A tool result is sourced
+    `tool:<name>` (`tool_name` is the called tool's), so labels and messages can name the tool.
     """
     match event.data:
         case UserMessage(source=source, label=label):
@@ -86,7 +87,7 @@ def message_provenance(event: Event, turn: int | None) -> Provenance:
                 kind=ItemKind.tool_result,
                 seq=event.seq,
                 turn=own_turn,
-                source=Source("tool"),
+                source=Source("tool", tool_name),
                 label=label,
             )
         case _:
@@ -118,10 +119,10 @@ def emplace_event(
     Context, with its provenance; returns its index.
 
     The live agent and `rebuild_context` both append through here, so the two Contexts agree by
-    construction. `tool_name` is the called tool's (Gemini needs it); `stamp` sets the owner where
+    construction. `tool_name` is the called tool's (its source, and Gemini needs it); `stamp` sets the owner where
     no CoopContext does it (the rebuild).
     """
-    provenance = message_provenance(event, turn)
+    provenance = message_provenance(event, turn, tool_name)
     if stamp is not None:
         provenance = stamp(provenance)
     match event.data:

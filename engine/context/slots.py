@@ -78,21 +78,24 @@ class Ring:
                 return
 
 
-class RangesView(Mapping[ContextAreaImplementation, EffectRange]):
-    """A read-only view of the effect ranges, in order of increasing `latest`."""
+class RangesView(Mapping[str, EffectRange]):
+    """A read-only view of the effect ranges by Area id, in order of increasing `latest`.
 
-    def __init__(self, slots: Mapping[ContextAreaImplementation, Slot], ranged: dict[Slot, None]):
-        self._slots = slots
+    Keyed by id, not by Area object, so a front end reads it like every other public view.
+    """
+
+    def __init__(self, by_id: Mapping[str, Slot], ranged: dict[Slot, None]):
+        self._by_id = by_id
         self._ranged = ranged
 
-    def __getitem__(self, area: ContextAreaImplementation) -> EffectRange:
-        slot = self._slots.get(area)
+    def __getitem__(self, area_id: str) -> EffectRange:
+        slot = self._by_id.get(area_id)
         if slot is None or slot.range is None:
-            raise KeyError(area)
+            raise KeyError(area_id)
         return slot.range
 
-    def __iter__(self) -> Iterator[ContextAreaImplementation]:
-        return (slot.area for slot in self._ranged)
+    def __iter__(self) -> Iterator[str]:
+        return (slot.id for slot in self._ranged)
 
     def __len__(self) -> int:
         return len(self._ranged)

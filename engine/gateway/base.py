@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from engine.errors import TrellisError
 from engine.events import Finish, Usage
 from engine.message import Message, ToolCall, ToolResult
 
@@ -114,7 +115,7 @@ StreamDelta = (
 )
 
 
-class GatewayError(Exception):
+class GatewayError(TrellisError):
     """A model call failed; `transient` ones (timeouts, 429, 5xx) may be retried."""
 
     def __init__(self, message: str, *, transient: bool = False, status: int | None = None) -> None:

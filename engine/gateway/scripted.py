@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.errors import TrellisError
 from engine.events import Finish, Usage
 from engine.gateway.base import (
     Codec,
@@ -75,7 +76,7 @@ class Reply:
             raise ValueError(f"chunk_delay must be >= 0, got {self.chunk_delay}")
 
 
-class ScriptError(ValueError):
+class ScriptError(TrellisError, ValueError):
     """A script file that cannot be played; the message names the file and what is wrong."""
 
 

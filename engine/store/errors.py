@@ -1,7 +1,9 @@
 """Store failures: each names the file or session and the cause."""
 
+from engine.errors import TrellisError
 
-class StoreError(Exception):
+
+class StoreError(TrellisError):
     """Base of every store failure."""
 
 

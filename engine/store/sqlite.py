@@ -292,7 +292,7 @@ class SQLiteStore:
         await self._take_lease(session_id)
         try:
             info, events, state = await self._read_whole(session_id, "loading")
-            repaired = self._repair(state)
+            repaired = self._repair(state, self._clock())
             if repaired:
                 now = self._clock()
                 stored = len(events)
@@ -315,16 +315,43 @@ class SQLiteStore:
         `info` describes what is stored, so its `event_count` excludes the repair.
         """
         info, events, state = await self._read_whole(session_id, "inspecting")
-        repaired = self._repair(state)
+        repaired = self._repair(state, events[-1].time if events else 0.0)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
 
-    def _repair(self, state: LogState) -> list[Event]:
-        """DESIGN.md, "Store": close an interrupted turn without truncating it."""
-        now = self._clock()
+    @staticmethod
+    def _repair(state: LogState, at: float) -> list[Event]:
+        """DESIGN.md, "Store": close an interrupted turn without truncating it.
+
+        `load` stamps the repair with the time it writes it; the views that only compute it
+        (`inspect`, `read`, `read_last_turns`) with the time of the last stored event, so every
+        view of one stored log shows the same tail, however often it is read.
+        """
         return [
-            make_event(payload, state.next_seq + i, now)
+            make_event(payload, state.next_seq + i, at)
             for i, payload in enumerate(state.closing_payloads())
         ]
+
+    async def _open_turn_repair(self, conn: aiosqlite.Connection, session_id: str) -> list[Event]:
+        """The repair `inspect` shows, computed from the open turn alone (none if no turn is
+        open), so a range read costs what the range and the last turn cost, not the whole log."""
+        markers = list(
+            await conn.execute_fetchall(
+                "SELECT seq, type FROM events WHERE session_id = ? "
+                "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                (session_id,),
+            )
+        )
+        if not markers or markers[0][1] != "turn/start":
+            return []
+        rows = await conn.execute_fetchall(
+            f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, markers[0][0])
+        )
+        return self._repair_view(self._decode(session_id, rows))
+
+    def _repair_view(self, events: list[Event]) -> list[Event]:
+        """The computed repair of `events`, a stored log's tail from a `turn/start` on (or the
+        whole log when it has no turn)."""
+        return self._repair(LogState.following(events), events[-1].time) if events else []
 
     async def _read_whole(
         self, session_id: str, action: str
@@ -354,22 +381,28 @@ class SQLiteStore:
     # --- reading --------------------------------------------------------------------------------
 
     async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
-        """Stored events with `start <= seq <= end` (`end=None`: to the last); staged ones are not
-        included. Raises `ValueError` for a negative start."""
+        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
+        shows it: stored events, then the repair of an interrupted tail (computed, not written);
+        staged events are not included. Raises `ValueError` for a negative start."""
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
         last = _MAX_SEQ if end is None else end
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            await self._info(conn, session_id)
+            info = await self._info(conn, session_id)
             rows = await conn.execute_fetchall(
                 f"{_SELECT_EVENTS} AND seq >= ? AND seq <= ? ORDER BY seq",
                 (session_id, start, last),
             )
-        return self._decode(session_id, rows)
+            # a repair follows the stored events, so only a range reaching past them shows it
+            reaches_repair = last >= info.event_count
+            repaired = await self._open_turn_repair(conn, session_id) if reaches_repair else []
+        events = self._decode(session_id, rows)
+        return events + [e for e in repaired if start <= e.seq <= last]
 
     async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
         """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
-        has fewer turns), so a front end can open a long session at its end."""
+        has fewer turns), so a front end can open a long session at its end. Like `read`, an
+        interrupted tail is shown repaired, as `inspect` shows it."""
         if turns < 1:
             raise ValueError(f"turns must be >= 1, got {turns}")
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
@@ -385,7 +418,8 @@ class SQLiteStore:
             rows = await conn.execute_fetchall(
                 f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, first)
             )
-        return self._decode(session_id, rows)
+        events = self._decode(session_id, rows)
+        return [*events, *self._repair_view(events)]  # the events start at a turn/start
 
     async def info(self, session_id: str) -> SessionInfo:
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:

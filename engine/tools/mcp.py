@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.config import McpServer
+from engine.errors import TrellisError
 from engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds a server has to start, answer `initialize` and list its tools."""
 
 
-class McpServerError(Exception):
+class McpServerError(TrellisError):
     """An MCP server could not be started, initialized or listed; names the server and the cause."""
 
     def __init__(self, server: str, cause: str, *, stderr: str = "") -> None:

@@ -21,25 +21,37 @@ MAX_SHOWN_INPUT = 80
 
 
 class ToolRegistry:
-    """Tools by name, in registration order; tools may come and go (e.g. `subtask_done`)."""
+    """Tools by name, in registration order; tools may come and go (e.g. `subtask_done`).
+
+    A tool is **configured** (the built-ins, configured MCP servers) or **transient** (added for a
+    while at run time: `subtask_done`, servers an ACP client passes). The model is offered every
+    tool; the stable floor's environment block names only the configured ones, so it stays
+    byte-stable while tools come and go (context-orchestration, stable floor).
+    """
 
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._transient: set[str] = set()
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: Tool[Any]) -> None:
-        """Add a tool; raises `ValueError` if one with its name is already registered."""
+    def register(self, tool: Tool[Any], *, transient: bool = False) -> None:
+        """Add a tool (`transient`: added for a while at run time, not part of the configured
+        set); raises `ValueError` if one with its name is already registered."""
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if transient:
+            self._transient.add(tool.name)
 
     def unregister(self, name: str) -> Tool[Any]:
         """Remove and return a tool; raises `KeyError` naming it if it is not registered."""
         try:
-            return self._tools.pop(name)
+            tool = self._tools.pop(name)
         except KeyError:
             raise KeyError(f"no tool named {name!r} is registered") from None
+        self._transient.discard(name)
+        return tool
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
@@ -52,6 +64,10 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def configured_names(self) -> list[str]:
+        """The names of the tools not registered as transient, in registration order."""
+        return [name for name in self._tools if name not in self._transient]
 
     def specs(self) -> list[ToolSpec]:
         """What the model is told it may call, in registration order."""

@@ -189,7 +189,7 @@ async def test_restricted_material_is_refused_before_a_remote_request(tmp_path: 
     (end,) = payloads(events, TurnEnd)
     assert end.reason == "egress"
     assert "restricted" in end.message
-    assert ".env" in end.message  # the source
+    assert "tool result of read_file (.env)" in end.message  # the source, naming the tool
     assert "'remote'" in end.message
     assert "accepts at most internal" in end.message
     assert payloads(events, StepStart)[-1].step == 1  # the refused step never opened

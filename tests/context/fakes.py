@@ -194,7 +194,7 @@ class LoggedLoop:
             ToolResultRecord(turn=self.turn, step=self.step, call_id=call.id, content=content)
         )
         self.context.emplace_tool_result(
-            ToolResult(call.id, content), call.name, message_provenance(event, self.turn)
+            ToolResult(call.id, content), call.name, message_provenance(event, self.turn, call.name)
         )
 
     def render(self) -> None:

@@ -14,7 +14,7 @@ def test_one_shot_area_collected_on_next_call() -> None:
     notice = h.area("notice", renders=[["hi"]])
     notice.retire_after_render = True
     assert h.render() == ["notice:hi"]
-    assert h.coop.ranges[notice] == EffectRange(0, 0)
+    assert h.coop.ranges[h.coop.area_id(notice)] == EffectRange(0, 0)
     # spec: collection happens at the beginning of a later render()
     assert h.render() == []
     assert h.garbage() == ["notice:hi"]
@@ -32,7 +32,7 @@ def test_counter_publishing_1_to_10_then_collected_whole() -> None:
     for i in range(1, 11):
         h.render()
         h.say(f"reply {i}")
-    assert h.coop.ranges[counter] == EffectRange(0, 18)
+    assert h.coop.ranges[h.coop.area_id(counter)] == EffectRange(0, 18)
     counter.retire()
     h.render()
     assert h.garbage() == [f"counter:{i}" for i in range(1, 11)]

@@ -62,14 +62,14 @@ def test_coop_compaction_shifts_ranges_and_refuses_to_cut_one() -> None:
         )
     area = harness.area("n", renders=[["x"]])
     harness.render()
-    assert harness.coop.ranges[area] == EffectRange(3, 3)
+    assert harness.coop.ranges[harness.coop.area_id(area)] == EffectRange(3, 3)
     provenances = harness.context.provenances
     plan = plan_compaction(provenances, keep_groups=0, barrier=3)
     assert plan is not None
     summary = CompactSummary(content="S")
     harness.coop.compact(plan, summary_message(summary), summary_provenance(None, summary))
     assert harness.texts() == ["S", "n:x"]
-    assert harness.coop.ranges[area] == EffectRange(1, 1)
+    assert harness.coop.ranges[harness.coop.area_id(area)] == EffectRange(1, 1)
     assert harness.garbage() == ["a", "b", "c"]
     beyond = CompactionPlan(earliest=0, cut=2, groups=1, reclaimed=(0, 1), carried=())
     with pytest.raises(ValueError, match="effect range"):

@@ -70,7 +70,7 @@ def test_rebuilt_area_records_carry_kind_state_and_range() -> None:
         AreaFlowState.yielded,
     )
     assert record.state == plan.snapshot()
-    assert record.range == loop.coop.ranges[plan]
+    assert record.range == loop.coop.ranges[loop.coop.area_id(plan)]
     assert isinstance(record.range, EffectRange)
 
 

@@ -210,8 +210,8 @@ class CoopContextMachine(RuleBasedStateMachine):
         context = self.loop.context
         guarded = [
             (r.earliest, context[: r.earliest])
-            for area, r in self.loop.coop.ranges.items()
-            if area.life_state is RETAIN
+            for area_id, r in self.loop.coop.ranges.items()
+            if self.loop.coop.area_by_id(area_id).life_state is RETAIN
         ]
         self.loop.render()
         self.model.render()

@@ -27,12 +27,15 @@ operations = st.lists(st.one_of(append, append, append, detach, sync), max_size=
 def state(index: GroupIndex) -> tuple[object, ...]:
     """Everything the index knows, in comparable form."""
     return (
-        [(g.turn, g.start, list(g.members), g.unowned_chars, list(g.owned)) for g in index._groups],
+        [
+            (g.turn, g.start, list(g.members), g.fixed_chars, list(g.rendered))
+            for g in index._groups
+        ],
         list(index._starts),
         dict(index._first_of_turn),
         list(index._pending),
         list(index._always),
-        {owner: list(ids) for owner, ids in index._by_owner.items()},
+        {owner: list(ids) for owner, ids in index._renders.items()},
         list(index._provenances),
         list(index._chars),
         list(index._labels),

@@ -123,10 +123,18 @@ def assemble(case: Case, orchestrator: ContextOrchestrator | None = None) -> Ass
 def test_history_is_a_newest_run_of_whole_groups_and_nothing_reserved_is_cut(case: Case) -> None:
     items, provenances = case.session.items, case.session.provenances
     groups, current = reference_groups(provenances, case.current_turn)
+    # The reserved lane holds each retained Area's latest render, not everything the Area owns:
+    # a superseded render (or an item owned by an exclusive Area) is ordinary history that ages
+    # out with its turn group, so renders cannot pile up in the lane. Every item here has its own
+    # seq, so an Area's latest render is its last rendered item.
+    latest: dict[str, int] = {}
+    for index, provenance in enumerate(provenances):
+        if provenance.kind is ItemKind.area and provenance.owner is not None:
+            latest[provenance.owner] = index
+    lane = {index for owner, index in latest.items() if owner in case.retained}
 
     def reserved_item(index: int) -> bool:
-        provenance = provenances[index]
-        return provenance.kind in ALWAYS or provenance.owner in case.retained
+        return provenances[index].kind in ALWAYS or index in lane
 
     def cost(indices: list[int]) -> int:
         return sum(item_chars(items[i]) for i in indices if not reserved_item(i))

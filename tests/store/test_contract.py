@@ -175,7 +175,41 @@ async def test_inspect_repairs_in_memory_without_a_lease(store_factory: StoreFac
     assert [e.type for e in inspected.repaired] == ["tool/result", "step/end", "turn/end"]
     assert inspected.events == (*session.events, *inspected.repaired)
     assert inspected.info.event_count == len(session.events)
-    assert await reader.read(session.id) == list(session.events)  # nothing written
+    assert (await reader.info(session.id)).event_count == len(session.events)  # nothing written
+    assert await reader.inspect(session.id) == inspected  # the same view at every reading
+
+
+async def test_range_reads_show_the_repaired_tail_inspect_shows(
+    store_factory: StoreFactory,
+) -> None:
+    """A viewer paging a crashed session sees the tail a full load sees, and nothing is written."""
+    writer, reader = await store_factory(), await store_factory()
+    session = await new_session(writer)
+    full_turn(session)
+    last_turn = session.state.next_seq
+    turn = open_turn(session)
+    step(session, turn, calls=2, results=1)
+    await session.flush()
+    stored = len(session.events)
+    view = list((await reader.inspect(session.id)).events)
+    assert [e.type for e in view[stored:]] == ["tool/result", "step/end", "turn/end"]
+    assert await reader.read(session.id) == view
+    assert await reader.read(session.id, last_turn) == view[last_turn:]
+    assert await reader.read(session.id, stored + 1, stored + 1) == [view[stored + 1]]
+    assert await reader.read(session.id, 0, stored - 1) == view[:stored]  # before the repair
+    assert await reader.read(session.id, len(view)) == []
+    assert await reader.read_last_turns(session.id, 1) == view[last_turn:]
+    assert await reader.read_last_turns(session.id, 2) == view
+    assert (await reader.info(session.id)).event_count == stored  # nothing written
+
+
+async def test_range_reads_of_a_closed_log_add_nothing(store: SessionStore) -> None:
+    session = await new_session(store)
+    full_turn(session)
+    inject(session, "after the turn")
+    await session.flush()
+    assert await store.read(session.id) == list(session.events)
+    assert await store.read_last_turns(session.id, 1) == list(session.events)
 
 
 async def test_read_ranges_are_inclusive(store: SessionStore) -> None:

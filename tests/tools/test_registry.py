@@ -144,3 +144,16 @@ def test_context_refuses_nonsense_limits(ctx: ToolContext) -> None:
     assert ctx.is_secret("config/id_rsa")
     assert ctx.is_secret("aws_credentials.json")
     assert not ctx.is_secret("src/env.py")
+
+
+def test_a_transient_tool_is_offered_but_not_configured() -> None:
+    registry = default_registry()
+    configured = registry.names()
+    registry.register(Boom(), transient=True)
+    assert "boom" in registry
+    assert registry.names() == [*configured, "boom"]
+    assert [spec.name for spec in registry.specs()][-1] == "boom"  # the model is offered it
+    assert registry.configured_names() == configured
+    registry.unregister("boom")
+    registry.register(Boom())  # registered again without the flag: configured
+    assert registry.configured_names() == [*configured, "boom"]

@@ -11,6 +11,7 @@ from engine.context.areas.notice import NoticeArea
 from engine.context.areas.plan import PlanArea, PlanItem
 from engine.context.areas.subtask import SUBTASK_DONE, SUBTASK_DONE_TOOL, SubtaskArea
 from engine.context.areas.watch import WatchArea
+from engine.errors import TrellisError
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -37,7 +38,7 @@ BUILTIN_KINDS: dict[str, type[RestorableArea]] = {
 _MEMBERS = ("life_state", "flow_state", "observe", "render", "promote", "gc_prologue")
 
 
-class AreaLoadError(ImportError):
+class AreaLoadError(TrellisError, ImportError):
     """An Area named in the config could not be loaded; the message names its import path."""
 
     def __init__(self, path: str, reason: str) -> None:
