@@ -102,7 +102,7 @@ class ModelEntry(_Section):
     egress: PrivacyClassName | None = None
     script: str = ""
     timeout: PositiveFloat = 120.0
-    """Seconds to connect, and of silence on the socket."""
+    """Seconds to connect and send the request; the deadlines below bound the response."""
     first_event_timeout: PositiveFloat = DEFAULT_FIRST_EVENT_TIMEOUT
     """Seconds from the request to its first event (keep-alive comments do not count)."""
     idle_timeout: PositiveFloat = DEFAULT_IDLE_TIMEOUT

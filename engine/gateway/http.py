@@ -135,7 +135,8 @@ class HttpEndpoint:
 
     Owns the `httpx.AsyncClient` (one connection pool per gateway); `transport` lets tests mount
     an in-process transport, though the test suite uses real loopback servers. `timeout` bounds
-    connecting and each read of the socket; `deadlines` bound the events of a response.
+    connecting and sending the request; reading is bounded by the `deadlines` alone (a socket
+    read timeout would restart with every keep-alive chunk, and cut a long-thinking model short).
     """
 
     def __init__(
@@ -158,7 +159,9 @@ class HttpEndpoint:
         self.keepalive_events = keepalive_events
         self._redactor = redactor or Redactor()
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), transport=transport, verify=_tls_context()
+            timeout=httpx.Timeout(timeout, read=None),
+            transport=transport,
+            verify=_tls_context(),
         )
 
     def __repr__(self) -> str:
@@ -240,7 +243,8 @@ class HttpEndpoint:
             ) from exc
         except httpx.TimeoutException as exc:
             raise GatewayError(
-                f"{self.provider}: no response within {self.timeout:g}s ({type(exc).__name__})",
+                f"{self.provider}: could not connect and send within {self.timeout:g}s "
+                f"({type(exc).__name__})",
                 transient=True,
             ) from exc
         except httpx.TransportError as exc:

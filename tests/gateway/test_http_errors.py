@@ -107,17 +107,6 @@ async def test_json_instead_of_an_event_stream_is_malformed(
     assert "expected text/event-stream" in str(error)
 
 
-async def test_no_answer_within_the_timeout_is_transient(
-    server: FakeServer, provider: Provider
-) -> None:
-    server.queue(Canned(hold=True))
-    gateway = provider.make(base_url=server.base_url, api_key_env=KEY_ENV, timeout=0.2)
-    error, _ = await failure(gateway)
-    assert error.transient
-    assert error.status is None
-    assert "no response within 0.2s" in str(error)
-
-
 async def test_a_refused_connection_is_transient(provider: Provider) -> None:
     with socket.socket() as probe:  # a port that was free a moment ago and has no listener
         probe.bind(("127.0.0.1", 0))
