@@ -19,6 +19,13 @@ DEFAULT_FIRST_EVENT_TIMEOUT = 180.0
 DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_REQUEST_TIMEOUT = 900.0
 
+_EXPIRED = {
+    "first_event_timeout": "no event within {seconds:g}s of sending the request",
+    "idle_timeout": "no event for {seconds:g}s after the last one",
+    "request_timeout": "the response did not finish within {seconds:g}s",
+}
+"""What each deadline's expiry means, by the model-entry setting that holds it."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamDeadlines:
@@ -74,11 +81,7 @@ class StreamClock:
     def expired(self) -> DeadlineExceededError:
         """The error for the deadline that just passed."""
         _, setting, seconds = self._binding()
-        what = {
-            "first_event_timeout": "no event within {s:g}s of sending the request",
-            "idle_timeout": "no event for {s:g}s after the last one",
-            "request_timeout": "the response did not finish within {s:g}s",
-        }[setting].format(s=seconds)
+        what = _EXPIRED[setting].format(seconds=seconds)
         return DeadlineExceededError(
             f"{self._provider}: {what} ({setting} = {seconds:g})", setting=setting, seconds=seconds
         )
