@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from engine.agent.factory import open_agent
+from engine.agent.factory import held_secrets, open_agent
 from engine.commands import REGISTRY
 from engine.config import load_config
 from engine.errors import TrellisError
@@ -29,6 +29,7 @@ from engine.events import (
     TurnEnd,
 )
 from engine.paths import log_file_path, sessions_db_path
+from engine.redaction import RedactingLogFilter, Redactor
 from engine.store.sqlite import SQLiteStore
 from engine.tools.permission import HeadlessPolicy
 
@@ -84,11 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
-    _log_to_file()
+    log_secrets = _log_to_file()
     try:
         match args.command:
             case "run":
-                return asyncio.run(_run(args))
+                return asyncio.run(_run(args, log_secrets))
             case "sessions":
                 return asyncio.run(_sessions(args))
             case "models":
@@ -103,13 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _log_to_file() -> None:
-    """Engine diagnostics (a retried flush, a failing hook) go to `trellis.log` in the data
-    directory, never as tracebacks between the reply's lines; what the user must know is printed
-    from the events."""
+def _log_to_file() -> RedactingLogFilter | None:
+    """Engine diagnostics (a retried flush, a failing hook, a failed model call) go to
+    `trellis.log` in the data directory, never as tracebacks between the reply's lines; what the
+    user must know is printed from the events.
+
+    Returns the filter that keeps secrets out of the file, to be given the configuration's
+    secrets once it is read (None when an embedding program configured logging itself).
+    """
     root = logging.getLogger()
     if root.handlers:
-        return  # an embedding program configured logging itself
+        return None
     path = log_file_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,16 +122,21 @@ def _log_to_file() -> None:
     except OSError:
         handler = logging.NullHandler()  # an unwritable data dir is reported by the store
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    secrets = RedactingLogFilter(Redactor())
+    handler.addFilter(secrets)
     root.addHandler(handler)
     root.setLevel(logging.INFO)
+    return secrets
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     cwd = (args.cwd or Path.cwd()).resolve()
     if not cwd.is_dir():
         print(f"trellis: --cwd {cwd} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     config = load_config(cwd)
+    if log_secrets is not None:
+        log_secrets.redactor = held_secrets(config)
     policy = HeadlessPolicy(
         allow=frozenset(args.allow), approve_all=args.approve_all, deny_all=args.deny_all
     )

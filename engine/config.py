@@ -33,6 +33,11 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.errors import TrellisError
+from engine.gateway.deadlines import (
+    DEFAULT_FIRST_EVENT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+)
 from engine.paths import CONFIG_ENV, project_config_file, user_config_file
 from engine.privacy import PrivacyClass
 
@@ -98,6 +103,13 @@ class ModelEntry(_Section):
     egress: PrivacyClassName | None = None
     script: str = ""
     timeout: PositiveFloat = 120.0
+    """Seconds to connect and send the request; the deadlines below bound the response."""
+    first_event_timeout: PositiveFloat = DEFAULT_FIRST_EVENT_TIMEOUT
+    """Seconds from the request to its first event (keep-alive comments do not count)."""
+    idle_timeout: PositiveFloat = DEFAULT_IDLE_TIMEOUT
+    """Seconds from one event to the next."""
+    request_timeout: PositiveFloat = DEFAULT_REQUEST_TIMEOUT
+    """Seconds for a whole response."""
     max_retries: NonNegativeInt = 3
 
     def api_key(self) -> str | None:

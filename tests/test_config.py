@@ -84,6 +84,11 @@ def test_every_section_has_its_defaults(tmp_path: Path) -> None:
     assert config.agent.max_tool_output == 100_000
     entry = ModelEntry(provider="openai")
     assert (entry.timeout, entry.max_retries) == (120.0, 3)
+    assert (entry.first_event_timeout, entry.idle_timeout, entry.request_timeout) == (
+        180.0,
+        60.0,
+        900.0,
+    )
     assert (entry.context_window, entry.generation_window, entry.egress) == (None, None, None)
 
 
@@ -405,6 +410,24 @@ def test_error_blames_the_layer_that_set_the_key(tmp_path: Path) -> None:
     root = project(tmp_path, '[models.m]\nmodel = "x"\n')
     error = load_error(root, user)
     assert (error.file, error.key) == (user, "models.m.timeout")
+
+
+@pytest.mark.parametrize("key", ["first_event_timeout", "idle_timeout", "request_timeout"])
+@pytest.mark.parametrize("value", ["0", "-1.5", '"60"'])
+def test_stream_deadlines_are_positive_seconds(tmp_path: Path, key: str, value: str) -> None:
+    user = write(tmp_path / "u.toml", f'[models.m]\nprovider = "openai"\n{key} = {value}\n')
+    error = load_error(tmp_path, user)
+    assert (error.file, error.key) == (user, f"models.m.{key}")
+
+
+def test_stream_deadlines_are_read_from_the_entry(tmp_path: Path) -> None:
+    text = '[models.m]\nprovider = "openai"\nfirst_event_timeout = 0.5\nidle_timeout = 2\n'
+    _, entry = load_config(tmp_path, user_file=write(tmp_path / "u.toml", text)).model("m")
+    assert (entry.first_event_timeout, entry.idle_timeout, entry.request_timeout) == (
+        0.5,
+        2.0,
+        900.0,
+    )
 
 
 def test_quoted_model_names_stay_quoted_in_the_key(tmp_path: Path) -> None:

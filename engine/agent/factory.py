@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,12 +19,25 @@ from engine.context.area import ContextAreaImplementation
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
 from engine.gateway.base import Gateway
-from engine.gateway.factory import make_gateway
+from engine.gateway.factory import api_key_env_of, make_gateway
+from engine.redaction import Redactor
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.tools import ToolRegistry, default_registry
 from engine.tools.mcp import McpToolset
 from engine.tools.permission import HeadlessPolicy, PermissionBroker, PermissionResponder
+
+
+def held_secrets(config: Config) -> Redactor:
+    """Every secret the configuration makes Trellis hold, read from the environment now: each
+    model entry's API key, each MCP server's `env` values, the `[serve]` token."""
+    return Redactor(
+        [
+            *(os.environ.get(api_key_env_of(entry), "") for entry in config.models.values()),
+            *(value for server in config.mcp_servers for value in server.env.values()),
+            config.serve.token() or "",
+        ]
+    )
 
 
 def agent_options(config: Config, max_retries: int) -> AgentOptions:
@@ -58,9 +72,16 @@ async def open_agent(
     to start (before a new session is created: a broken server is reported, not silently dropped).
     """
 
+    secrets = held_secrets(config)
+
     def gateway_for(name: str) -> tuple[Gateway, str]:
         _, entry = config.model(name)
-        made = make_gateway(name, entry, script=script if entry.provider == "scripted" else None)
+        made = make_gateway(
+            name,
+            entry,
+            script=script if entry.provider == "scripted" else None,
+            redactor=secrets,
+        )
         return made, entry.model or name
 
     events: tuple[Event, ...] = ()

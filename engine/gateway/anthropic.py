@@ -27,6 +27,7 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
+from engine.gateway.deadlines import StreamDeadlines
 from engine.gateway.http import (
     HttpGateway,
     SseEvent,
@@ -34,6 +35,7 @@ from engine.gateway.http import (
     json_str,
     parse_json_event,
 )
+from engine.redaction import Redactor
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_MAX_TOKENS = 4096
@@ -258,6 +260,7 @@ class AnthropicGateway(HttpGateway):
 
     gateway_type = GatewayType.anthropic
     default_base_url = DEFAULT_BASE_URL
+    keepalive_events = frozenset({"ping"})
 
     def __init__(
         self,
@@ -265,6 +268,8 @@ class AnthropicGateway(HttpGateway):
         base_url: str = DEFAULT_BASE_URL,
         api_key_env: str = "ANTHROPIC_API_KEY",
         timeout: float = DEFAULT_TIMEOUT,
+        deadlines: StreamDeadlines | None = None,
+        redactor: Redactor | None = None,
         provider_name: str = "anthropic",
         max_tokens: int = DEFAULT_MAX_TOKENS,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -273,6 +278,8 @@ class AnthropicGateway(HttpGateway):
             base_url=base_url,
             api_key_env=api_key_env,
             timeout=timeout,
+            deadlines=deadlines,
+            redactor=redactor,
             provider_name=provider_name,
             transport=transport,
         )

@@ -25,7 +25,8 @@ class GatewayType(StrEnum):
 
 
 DEFAULT_TIMEOUT = 120.0
-"""Seconds a model request may take before it counts as a (transient) timeout."""
+"""Seconds to connect and send a model request before it counts as a (transient) timeout; the
+response is bounded by the stream deadlines (`engine/gateway/deadlines.py`)."""
 
 NativeContent = dict[str, Any]
 """One provider-native item, JSON-shaped (an OpenAI message, a Gemini content, ...)."""

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, assert_never
 
 from engine.gateway.base import DEFAULT_TIMEOUT, Gateway, GatewayType
+from engine.gateway.deadlines import StreamDeadlines
 from engine.gateway.scripted import ScriptedGateway
+from engine.redaction import Redactor
 
 if TYPE_CHECKING:
     from engine.gateway.http import HttpGateway
@@ -39,6 +41,12 @@ class ModelEntryLike(Protocol):
     @property
     def timeout(self) -> float | None: ...
     @property
+    def first_event_timeout(self) -> float | None: ...
+    @property
+    def idle_timeout(self) -> float | None: ...
+    @property
+    def request_timeout(self) -> float | None: ...
+    @property
     def script(self) -> str | None: ...
 
 
@@ -46,11 +54,37 @@ class UnknownProviderError(ValueError):
     """The entry names a provider no gateway speaks."""
 
 
+def api_key_env_of(entry: ModelEntryLike) -> str:
+    """The variable whose value the entry's gateway sends as its key; "" when it sends none."""
+    try:
+        provider = GatewayType(entry.provider)
+    except ValueError:
+        return entry.api_key_env or ""
+    key_env = entry.api_key_env or DEFAULT_API_KEY_ENV.get(provider, "")
+    if provider is GatewayType.openai and not key_env and not entry.base_url:
+        return "OPENAI_API_KEY"  # the real OpenAI endpoint; local servers need no key
+    return key_env
+
+
+def deadlines_of(entry: ModelEntryLike) -> StreamDeadlines:
+    """The entry's stream deadlines; a value it leaves unset keeps the default."""
+    default = StreamDeadlines()
+    return StreamDeadlines(
+        first_event=entry.first_event_timeout or default.first_event,
+        idle=entry.idle_timeout or default.idle,
+        request=entry.request_timeout or default.request,
+    )
+
+
 def make_gateway(
-    entry_name: str, entry: ModelEntryLike, *, script: str | Path | None = None
+    entry_name: str,
+    entry: ModelEntryLike,
+    *,
+    script: str | Path | None = None,
+    redactor: Redactor | None = None,
 ) -> Gateway:
     """The gateway for `entry`; `script` (e.g. `trellis run --script FILE`) overrides a scripted
-    entry's own `script`.
+    entry's own `script`; `redactor` holds the secrets no error of the gateway may show.
 
     Raises `UnknownProviderError` for an unknown provider, `ScriptError` for a bad script file, and
     `ValueError` when a script is given for a network provider.
@@ -67,19 +101,15 @@ def make_gateway(
         raise ValueError(
             f"model {entry_name!r}: a script plays only on the scripted provider, not {provider.value}"
         )
-    base_url = entry.base_url or ""
-    key_env = entry.api_key_env or DEFAULT_API_KEY_ENV.get(provider, "")
-    timeout = entry.timeout
-    label = f"{provider.value} ({entry_name})"
     if provider is GatewayType.scripted:
         return ScriptedGateway.from_file(script_path) if script_path else ScriptedGateway()
-    if provider is GatewayType.openai and not key_env and not base_url:
-        key_env = "OPENAI_API_KEY"  # the real OpenAI endpoint; local servers need no key
     return _network_gateway(provider)(
-        base_url=base_url,
-        api_key_env=key_env,
-        timeout=timeout or DEFAULT_TIMEOUT,
-        provider_name=label,
+        base_url=entry.base_url or "",
+        api_key_env=api_key_env_of(entry),
+        timeout=entry.timeout or DEFAULT_TIMEOUT,
+        deadlines=deadlines_of(entry),
+        redactor=redactor,
+        provider_name=f"{provider.value} ({entry_name})",
     )
 
 

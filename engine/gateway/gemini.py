@@ -29,6 +29,7 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
+from engine.gateway.deadlines import StreamDeadlines
 from engine.gateway.http import (
     HttpGateway,
     SseEvent,
@@ -37,6 +38,7 @@ from engine.gateway.http import (
     parse_json_event,
     stream_error,
 )
+from engine.redaction import Redactor
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 SIGNATURES_STATE_KEY = "thought_signatures"
@@ -157,6 +159,8 @@ class GeminiGateway(HttpGateway):
         base_url: str = DEFAULT_BASE_URL,
         api_key_env: str = "GEMINI_API_KEY",
         timeout: float = DEFAULT_TIMEOUT,
+        deadlines: StreamDeadlines | None = None,
+        redactor: Redactor | None = None,
         provider_name: str = "gemini",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -164,6 +168,8 @@ class GeminiGateway(HttpGateway):
             base_url=base_url,
             api_key_env=api_key_env,
             timeout=timeout,
+            deadlines=deadlines,
+            redactor=redactor,
             provider_name=provider_name,
             transport=transport,
         )

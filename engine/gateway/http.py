@@ -2,18 +2,23 @@
 
 The gateways never retry; they classify. Timeouts, connection failures, HTTP 408, 429 and 5xx are
 transient (`GatewayError.transient`), so the agent loop may retry them with a `retry` event; any
-other 4xx is permanent and carries the provider's own error message. API keys are read from the
-environment at request time and are scrubbed from every error message.
+other 4xx is permanent and carries the provider's own error message. The stream deadlines
+(`deadlines.py`) bound a response that sends bytes but no events. API keys are read from the
+environment at request time; every error a gateway raises passes through the redactor (the key
+it sent and every other secret Trellis holds) at one boundary, `HttpGateway.stream`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
+import logging
 import os
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,12 +33,17 @@ from engine.gateway.base import (
     StreamDelta,
 )
 from engine.gateway.codecs import codec_for
+from engine.gateway.deadlines import StreamClock, StreamDeadlines
+from engine.redaction import Redactor
+
+log = logging.getLogger(__name__)
 
 TRANSIENT_STATUSES = frozenset({408, 429})
 """4xx statuses worth retrying; every 5xx is too."""
 
-ERROR_SNIPPET_CHARS = 500
-"""How much of an unparsable error body an error message quotes."""
+ERROR_MESSAGE_CHARS = 600
+"""How long a gateway error message may be; endpoint text beyond it (an HTML page, a garbage
+line) is cut, after redaction, so a secret is never cut in half and half shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +100,7 @@ def error_message_of(body: bytes | str) -> str:
     try:
         parsed: Any = json.loads(text)
     except ValueError:
-        return text.strip()[:ERROR_SNIPPET_CHARS]
+        return text.strip()
     if isinstance(parsed, list) and parsed:  # Gemini's streaming endpoint wraps errors in a list
         parsed = parsed[0]
     if isinstance(parsed, dict):
@@ -102,7 +112,7 @@ def error_message_of(body: bytes | str) -> str:
             kind = error.get("type") or error.get("status")
             if isinstance(message, str) and message:
                 return f"{message} ({kind})" if isinstance(kind, str) and kind else message
-    return text.strip()[:ERROR_SNIPPET_CHARS]
+    return text.strip()
 
 
 def parse_json_event(provider: str, event: SseEvent) -> dict[str, Any]:
@@ -110,9 +120,8 @@ def parse_json_event(provider: str, event: SseEvent) -> dict[str, Any]:
     try:
         value = json.loads(event.data)
     except ValueError:
-        snippet = event.data[:120]
         raise GatewayError(
-            f"{provider}: malformed stream: an event's data is not JSON: {snippet!r}"
+            f"{provider}: malformed stream: an event's data is not JSON: {event.data!r}"
         ) from None
     if not isinstance(value, dict):
         raise GatewayError(
@@ -122,10 +131,12 @@ def parse_json_event(provider: str, event: SseEvent) -> dict[str, Any]:
 
 
 class HttpEndpoint:
-    """One provider base URL, its timeout and the name of the variable holding its key.
+    """One provider base URL, its limits, the name of the variable holding its key, its redactor.
 
     Owns the `httpx.AsyncClient` (one connection pool per gateway); `transport` lets tests mount
-    an in-process transport, though the test suite uses real loopback servers.
+    an in-process transport, though the test suite uses real loopback servers. `timeout` bounds
+    connecting and sending the request; reading is bounded by the `deadlines` alone (a socket
+    read timeout would restart with every keep-alive chunk, and cut a long-thinking model short).
     """
 
     def __init__(
@@ -134,15 +145,23 @@ class HttpEndpoint:
         provider: str,
         base_url: str,
         timeout: float,
+        deadlines: StreamDeadlines,
         api_key_env: str = "",
+        keepalive_events: frozenset[str] = frozenset(),
+        redactor: Redactor | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.deadlines = deadlines
         self.api_key_env = api_key_env
+        self.keepalive_events = keepalive_events
+        self._redactor = redactor or Redactor()
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), transport=transport, verify=_tls_context()
+            timeout=httpx.Timeout(timeout, read=None),
+            transport=transport,
+            verify=_tls_context(),
         )
 
     def __repr__(self) -> str:
@@ -163,41 +182,60 @@ class HttpEndpoint:
         return key
 
     def redact(self, text: str) -> str:
-        """`text` with the API key replaced, so no error or log line ever carries it."""
-        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-        return text.replace(key, "[redacted]") if key else text
+        """`text` without the key this endpoint sends (read now: it may have been rotated) or
+        any other secret Trellis holds."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return self._redactor.with_secrets(key)(text)
+
+    def scrub(self, error: GatewayError) -> None:
+        """Redact `error`'s message in place, then cut it to `ERROR_MESSAGE_CHARS`."""
+        message = self.redact(str(error))
+        if len(message) > ERROR_MESSAGE_CHARS:
+            message = message[: ERROR_MESSAGE_CHARS - 1] + "…"
+        error.args = (message,)
 
     async def events(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str]
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent, None]:
         """POST `body` as JSON to `path` and yield the response's server-sent events.
 
-        Raises `GatewayError`: transient for timeouts, connection failures, 408/429/5xx; permanent
-        for other 4xx (with the provider's message) and for a response that is not an event stream.
+        Raises `GatewayError`: transient for timeouts, an expired stream deadline
+        (`DeadlineExceededError`), connection failures, 408/429/5xx; permanent for other 4xx
+        (with the provider's message) and for a response that is not an event stream. Messages
+        may quote the endpoint: the caller redacts them.
         """
         url = f"{self.base_url}/{path.lstrip('/')}"
+        clock = StreamClock(self.deadlines, self.provider)
         try:
-            async with self._client.stream(
+            request = self._client.build_request(
                 "POST", url, json=dict(body), headers=dict(headers)
-            ) as response:
-                if response.status_code >= 400:
-                    raise self._status_error(response, await response.aread())
-                content_type = response.headers.get("content-type", "")
-                if "event-stream" not in content_type and "json" in content_type:
-                    raw = await response.aread()
-                    raise GatewayError(
-                        f"{self.provider}: malformed stream: expected text/event-stream, got "
-                        f"{content_type}: {self.redact(error_message_of(raw))}",
-                        status=response.status_code,
-                    )
+            )
+            async with asyncio.timeout_at(clock.deadline()):
+                response = await self._client.send(request, stream=True)
+            try:
+                async with asyncio.timeout_at(clock.deadline()):
+                    await self._refuse_errors(response)
                 decoder = SseDecoder()
-                async for line in response.aiter_lines():
+                lines = response.aiter_lines()
+                while True:
+                    # spec: only events count; comments and blank lines keep no deadline alive
+                    async with asyncio.timeout_at(clock.deadline()):
+                        line = await anext(lines, None)
+                    if line is None:
+                        break
                     event = decoder.feed_line(line)
-                    if event is not None:
-                        yield event
+                    if event is None:
+                        continue
+                    if event.event not in self.keepalive_events:
+                        clock.event()
+                    yield event
                 tail = decoder.flush()
                 if tail is not None:
                     yield tail
+            finally:
+                await response.aclose()
+        except TimeoutError:
+            raise clock.expired() from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise GatewayError(
                 f"{self.provider}: cannot use the URL {url!r}: {exc} "
@@ -205,22 +243,34 @@ class HttpEndpoint:
             ) from exc
         except httpx.TimeoutException as exc:
             raise GatewayError(
-                f"{self.provider}: no response within {self.timeout:g}s ({type(exc).__name__})",
+                f"{self.provider}: could not connect and send within {self.timeout:g}s "
+                f"({type(exc).__name__})",
                 transient=True,
             ) from exc
         except httpx.TransportError as exc:
-            detail = self.redact(str(exc)) or type(exc).__name__
+            detail = str(exc) or type(exc).__name__
             raise GatewayError(
                 f"{self.provider}: connection to {self.base_url} failed: {detail}", transient=True
             ) from exc
         except httpx.HTTPError as exc:  # e.g. a body that fails to decode
+            raise GatewayError(f"{self.provider}: malformed response: {exc}") from exc
+
+    async def _refuse_errors(self, response: httpx.Response) -> None:
+        """Raise for an error status, or for JSON where an event stream was expected."""
+        if response.status_code >= 400:
+            raise self._status_error(response, await response.aread())
+        content_type = response.headers.get("content-type", "")
+        if "event-stream" not in content_type and "json" in content_type:
+            raw = await response.aread()
             raise GatewayError(
-                f"{self.provider}: malformed response: {self.redact(str(exc))}"
-            ) from exc
+                f"{self.provider}: malformed stream: expected text/event-stream, got "
+                f"{content_type}: {error_message_of(raw)}",
+                status=response.status_code,
+            )
 
     def _status_error(self, response: httpx.Response, body: bytes) -> GatewayError:
         status = response.status_code
-        message = self.redact(error_message_of(body)) or response.reason_phrase
+        message = error_message_of(body) or response.reason_phrase
         retry_after = response.headers.get("retry-after")
         suffix = f" (retry after {retry_after}s)" if retry_after else ""
         return GatewayError(
@@ -251,6 +301,8 @@ class HttpGateway(ABC):
 
     gateway_type: GatewayType
     default_base_url: str
+    keepalive_events: frozenset[str] = frozenset()
+    """Names of events that only keep the connection alive: they count toward no deadline."""
 
     def __init__(
         self,
@@ -258,6 +310,8 @@ class HttpGateway(ABC):
         base_url: str = "",
         api_key_env: str = "",
         timeout: float = DEFAULT_TIMEOUT,
+        deadlines: StreamDeadlines | None = None,
+        redactor: Redactor | None = None,
         provider_name: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -266,7 +320,10 @@ class HttpGateway(ABC):
             provider=provider_name or self.gateway_type.value,
             base_url=base_url or self.default_base_url,
             timeout=timeout,
+            deadlines=deadlines or StreamDeadlines(),
             api_key_env=api_key_env,
+            keepalive_events=self.keepalive_events,
+            redactor=redactor,
             transport=transport,
         )
 
@@ -288,15 +345,24 @@ class HttpGateway(ABC):
     def _reader(self) -> StreamReader: ...
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
+        """The response's deltas; raises `GatewayError` with every secret redacted from it."""
         reader = self._reader()
         body = self.request_body(request)
-        async for event in self._endpoint.events(self._path(request), body, self._headers()):
-            for delta in reader.feed(event):
+        try:
+            events = self._endpoint.events(self._path(request), body, self._headers())
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    for delta in reader.feed(event):
+                        yield delta
+                    if reader.done:
+                        break
+            for delta in reader.close():
                 yield delta
-            if reader.done:
-                break
-        for delta in reader.close():
-            yield delta
+        except GatewayError as exc:
+            # the boundary: whatever the endpoint sent, quoted by the endpoint or a reader
+            self._endpoint.scrub(exc)
+            log.warning("model call failed: %s", exc)
+            raise
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()

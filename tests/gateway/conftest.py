@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.gateway.fake_http import FakeServer
+from tests.gateway.providers import KEY, KEY_ENV, PROVIDERS, Provider
 
 _PROXY_VARIABLES = (
     "HTTP_PROXY",
@@ -29,3 +30,11 @@ async def server() -> AsyncIterator[FakeServer]:
     await fake.start()
     yield fake
     await fake.close()
+
+
+@pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
+def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
+    """Each network provider in turn, with its key variable set to `KEY`."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    assert isinstance(request.param, Provider)
+    return request.param

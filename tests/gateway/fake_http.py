@@ -17,13 +17,21 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Canned:
-    """One response: sent in `chunks` (flushed one by one), or never, if `hold` is set."""
+    """One response: sent in `chunks` (flushed one by one), or never, if `hold` is set.
+
+    After the chunks a hostile endpoint may `trickle` the same bytes every `every` seconds (a
+    keep-alive comment, garbage) or `stall` (keep the connection open and send nothing), until
+    the client or the server closes the connection.
+    """
 
     status: int = 200
     chunks: Sequence[bytes] = ()
     content_type: str = "text/event-stream"
     headers: dict[str, str] = field(default_factory=dict)
     hold: bool = False
+    trickle: bytes = b""
+    every: float = 0.02
+    stall: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +126,12 @@ class FakeServer:
         for chunk in canned.chunks:
             writer.write(chunk)
             await writer.drain()
+        while canned.trickle and not self._stop.is_set() and not reader.at_eof():
+            await asyncio.sleep(canned.every)
+            writer.write(canned.trickle)
+            await writer.drain()
+        if canned.stall:
+            await self._stop.wait()
 
 
 def _phrase(status: int) -> str:

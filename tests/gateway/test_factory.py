@@ -25,6 +25,9 @@ class Entry:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout: float | None = None
+    first_event_timeout: float | None = None
+    idle_timeout: float | None = None
+    request_timeout: float | None = None
     script: str | None = None
 
 

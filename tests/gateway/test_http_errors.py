@@ -8,95 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
-from engine.gateway.anthropic import AnthropicGateway
-from engine.gateway.base import Gateway, GatewayError, ModelRequest, StreamDelta, TextDelta
-from engine.gateway.gemini import GeminiGateway
+from engine.gateway.base import TextDelta
 from engine.gateway.http import SseDecoder, SseEvent, error_message_of
-from engine.gateway.openai import OpenAIGateway
 from tests.gateway.fake_http import Canned, FakeServer, json_body, sse
-
-KEY_ENV = "TRELLIS_TEST_KEY"
-KEY = "sk-secret-0123456789"
-
-
-@dataclass(frozen=True)
-class Provider:
-    name: str
-    make: Callable[..., Gateway]
-    error: Callable[[int, str], Any]  # the provider's error body
-    partial: list[bytes]  # a valid start of a stream that never finishes
-    stream_error: dict[str, Any]  # an error sent inside a 200 stream, meaning "overloaded"
-
-
-PROVIDERS = [
-    Provider(
-        "openai",
-        OpenAIGateway,
-        lambda status, message: {
-            "error": {"message": message, "type": "invalid_request_error", "code": None}
-        },
-        sse({"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}),
-        {"error": {"message": "upstream overloaded", "code": 503}},
-    ),
-    Provider(
-        "gemini",
-        GeminiGateway,
-        lambda status, message: [
-            {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
-        ],
-        sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}),
-        {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}},
-    ),
-    Provider(
-        "anthropic",
-        AnthropicGateway,
-        lambda status, message: {
-            "type": "error",
-            "error": {"type": "invalid_request_error", "message": message},
-        },
-        sse(
-            {"type": "message_start", "message": {"usage": {"input_tokens": 1}}},
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": "Hel"},
-            },
-        ),
-        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-    ),
-]
-REQUEST = ModelRequest(model="test-model", system="s")
-
-
-@pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
-def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
-    monkeypatch.setenv(KEY_ENV, KEY)
-    assert isinstance(request.param, Provider)
-    return request.param
-
-
-async def drain(gateway: Gateway, request: ModelRequest, into: list[StreamDelta]) -> None:
-    async for delta in gateway.stream(request):
-        into.append(delta)
-
-
-async def failure(
-    gateway: Gateway, request: ModelRequest = REQUEST
-) -> tuple[GatewayError, list[StreamDelta]]:
-    """The error the stream ends with, and what it delivered before it."""
-    received: list[StreamDelta] = []
-    try:
-        with pytest.raises(GatewayError) as caught:
-            await drain(gateway, request, received)
-    finally:
-        await gateway.aclose()
-    return caught.value, received
+from tests.gateway.providers import KEY, KEY_ENV, REQUEST, Provider, failure
 
 
 @pytest.mark.parametrize("status", [429, 500, 503, 529])
@@ -167,7 +85,12 @@ async def test_an_error_inside_the_stream_is_classified(
     server: FakeServer, provider: Provider
 ) -> None:
     server.queue(
-        Canned(chunks=[*provider.partial, *sse(provider.stream_error, event_names=["error"])])
+        Canned(
+            chunks=[
+                *provider.partial,
+                *sse(provider.stream_error("upstream overloaded"), event_names=["error"]),
+            ]
+        )
     )
     error, received = await failure(provider.make(base_url=server.base_url, api_key_env=KEY_ENV))
     assert error.transient
@@ -182,17 +105,6 @@ async def test_json_instead_of_an_event_stream_is_malformed(
     error, _ = await failure(provider.make(base_url=server.base_url, api_key_env=KEY_ENV))
     assert not error.transient
     assert "expected text/event-stream" in str(error)
-
-
-async def test_no_answer_within_the_timeout_is_transient(
-    server: FakeServer, provider: Provider
-) -> None:
-    server.queue(Canned(hold=True))
-    gateway = provider.make(base_url=server.base_url, api_key_env=KEY_ENV, timeout=0.2)
-    error, _ = await failure(gateway)
-    assert error.transient
-    assert error.status is None
-    assert "no response within 0.2s" in str(error)
 
 
 async def test_a_refused_connection_is_transient(provider: Provider) -> None:
