@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tracemalloc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,10 @@ from engine.context.areas import (
     SubtaskArea,
     WatchArea,
     load_area,
+    restorable_kinds,
 )
+from engine.gateway.base import NativeContent
+from engine.message import Message
 from tests.context.fakes import Harness
 
 
@@ -177,7 +182,8 @@ def test_load_area_by_import_path() -> None:
         ("no.such.module:Area", "import of 'no.such.module' failed"),
         ("engine.context.areas.notice:Missing", "has no callable 'Missing'"),
         ("engine.context.areas.notice:NoticeArea", "raised TypeError"),
-        ("engine.message:Source", "raised"),
+        ("engine.message:Source", "Source lacks life_state, flow_state, observe"),
+        ("os:system", r"not a class \(builtin_function_or_method\)"),
         ("collections:OrderedDict", "lacks life_state"),
         ("nocolon", "expected 'package.module:Class'"),
     ],
@@ -186,6 +192,41 @@ def test_a_failing_load_names_the_path(path: str, reason: str) -> None:
     with pytest.raises(AreaLoadError, match=reason) as info:
         load_area(path)
     assert path in str(info.value)
+
+
+@pytest.mark.parametrize("path", ["os:system", "subprocess:call"])
+def test_a_callable_that_is_not_an_area_class_is_never_called(tmp_path: Path, path: str) -> None:
+    marker = tmp_path / "marker"
+    with pytest.raises(AreaLoadError, match="not a class"):
+        load_area(path, {"command": f"touch {marker}", "args": ["touch", str(marker)]})
+    with pytest.raises(AreaLoadError, match="not a class"):
+        restorable_kinds([path])
+    assert not marker.exists()
+
+
+def test_an_area_class_may_declare_its_states_as_fields() -> None:
+    area = load_area(f"{__name__}:FieldStates")
+    assert isinstance(area, FieldStates)
+
+
+@dataclass
+class FieldStates:
+    """An Area whose states are dataclass fields, not properties: still the protocol."""
+
+    life_state: AreaLifeState = AreaLifeState.retain
+    flow_state: AreaFlowState = AreaFlowState.yielded
+
+    def observe(self, context: Sequence[NativeContent]) -> None:
+        _ = context
+
+    def render(self) -> list[Message]:
+        return []
+
+    def promote(self) -> tuple[Message, ...]:
+        return ()
+
+    def gc_prologue(self) -> None:
+        pass
 
 
 def test_watch_never_follows_a_symlink_swapped_in_to_lead_outside(tmp_path: Path) -> None:
