@@ -75,7 +75,8 @@ def _area_class(path: str) -> type[Any]:
     factory = _resolve(path)
     if not isinstance(factory, type):
         raise AreaLoadError(
-            path, f"not a class ({type(factory).__name__}); an Area is a class implementing {_PROTOCOL}"
+            path,
+            f"not a class ({type(factory).__name__}); an Area is a class implementing {_PROTOCOL}",
         )
     missing = [name for name in _MEMBERS if not _declares(factory, name)]
     if missing:
