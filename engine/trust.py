@@ -80,8 +80,12 @@ class TrustStore:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TrustStoreError(self.path, f"cannot read the trust record: {exc}") from exc
+        except OSError as exc:
+            raise TrustStoreError(
+                self.path, f"cannot read the trust record: {exc.strerror or exc}"
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise TrustStoreError(self.path, f"the trust record is not UTF-8: {exc}") from exc
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
