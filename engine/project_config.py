@@ -84,7 +84,7 @@ def untrusted_subset(
     skipped: list[SkippedKey] = []
     for key, value in layer.items():
         match key:
-            case "default_model" if value not in baseline.models:
+            case "default_model" if isinstance(value, str) and value not in baseline.models:
                 skipped.append(SkippedKey(key=key, reason=_UNKNOWN_MODEL, value=value))
             case "models":
                 skipped.extend(_model_keys(value, baseline))

@@ -249,11 +249,22 @@ def test_a_failed_write_leaves_the_record_as_it_was(
     assert [p.name for p in tmp_path.iterdir()] == ["trust.json"]  # no temporary file left
 
 
-def test_an_unknown_key_in_an_untrusted_file_is_still_an_error(tmp_path: Path, user: Path) -> None:
-    root = project(tmp_path, "[contxt]\nchar_cap = 1\n")
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[contxt]\nchar_cap = 1\n", "contxt"),
+        ("default_model = [1]\n", "default_model"),
+        ('context = "big"\n', "context"),
+        ("[context]\nsecret_patterns = 3\n", "context.secret_patterns"),
+    ],
+)
+def test_a_mistake_in_an_untrusted_file_is_still_an_error(
+    tmp_path: Path, user: Path, text: str, key: str
+) -> None:
+    root = project(tmp_path, text)
     with pytest.raises(ConfigError) as raised:
         load_config(root, user_file=user)
-    assert raised.value.key == "contxt"
+    assert (raised.value.file, raised.value.key) == (root / ".trellis" / "config.toml", key)
 
 
 def test_the_user_file_as_project_file_is_trusted(tmp_path: Path) -> None:

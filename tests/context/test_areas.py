@@ -23,7 +23,7 @@ from engine.context.areas import (
     restorable_kinds,
 )
 from engine.gateway.base import NativeContent
-from engine.message import Message
+from engine.message import Message, Role
 from tests.context.fakes import Harness
 
 
@@ -205,28 +205,33 @@ def test_a_callable_that_is_not_an_area_class_is_never_called(tmp_path: Path, pa
 
 
 def test_an_area_class_may_declare_its_states_as_fields() -> None:
-    area = load_area(f"{__name__}:FieldStates")
+    states = {"life_state": AreaLifeState.retain, "flow_state": AreaFlowState.yielded}
+    area = load_area(f"{__name__}:FieldStates", states)
     assert isinstance(area, FieldStates)
+    area.observe(())
+    assert [m.content for m in area.render()] == ["saw 0 items"]
 
 
 @dataclass
 class FieldStates:
-    """An Area whose states are dataclass fields, not properties: still the protocol."""
+    """An Area whose states are dataclass fields without defaults: no class attribute, still
+    the protocol."""
 
-    life_state: AreaLifeState = AreaLifeState.retain
-    flow_state: AreaFlowState = AreaFlowState.yielded
+    life_state: AreaLifeState
+    flow_state: AreaFlowState
+    seen: int = 0
 
     def observe(self, context: Sequence[NativeContent]) -> None:
-        _ = context
+        self.seen = len(context)
 
     def render(self) -> list[Message]:
-        return []
+        return [Message(Role.user, f"saw {self.seen} items")]
 
     def promote(self) -> tuple[Message, ...]:
-        return ()
+        return tuple(self.render())
 
     def gc_prologue(self) -> None:
-        pass
+        self.seen = 0
 
 
 def test_watch_never_follows_a_symlink_swapped_in_to_lead_outside(tmp_path: Path) -> None:
