@@ -174,13 +174,12 @@ async def _run(args: argparse.Namespace) -> int:
     policy = HeadlessPolicy(
         allow=frozenset(args.allow), approve_all=args.approve_all, deny_all=args.deny_all
     )
+    loaded: LoadedConfig | None = None
+    if args.resume is None:  # a bad config is reported before the store is touched
+        loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
     async with SQLiteStore(sessions_db_path()) as store:
-        if args.resume is not None:
+        if loaded is None:
             loaded = await load_session_config(store, args.resume, trust_project=args.trust_project)
-        else:
-            loaded = await asyncio.to_thread(
-                load_config_report, cwd, trust_project=args.trust_project
-            )
         agent = await open_agent(
             config=_reported(loaded),
             cwd=cwd,
