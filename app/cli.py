@@ -15,8 +15,9 @@ from datetime import datetime
 from pathlib import Path
 
 from engine.agent.factory import held_secrets, open_agent
+from engine.agent.session_config import load_session_config
 from engine.commands import REGISTRY
-from engine.config import load_config
+from engine.config import Config, LoadedConfig, load_config_report, project_layer_of
 from engine.errors import TrellisError
 from engine.events import (
     AgentError,
@@ -28,10 +29,11 @@ from engine.events import (
     ToolResultRecord,
     TurnEnd,
 )
-from engine.paths import log_file_path, sessions_db_path
+from engine.paths import find_project_dir, log_file_path, sessions_db_path
 from engine.redaction import RedactingLogFilter, Redactor
 from engine.store.sqlite import SQLiteStore
 from engine.tools.permission import HeadlessPolicy
+from engine.trust import TrustStore, file_digest
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -44,8 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="An agent console that shows what the model is actually given.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    config = _config_options()
 
-    run = sub.add_parser("run", help="run one prompt headless and print the reply")
+    run = sub.add_parser(
+        "run", parents=[config], help="run one prompt headless and print the reply"
+    )
     run.add_argument("-p", "--prompt", required=True, help="the prompt, or a /command")
     run.add_argument(
         "--model", help="a configured model entry (default: the config's default_model)"
@@ -55,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--cwd", type=Path, default=None, help="the workspace (default: the current directory)"
+    )
+    run.add_argument(
+        "--resume",
+        metavar="ID",
+        help="continue a stored session, in its own workspace and with that workspace's config",
     )
     run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
     run.add_argument(
@@ -73,10 +83,30 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="list stored sessions, newest first")
     sessions.add_argument("--cwd", type=Path, default=None, help="only sessions of this workspace")
     sessions.add_argument("--all", action="store_true", help="sessions of every workspace")
-    sessions.add_argument("--limit", type=int, default=20)
+    sessions.add_argument("--limit", type=int, default=20, help="at most this many (1 or more)")
 
-    sub.add_parser("models", help="list the configured model entries")
+    sub.add_parser("models", parents=[config], help="list the configured model entries")
+
+    trust = sub.add_parser(
+        "trust",
+        help="trust a project's .trellis/config.toml: all of it applies until the file changes",
+    )
+    trust.add_argument(
+        "dir", nargs="?", type=Path, default=None, help="the project (default: the current one)"
+    )
+    trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
     return parser
+
+
+def _config_options() -> argparse.ArgumentParser:
+    """The options of every command that loads a config."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="apply the project's .trellis/config.toml whole for this run, without recording trust",
+    )
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "sessions":
                 return asyncio.run(_sessions(args))
             case "models":
-                return _models()
+                return _models(args)
+            case "trust":
+                return _trust(args)
             case _:
                 parser.error(f"unknown command {args.command}")
     except TrellisError as exc:  # every error a front end must handle (engine.errors)
@@ -131,21 +163,30 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     cwd = (args.cwd or Path.cwd()).resolve()
+    if args.resume is not None and args.cwd is not None:
+        print("trellis: --cwd and --resume: a resumed session keeps its workspace", file=sys.stderr)
+        return EXIT_USAGE
     if not cwd.is_dir():
         print(f"trellis: --cwd {cwd} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    config = load_config(cwd)
-    if log_secrets is not None:
-        log_secrets.redactor = held_secrets(config)
     policy = HeadlessPolicy(
         allow=frozenset(args.allow), approve_all=args.approve_all, deny_all=args.deny_all
     )
+    loaded: LoadedConfig | None = None
+    if args.resume is None:  # a bad config is reported before the store is touched
+        loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
     async with SQLiteStore(sessions_db_path()) as store:
+        if loaded is None:
+            loaded = await load_session_config(store, args.resume, trust_project=args.trust_project)
+        config = _reported(loaded)
+        if log_secrets is not None:
+            log_secrets.redactor = held_secrets(config)
         agent = await open_agent(
             config=config,
             cwd=cwd,
             store=store,
             model=args.model,
+            session_id=args.resume,
             script=args.script,
             responder=policy,
         )
@@ -225,7 +266,18 @@ class _JsonPrinter:
                 pass
 
 
+def _reported(loaded: LoadedConfig) -> Config:
+    """The config, after one line on stderr naming what an untrusted project file could not set."""
+    notice = loaded.project.notice() if loaded.project is not None else None
+    if notice is not None:
+        print(f"trellis: {notice}", file=sys.stderr)
+    return loaded.config
+
+
 async def _sessions(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
+        return EXIT_USAGE
     cwd = None if args.all else str((args.cwd or Path.cwd()).resolve())
     async with SQLiteStore(sessions_db_path()) as store:
         page = await store.list(cwd=cwd, limit=args.limit)
@@ -240,14 +292,43 @@ async def _sessions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _models() -> int:
-    config = load_config(Path.cwd())
+def _models(args: argparse.Namespace) -> int:
+    config = _reported(load_config_report(Path.cwd(), trust_project=args.trust_project))
     for name, entry in config.models.items():
         marker = "*" if name == config.default_model else " "
         target = entry.model or entry.provider
         print(
             f"{marker} {name:<16} {entry.provider:<10} {target}  egress<={entry.effective_egress().name}"
         )
+    return EXIT_OK
+
+
+def _trust(args: argparse.Namespace) -> int:
+    directory: Path = args.dir or Path.cwd()
+    if not directory.is_dir():
+        print(f"trellis: {directory} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    store = TrustStore()
+    if args.revoke:
+        project = find_project_dir(directory) or directory.resolve()
+        if store.revoke(project):
+            print(f"revoked trust in {project}: its .trellis/config.toml is untrusted again")
+        else:
+            print(f"{project} was not trusted; nothing changed")
+        return EXIT_OK
+    found = project_layer_of(directory)
+    if found is None:
+        print(
+            f"trellis: no .trellis/config.toml in {directory.resolve()} or its parents",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    project, data = found
+    record = store.trust(project, file_digest(data))
+    print(
+        f"trusted {project}: its .trellis/config.toml (sha256 {record.sha256[:12]}) applies "
+        "whole until the file changes"
+    )
     return EXIT_OK
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
@@ -40,6 +41,14 @@ from engine.gateway.deadlines import (
 )
 from engine.paths import CONFIG_ENV, project_config_file, user_config_file
 from engine.privacy import PrivacyClass
+from engine.project_config import (
+    ProjectLayer,
+    SkippedKey,
+    UserBaseline,
+    dotted_key,
+    untrusted_subset,
+)
+from engine.trust import TrustStore, TrustStoreError, file_digest
 
 BUILTIN_MODEL = "scripted"
 """The entry that always exists, so a fresh install needs no configuration and no network."""
@@ -56,7 +65,6 @@ DEFAULT_SYSTEM_PROMPT = (
 
 _UNKNOWN_DEFAULT_MODEL = "unknown_default_model"
 _DUPLICATE_MCP_SERVER = "duplicate_mcp_server"
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _AREA_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 Loc = tuple[str | int, ...]
@@ -221,6 +229,9 @@ class AgentConfig(_Section):
     max_steps: PositiveInt = 50
     tool_timeout: PositiveFloat = 120.0
     max_tool_output: PositiveInt = 100_000
+    allow_protected_writes: list[str] = Field(default_factory=list)
+    """Paths under `.trellis/`, or the user config, that write_file and edit_file may change:
+    relative to the workspace, or absolute (`~` expanded). Protected paths are refused otherwise."""
 
 
 def _builtin_models() -> dict[str, ModelEntry]:
@@ -288,41 +299,141 @@ class Config(_Section):
 # --- loading --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedConfig:
+    """The configuration, and what became of the project's file: a front end names the skipped
+    keys, may ask the user to trust the project, and loads again."""
+
+    config: Config
+    project: ProjectLayer | None
+    """None when no project file was read (none found, or it is the user-level file)."""
+
+
 def config_files(cwd: Path, *, user_file: Path | None = None) -> list[Path]:
     """The layers that exist, lowest first: the user-level file, then the project's.
 
     A missing file is no layer, except one named by `TRELLIS_CONFIG`: naming a file that is not
     there is a mistake worth reporting.
     """
-    files: list[Path] = []
+    user = _user_layer_file(user_file)
+    project = _project_layer_file(cwd, user)
+    return [file for file in (user, project) if file is not None]
+
+
+def _user_layer_file(user_file: Path | None) -> Path | None:
     user = user_file if user_file is not None else user_config_file()
     if user.is_file():
-        files.append(user)
-    elif user_file is None and os.environ.get(CONFIG_ENV):
+        return user
+    if user_file is None and os.environ.get(CONFIG_ENV):
         raise ConfigError(f"no such file (named by {CONFIG_ENV})", file=user)
+    return None
+
+
+def _project_layer_file(cwd: Path, user: Path | None) -> Path | None:
     project = project_config_file(cwd)
-    if project is not None and not any(project.resolve() == f.resolve() for f in files):
-        files.append(project)
-    return files
+    if project is None or (user is not None and project.resolve() == user.resolve()):
+        return None
+    return project
 
 
-def load_config(cwd: Path, *, user_file: Path | None = None) -> Config:
-    """Read, merge and validate the configuration seen from `cwd`; raises `ConfigError`."""
+def load_config(
+    cwd: Path,
+    *,
+    user_file: Path | None = None,
+    trust_project: bool = False,
+    trust_store: TrustStore | None = None,
+) -> Config:
+    """Read, merge and validate the configuration seen from `cwd`; raises `ConfigError`.
+
+    The project's file applies whole only when trusted (see `load_config_report`)."""
+    return load_config_report(
+        cwd, user_file=user_file, trust_project=trust_project, trust_store=trust_store
+    ).config
+
+
+def load_config_report(
+    cwd: Path,
+    *,
+    user_file: Path | None = None,
+    trust_project: bool = False,
+    trust_store: TrustStore | None = None,
+) -> LoadedConfig:
+    """Read, merge and validate the configuration seen from `cwd`; raises `ConfigError`.
+
+    The project's file applies whole when `trust_project` is given (one run) or the trust store
+    holds its directory with the digest of exactly these bytes; otherwise only the keys
+    `untrusted_subset` allows apply and the rest are reported on `LoadedConfig.project`.
+    """
     merged: dict[str, Any] = {}
     provenance: dict[Loc, Path] = {}
-    for file in config_files(cwd, user_file=user_file):
-        _merge(merged, _read_layer(file), file, provenance, ())
+    user = _user_layer_file(user_file)
+    user_layer: dict[str, Any] = {}
+    if user is not None:
+        user_layer = _parse_layer(user, _read_file(user))
+        _merge(merged, user_layer, user, provenance, ())
+    report: ProjectLayer | None = None
+    project = _project_layer_file(cwd, user)
+    if project is not None:
+        # one read: the bytes that are hashed for trust are the bytes that are parsed
+        data = _read_file(project)
+        layer = _parse_layer(project, data)
+        directory = project.parent.parent
+        digest = file_digest(data)
+        trusted = trust_project or _trusted(trust_store, directory, digest)
+        skipped: tuple[SkippedKey, ...] = ()
+        if not trusted:
+            layer, skipped = untrusted_subset(layer, _baseline(user_layer))
+        _merge(merged, layer, project, provenance, ())
+        report = ProjectLayer(
+            directory=directory, file=project, digest=digest, trusted=trusted, skipped=skipped
+        )
     try:
-        return Config.model_validate(merged)
+        config = Config.model_validate(merged)
     except ValidationError as exc:
         raise _config_error(exc, provenance) from exc
+    return LoadedConfig(config=config, project=report)
 
 
-def _read_layer(file: Path) -> dict[str, Any]:
+def project_layer_of(cwd: Path) -> tuple[Path, bytes] | None:
+    """The project directory around `cwd` and its config file's bytes (for `trellis trust`)."""
+    project = project_config_file(cwd)
+    if project is None:
+        return None
+    return project.parent.parent, _read_file(project)
+
+
+def _trusted(store: TrustStore | None, directory: Path, digest: str) -> bool:
     try:
-        raw = file.read_bytes()
+        return (store if store is not None else TrustStore()).trusted(directory, digest)
+    except TrustStoreError as exc:
+        raise ConfigError(exc.problem, file=exc.file) from exc
+
+
+def _baseline(user_layer: Mapping[str, Any]) -> UserBaseline:
+    """What the user's own file puts in force; a section that does not validate counts as the
+    defaults here (the full validation then reports it)."""
+    models = user_layer.get("models")
+    names = {*models} if isinstance(models, Mapping) else set()
+    try:
+        context = ContextConfig.model_validate(user_layer.get("context", {}))
+    except ValidationError:
+        context = ContextConfig()
+    return UserBaseline(
+        models=frozenset({*names, BUILTIN_MODEL}),
+        shell_class=context.shell_privacy_class(),
+        secret_patterns=frozenset(context.secret_patterns),
+        instruction_files=frozenset(context.instruction_files),
+    )
+
+
+def _read_file(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+
+
+def _parse_layer(file: Path, raw: bytes) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -388,7 +499,7 @@ def _config_error(exc: ValidationError, provenance: Mapping[Loc, Path]) -> Confi
             loc = ("default_model",)
         elif error["type"] == _DUPLICATE_MCP_SERVER:
             loc = (*loc, int(error.get("ctx", {})["index"]), "name")
-        lines.append((_blame(loc, provenance), _dotted(loc), _describe(error, loc)))
+        lines.append((_blame(loc, provenance), dotted_key(loc), _describe(error, loc)))
     file, key, problem = lines[0]
     more = [ConfigError(p, file=f, key=k).problems[0] for f, k, p in lines[1:]]
     return ConfigError(problem, file=file, key=key, more=more)
@@ -401,18 +512,6 @@ def _blame(loc: Loc, provenance: Mapping[Loc, Path]) -> Path | None:
         if file is not None:
             return file
     return None
-
-
-def _dotted(loc: Loc) -> str:
-    """`models.local.context_window`, `areas[0].path`, `models."gpt-4.1".model`."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-            continue
-        name = part if _BARE_KEY.match(part) else f'"{part}"'
-        text = f"{text}.{name}" if text else name
-    return text
 
 
 def _describe(error: ErrorDetails, loc: Loc) -> str:

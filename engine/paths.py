@@ -19,6 +19,7 @@ CONFIG_ENV = "TRELLIS_CONFIG"
 PROJECT_DIR_NAME = ".trellis"
 CONFIG_FILE_NAME = "config.toml"
 SESSIONS_DB_NAME = "sessions.sqlite"
+TRUST_FILE_NAME = "trusted-projects.json"
 
 
 def data_dir() -> Path:
@@ -37,6 +38,11 @@ def log_file_path() -> Path:
 def sessions_db_path() -> Path:
     """The SQLite file that holds every session."""
     return data_dir() / SESSIONS_DB_NAME
+
+
+def trust_file_path() -> Path:
+    """The user's record of trusted project configurations (`engine.trust`)."""
+    return data_dir() / TRUST_FILE_NAME
 
 
 def user_config_file() -> Path:

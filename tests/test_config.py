@@ -45,9 +45,11 @@ def project(tmp_path: Path, text: str) -> Path:
     return root
 
 
-def load_error(cwd: Path, user_file: Path | None = None) -> ConfigError:
+def load_error(
+    cwd: Path, user_file: Path | None = None, *, trust_project: bool = False
+) -> ConfigError:
     with pytest.raises(ConfigError) as caught:
-        load_config(cwd, user_file=user_file)
+        load_config(cwd, user_file=user_file, trust_project=trust_project)
     return caught.value
 
 
@@ -195,7 +197,7 @@ args = { columns = 3 }
 def test_project_wins_key_by_key(tmp_path: Path) -> None:
     user = write(tmp_path / "user.toml", USER_TOML)
     root = project(tmp_path, PROJECT_TOML)
-    config = load_config(root, user_file=user)
+    config = load_config(root, user_file=user, trust_project=True)
 
     assert config.default_model == "local"
     local = config.models["local"]
@@ -311,7 +313,7 @@ def test_non_utf8_file_is_an_error(tmp_path: Path) -> None:
 
 def test_wrong_type_names_file_key_and_value(tmp_path: Path) -> None:
     root = project(tmp_path, '[models.local]\nprovider = "openai"\ncontext_window = "big"\n')
-    error = load_error(root)
+    error = load_error(root, trust_project=True)
     assert error.file == root / ".trellis" / "config.toml"
     assert error.key == "models.local.context_window"
     assert "valid integer" in error.problem
@@ -408,7 +410,7 @@ def test_duplicate_mcp_server_names(tmp_path: Path) -> None:
 def test_error_blames_the_layer_that_set_the_key(tmp_path: Path) -> None:
     user = write(tmp_path / "u.toml", '[models.m]\nprovider = "openai"\ntimeout = -1.0\n')
     root = project(tmp_path, '[models.m]\nmodel = "x"\n')
-    error = load_error(root, user)
+    error = load_error(root, user, trust_project=True)
     assert (error.file, error.key) == (user, "models.m.timeout")
 
 

@@ -31,7 +31,7 @@ def test_a_project_instruction_file_is_blamed_on_the_project(tmp_path: Path) -> 
         '[context]\ninstruction_files = ["/abs.md"]\n'
     )
     with pytest.raises(ConfigError) as raised:
-        load_config(project, user_file=user)
+        load_config(project, user_file=user, trust_project=True)
     assert raised.value.file == project / ".trellis" / "config.toml"
 
 

@@ -20,6 +20,7 @@ from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
 from engine.gateway.base import Gateway
 from engine.gateway.factory import api_key_env_of, make_gateway
+from engine.paths import trust_file_path, user_config_file
 from engine.redaction import Redactor
 from engine.session import Session
 from engine.store.base import SessionStore
@@ -46,6 +47,8 @@ def agent_options(config: Config, max_retries: int) -> AgentOptions:
         max_retries=max_retries,
         tool_timeout=config.agent.tool_timeout,
         max_tool_output=config.agent.max_tool_output,
+        protected_paths=(user_config_file(), trust_file_path()),
+        allowed_protected=tuple(Path(path) for path in config.agent.allow_protected_writes),
     )
 
 

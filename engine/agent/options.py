@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -16,3 +17,7 @@ class AgentOptions:
     tool_timeout: float = 120.0
     max_tool_output: int = 100_000
     """Characters of one tool result; longer output is truncated with a marker."""
+    protected_paths: tuple[Path, ...] = ()
+    """Files the write tools refuse besides any `.trellis/` (the user config, the trust record)."""
+    allowed_protected: tuple[Path, ...] = ()
+    """Protected paths the user allowed the write tools to change, relative to the workspace."""

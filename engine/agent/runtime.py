@@ -272,6 +272,8 @@ class Runtime:
             secret_patterns=self.assembler.secret_patterns,
             shell_class=self.assembler.shell_class,
             on_output=on_output,
+            protected_paths=self.options.protected_paths,
+            allowed_protected=self.options.allowed_protected,
         )
 
     def run_tool_hooks(self, call: ToolCall, output: ToolOutput) -> list[AdditionalContext]:

@@ -48,6 +48,10 @@ class ToolContext:
     call_id: str = ""
     on_output: Callable[[str], None] | None = None
     """Receives output as it arrives (a live `tool/output`); the returned result stays the record."""
+    protected_paths: tuple[Path, ...] = ()
+    """Files the write tools refuse besides any `.trellis/` (the user config, the trust record)."""
+    allowed_protected: tuple[Path, ...] = ()
+    """Protected paths (or directories of them) the user allowed writes to; relative to `root`."""
 
     def __post_init__(self) -> None:
         if self.max_output <= 0:

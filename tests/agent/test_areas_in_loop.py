@@ -100,7 +100,7 @@ async def test_config_areas_are_registered_at_start(tmp_path: Path) -> None:
     [
         ("tests.agent.no_such_module:Banner", "import of 'tests.agent.no_such_module' failed"),
         (f"{HERE}:Missing", "has no callable 'Missing'"),
-        (f"{HERE}:not_an_area", "lacks life_state"),
+        (f"{HERE}:not_an_area", "not a class (function)"),
         (f"{HERE}:Banner", "Banner(...) raised TypeError"),  # no `text` argument
     ],
 )

@@ -312,11 +312,20 @@ def test_bad_config_names_file_and_key(env: Env) -> None:
 def test_bad_project_config_names_file_and_key(inproc: InProcess) -> None:
     project = inproc.workspace / ".trellis" / "config.toml"
     project.parent.mkdir()
-    project.write_text('[models.local]\nprovider = "openai"\ncontext_window = 0\n')
-    code, _, err = inproc.main("models")
+    project.write_text('[models.local]\nprovider = "openai"\ncontext_window = 0\n[context]\n')
+    code, _, err = inproc.main("models", "--trust-project")
     assert code == 2
     assert str(project) in err
     assert "models.local.context_window" in err
+    # untrusted, the model entry is skipped (and named); a key that applies is still checked
+    code, out, err = inproc.main("models")
+    assert code == 0
+    assert "local" not in out
+    assert "skipped models.local " in err
+    project.write_text("[context]\nchar_cap = 0\n")
+    code, _, err = inproc.main("models")
+    assert code == 2
+    assert f"{project}: context.char_cap: " in err
 
 
 def test_bad_area_path_in_config(env: Env) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tracemalloc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,10 @@ from engine.context.areas import (
     SubtaskArea,
     WatchArea,
     load_area,
+    restorable_kinds,
 )
+from engine.gateway.base import NativeContent
+from engine.message import Message, Role
 from tests.context.fakes import Harness
 
 
@@ -177,7 +182,8 @@ def test_load_area_by_import_path() -> None:
         ("no.such.module:Area", "import of 'no.such.module' failed"),
         ("engine.context.areas.notice:Missing", "has no callable 'Missing'"),
         ("engine.context.areas.notice:NoticeArea", "raised TypeError"),
-        ("engine.message:Source", "raised"),
+        ("engine.message:Source", "Source lacks life_state, flow_state, observe"),
+        ("os:system", r"not a class \(builtin_function_or_method\)"),
         ("collections:OrderedDict", "lacks life_state"),
         ("nocolon", "expected 'package.module:Class'"),
     ],
@@ -186,6 +192,46 @@ def test_a_failing_load_names_the_path(path: str, reason: str) -> None:
     with pytest.raises(AreaLoadError, match=reason) as info:
         load_area(path)
     assert path in str(info.value)
+
+
+@pytest.mark.parametrize("path", ["os:system", "subprocess:call"])
+def test_a_callable_that_is_not_an_area_class_is_never_called(tmp_path: Path, path: str) -> None:
+    marker = tmp_path / "marker"
+    with pytest.raises(AreaLoadError, match="not a class"):
+        load_area(path, {"command": f"touch {marker}", "args": ["touch", str(marker)]})
+    with pytest.raises(AreaLoadError, match="not a class"):
+        restorable_kinds([path])
+    assert not marker.exists()
+
+
+def test_an_area_class_may_declare_its_states_as_fields() -> None:
+    states = {"life_state": AreaLifeState.retain, "flow_state": AreaFlowState.yielded}
+    area = load_area(f"{__name__}:FieldStates", states)
+    assert isinstance(area, FieldStates)
+    area.observe(())
+    assert [m.content for m in area.render()] == ["saw 0 items"]
+
+
+@dataclass
+class FieldStates:
+    """An Area whose states are dataclass fields without defaults: no class attribute, still
+    the protocol."""
+
+    life_state: AreaLifeState
+    flow_state: AreaFlowState
+    seen: int = 0
+
+    def observe(self, context: Sequence[NativeContent]) -> None:
+        self.seen = len(context)
+
+    def render(self) -> list[Message]:
+        return [Message(Role.user, f"saw {self.seen} items")]
+
+    def promote(self) -> tuple[Message, ...]:
+        return tuple(self.render())
+
+    def gc_prologue(self) -> None:
+        self.seen = 0
 
 
 def test_watch_never_follows_a_symlink_swapped_in_to_lead_outside(tmp_path: Path) -> None:

@@ -35,7 +35,9 @@ BUILTIN_KINDS: dict[str, type[RestorableArea]] = {
 }
 """The restorable kinds resume knows without configuration."""
 
-_MEMBERS = ("life_state", "flow_state", "observe", "render", "promote", "gc_prologue")
+_STATES = ("life_state", "flow_state")
+_MEMBERS = (*_STATES, "observe", "render", "promote", "gc_prologue")
+_PROTOCOL = "engine.context.area.ContextAreaImplementation"
 
 
 class AreaLoadError(TrellisError, ImportError):
@@ -65,6 +67,34 @@ def _resolve(path: str) -> object:
     return factory
 
 
+def _area_class(path: str) -> type[Any]:
+    """The class `path` names, checked against the Area protocol before anything is called.
+
+    A config names a class to construct; anything else (a function such as `os:system`, a class
+    without the protocol's members) is refused here, so no callable that is not an Area runs.
+    """
+    factory = _resolve(path)
+    if not isinstance(factory, type):
+        raise AreaLoadError(
+            path,
+            f"not a class ({type(factory).__name__}); an Area is a class implementing {_PROTOCOL}",
+        )
+    missing = [name for name in _MEMBERS if not _declares(factory, name)]
+    if missing:
+        raise AreaLoadError(path, f"{factory.__name__} lacks {', '.join(missing)} of {_PROTOCOL}")
+    return factory
+
+
+def _declares(cls: type[Any], name: str) -> bool:
+    """A method must be callable on the class; a state may be a property, a class attribute or
+    an annotated instance attribute (a dataclass field)."""
+    if name in _STATES:
+        return hasattr(cls, name) or any(
+            name in getattr(base, "__annotations__", {}) for base in cls.__mro__
+        )
+    return callable(getattr(cls, name, None))
+
+
 def restorable_kinds(paths: Iterable[str]) -> dict[str, type[RestorableArea]]:
     """The built-in kinds plus each configured Area class that can be restored, by its `kind`.
 
@@ -73,9 +103,9 @@ def restorable_kinds(paths: Iterable[str]) -> dict[str, type[RestorableArea]]:
     """
     kinds = dict(BUILTIN_KINDS)
     for path in paths:
-        factory = _resolve(path)
+        factory = _area_class(path)
         kind = getattr(factory, "kind", None)
-        if isinstance(factory, type) and isinstance(kind, str) and hasattr(factory, "restore"):
+        if isinstance(kind, str) and hasattr(factory, "restore"):
             kinds[kind] = cast(type[RestorableArea], factory)
     return kinds
 
@@ -83,16 +113,17 @@ def restorable_kinds(paths: Iterable[str]) -> dict[str, type[RestorableArea]]:
 def load_area(path: str, args: Mapping[str, Any] | None = None) -> ContextAreaImplementation:
     """Import `package.module:Class` (or `package.module.Class`) and build it with `args`.
 
-    Raises `AreaLoadError` naming `path` when the module or attribute is missing, construction
-    fails, or the object lacks a member of the Area protocol.
+    Raises `AreaLoadError` naming `path` when the module or attribute is missing, it is not a
+    class implementing the Area protocol (checked before it is called), construction fails, or the
+    built object lacks a member of the protocol.
     """
-    factory = _resolve(path)
-    assert callable(factory)
+    factory = _area_class(path)
     try:
         area = factory(**dict(args or {}))
     except Exception as exc:
-        name = getattr(factory, "__name__", path)
-        raise AreaLoadError(path, f"{name}(...) raised {type(exc).__name__}: {exc}") from exc
+        raise AreaLoadError(
+            path, f"{factory.__name__}(...) raised {type(exc).__name__}: {exc}"
+        ) from exc
     missing = [name for name in _MEMBERS if not hasattr(area, name)]
     if missing:
         raise AreaLoadError(path, f"{type(area).__name__} lacks {', '.join(missing)}")

@@ -16,6 +16,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.protected import write_refusal
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
     WorkspaceEscapeError,
@@ -49,6 +50,15 @@ def confine(ctx: ToolContext, path: str) -> Confined | ToolOutput:
     except WorkspaceEscapeError as escape:
         return ToolOutput.error(str(escape))
     return Confined(target, relative_to_workspace(ctx.root, target))
+
+
+def confine_write(ctx: ToolContext, path: str) -> Confined | ToolOutput:
+    """`confine`, then refuse Trellis's own configuration unless the user allowed that path."""
+    where = confine(ctx, path)
+    if isinstance(where, ToolOutput):
+        return where
+    refusal = write_refusal(ctx, where.target, path)
+    return where if refusal is None else ToolOutput.error(refusal)
 
 
 class ReadFileArgs(ToolArgs):
@@ -210,7 +220,7 @@ class WriteFile(Tool[WriteFileArgs]):
         return await asyncio.to_thread(self._write, args, ctx)
 
     def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
-        where = confine(ctx, args.path)
+        where = confine_write(ctx, args.path)
         if isinstance(where, ToolOutput):
             return where
         target = where.target
@@ -253,7 +263,7 @@ class EditFile(Tool[EditFileArgs]):
         return await asyncio.to_thread(self._edit, args, ctx)
 
     def _edit(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
-        where = confine(ctx, args.path)
+        where = confine_write(ctx, args.path)
         if isinstance(where, ToolOutput):
             return where
         target = where.target
