@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from engine.os_text import storable_os_text
+
 
 class Role(StrEnum):
     system = "system"
@@ -92,3 +94,5 @@ class AdditionalContext:
             )
         if not isinstance(self.source, Source):
             raise TypeError("AdditionalContext source must be a Source")
+        # text with undecodable OS bytes is kept, escaped, rather than refused by the log
+        object.__setattr__(self, "content", storable_os_text(self.content))
