@@ -155,6 +155,7 @@ class Assembler:
     ) -> AssembledContext:
         """Bound the request, then refuse it if it carries material above the entry's class."""
         binding = self.binding
+        entry = binding.entry
         assembled = self.orchestrator.assemble(
             context,
             context.provenance_view,
@@ -163,6 +164,5 @@ class Assembler:
             floor=self._floor,
             budget=self.budget(),
         )
-        egress = binding.entry.effective_egress()
-        EgressGate.check(assembled, egress_class=egress, model=binding.name)
+        EgressGate.check(assembled, egress_class=entry.effective_egress(), model=binding.name)
         return assembled
