@@ -29,6 +29,7 @@ from engine.events import (
     ToolResultRecord,
     TurnEnd,
 )
+from engine.os_text import storable_os_text
 from engine.paths import find_project_dir, log_file_path, sessions_db_path
 from engine.redaction import RedactingLogFilter, Redactor
 from engine.store.sqlite import SQLiteStore
@@ -51,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", parents=[config], help="run one prompt headless and print the reply"
     )
-    run.add_argument("-p", "--prompt", required=True, help="the prompt, or a /command")
+    # argv is bytes: undecodable ones are escaped so the user's words can enter the log
+    run.add_argument(
+        "-p", "--prompt", required=True, type=storable_os_text, help="the prompt, or a /command"
+    )
     run.add_argument(
         "--model", help="a configured model entry (default: the config's default_model)"
     )

@@ -19,6 +19,7 @@ from engine.events import (
     ToolResultRecord,
     TurnEnd,
     TurnStart,
+    encode_data,
 )
 
 INTERRUPTED_TOOL_RESULT = (
@@ -35,6 +36,23 @@ class InvariantError(ValueError):
         self.seq = seq
         self.rule = rule
         super().__init__(f"invariant violated at seq {seq}: {rule}")
+
+
+class UnstorableEventError(InvariantError):
+    """An event holds what no store can write (a lone surrogate from undecodable OS text), so it
+    may not enter the log: a log with an event it can never flush would refuse every later one."""
+
+    def __init__(self, seq: int, event_type: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(seq, f"{event_type} cannot be stored: {reason}")
+
+
+def check_storable(event: Event) -> None:
+    """Raise `UnstorableEventError` unless `event` serializes as the store will write it."""
+    try:
+        encode_data(event)
+    except ValueError as exc:  # pydantic's serialization error is a ValueError
+        raise UnstorableEventError(event.seq, event.type, str(exc)) from exc
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from engine.os_text import storable_os_text
 from engine.privacy import PrivatizationLabel
 
 
@@ -100,3 +101,5 @@ class AdditionalContext:
             raise TypeError("AdditionalContext source must be a Source")
         if self.label is not None and not isinstance(self.label, PrivatizationLabel):
             raise TypeError("AdditionalContext label must be a PrivatizationLabel or None")
+        # text with undecodable OS bytes is kept, escaped, rather than refused by the log
+        object.__setattr__(self, "content", storable_os_text(self.content))

@@ -22,7 +22,7 @@ from engine.events import (
     make_event,
     make_live_event,
 )
-from engine.invariants import LogState
+from engine.invariants import LogState, check_storable
 from engine.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -79,12 +79,14 @@ class Session:
         return len(self._events) - self._durable
 
     def append(self, payload: Payload) -> Event:
-        """Check and append one durable event; raises `InvariantError` and appends nothing."""
+        """Check and append one durable event; raises `InvariantError` (`UnstorableEventError` for
+        one that cannot be serialized) and appends nothing."""
         if payload.scope is Scope.live:
             raise TypeError(f"{payload.event_type} is live-only; use emit()")
         seq = self._state.next_seq
         self._state.check_payload(seq, payload)
         event = make_event(payload, seq, self._clock())
+        check_storable(event)  # an event the store cannot write would wedge every later flush
         self._state.apply(event)
         self._events.append(event)
         self._notify(event)

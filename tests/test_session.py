@@ -20,7 +20,7 @@ from engine.events import (
     UserMessage,
     make_event,
 )
-from engine.invariants import InvariantError
+from engine.invariants import InvariantError, UnstorableEventError
 from engine.session import Session
 from engine.store.base import SessionStore
 
@@ -169,6 +169,26 @@ def test_invariant_error_appends_nothing_and_notifies_no_one() -> None:
     assert received == []
     # the next valid event takes the seq the refused one would have had
     assert session.append(TurnEnd(turn=1, reason="completed")).seq == 1
+
+
+async def test_an_event_that_cannot_be_stored_is_refused_and_later_flushes_go_on() -> None:
+    store = RecordingStore()
+    session = make_session(store)
+    session.append(TurnStart(turn=1))
+    received: list[Event | LiveEvent] = []
+    session.subscribe(received.append)
+    before = (list(session.events), session.pending, session.state)
+
+    with pytest.raises(UnstorableEventError, match="user/message cannot be stored") as caught:
+        session.append(UserMessage(content="caf\udce9"))  # a lone surrogate: no JSON holds it
+    assert isinstance(caught.value, InvariantError)
+    assert caught.value.seq == 1
+
+    assert (list(session.events), session.pending, session.state) == before
+    assert received == []
+    session.append(UserMessage(content="caf\\xe9"))
+    await session.flush()
+    assert store.committed_seqs == [0, 1]
 
 
 def test_state_is_a_copy() -> None:

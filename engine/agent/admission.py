@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from engine.events import Attachment
 from engine.message import AdditionalContext
+from engine.os_text import storable_os_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,6 +21,10 @@ class PromptSubmission:
 
     content: str
     attachments: tuple[Attachment, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a prompt with undecodable OS bytes keeps the user's words, escaped (engine.os_text)
+        object.__setattr__(self, "content", storable_os_text(self.content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,7 @@ class Allow:
     def __post_init__(self) -> None:
         if not isinstance(self.content, str):
             raise TypeError(f"Allow.content must be str, not {type(self.content).__name__}")
+        object.__setattr__(self, "content", storable_os_text(self.content))
         for context in self.additional_contexts:
             if not isinstance(context, AdditionalContext):
                 raise TypeError("Allow.additional_contexts must hold AdditionalContext values")

@@ -31,6 +31,7 @@ from engine.context.orchestrator import (
     environment_block,
 )
 from engine.events import Event, FloorBlock, ModelBind, Payload, PinAdd, PinRemove
+from engine.os_text import storable_os_text
 from engine.privacy import PrivacyClass
 
 
@@ -127,7 +128,7 @@ class Assembler:
         self._lease = self.snapshots.acquire(
             key,
             lambda: environment_block(
-                cwd=str(self.workspace),
+                cwd=storable_os_text(str(self.workspace)),
                 platform=f"{platform.system()} {platform.machine()}".strip(),
                 model=f"{grant.model} ({model_id})",
                 tools=tool_names(),
@@ -143,25 +144,29 @@ class Assembler:
             self._lease = None
         self.grants.end_turn()
 
+    def budget(self) -> Budget:
+        """The governors of a request to the bound model entry."""
+        entry = self.binding.entry
+        return Budget(
+            turn_window=self.config.context.turn_window,
+            char_cap=self.config.context.char_cap,
+            context_window=entry.context_window,
+            generation_window=entry.generation_window,
+        )
+
     def assemble(
         self, context: Context, *, turn: int, retained_owners: frozenset[str]
     ) -> AssembledContext:
         """Bound the request, then refuse it if it carries material above the entry's class."""
         binding = self.binding
         entry = binding.entry
-        budget = Budget(
-            turn_window=self.config.context.turn_window,
-            char_cap=self.config.context.char_cap,
-            context_window=entry.context_window,
-            generation_window=entry.generation_window,
-        )
         assembled = self.orchestrator.assemble(
             context,
             context.provenance_view,
             current_turn=turn,
             retained_owners=retained_owners,
             floor=self._floor,
-            budget=budget,
+            budget=self.budget(),
         )
         EgressGate.check(assembled, egress_class=entry.effective_egress(), model=binding.name)
         return assembled

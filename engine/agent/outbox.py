@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.message import AdditionalContext
+from engine.os_text import storable_os_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +18,10 @@ class Steering:
     """Direct user words delivered into the running turn."""
 
     text: str
+
+    def __post_init__(self) -> None:
+        # like a prompt: undecodable OS bytes are escaped, never a reason to lose the words
+        object.__setattr__(self, "text", storable_os_text(self.text))
 
 
 OutboxItem = AdditionalContext | Steering

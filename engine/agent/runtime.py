@@ -262,12 +262,14 @@ class Runtime:
         return tuple(self.tools.specs())
 
     def tool_context(
-        self, call_id: str, on_output: Callable[[str], None] | None = None
+        self, call_id: str, batch_size: int, on_output: Callable[[str], None] | None = None
     ) -> ToolContext:
         return ToolContext(
             root=self.workspace,
             call_id=call_id,
-            max_output=self.options.max_tool_output,
+            max_output=self.assembler.budget().tool_output_limit(
+                self.options.max_tool_output, batch_size
+            ),
             timeout=self.options.tool_timeout,
             secret_patterns=self.assembler.secret_patterns,
             shell_class=self.assembler.shell_class,

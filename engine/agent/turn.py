@@ -45,9 +45,10 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
+from engine.invariants import UnstorableEventError
 from engine.message import ToolCall
 from engine.privacy import PrivatizationLabel
-from engine.tools import ToolOutput
+from engine.tools import ToolOutput, unstorable_output
 from engine.tools.permission import PermissionQuestion
 
 if TYPE_CHECKING:
@@ -300,12 +301,14 @@ class Turn:
             rt.note_tool_call(call)
         await rt.session.flush()  # checkpoint: before a tool runs
         for call, error in calls:
-            self._tasks[call.id] = asyncio.create_task(self._run_tool(call, error))
+            self._tasks[call.id] = asyncio.create_task(self._run_tool(call, error, len(calls)))
         for call, _ in calls:
             output = await self._tasks[call.id]
             self._append_result(call, output)
 
-    async def _run_tool(self, call: ToolCall, argument_error: str | None) -> ToolOutput:
+    async def _run_tool(
+        self, call: ToolCall, argument_error: str | None, batch_size: int
+    ) -> ToolOutput:
         rt = self.rt
         if argument_error is not None:
             return ToolOutput.error(argument_error)
@@ -344,7 +347,8 @@ class Turn:
                 ToolOutputDelta(turn=self.number, step=self.step, call_id=call.id, text=text)
             )
 
-        return await rt.tools.call(call.name, call.arguments, rt.tool_context(call.id, output))
+        context = rt.tool_context(call.id, batch_size, output)
+        return await rt.tools.call(call.name, call.arguments, context)
 
     def _announce(self, question: PermissionQuestion) -> None:
         """The status goes `waiting` and `permission/request` is sent, only when the question
@@ -364,8 +368,9 @@ class Turn:
     def _append_result(self, call: ToolCall, output: ToolOutput, *, ran: bool = True) -> None:
         """Log a result in order; contexts and hooks follow only results of calls that ran."""
         rt = self.rt
-        event = rt.session.append(
-            ToolResultRecord(
+
+        def record(output: ToolOutput) -> ToolResultRecord:
+            return ToolResultRecord(
                 turn=self.number,
                 step=self.step,
                 call_id=call.id,
@@ -373,7 +378,12 @@ class Turn:
                 is_error=output.is_error,
                 label=output.label,
             )
-        )
+
+        try:
+            event = rt.session.append(record(output))
+        except UnstorableEventError as exc:  # the model reads why, the turn goes on
+            output = unstorable_output(output, call.name, exc.reason)
+            event = rt.session.append(record(output))
         self._pending.remove(call)
         rt.emplace(event)
         if not ran:

@@ -22,6 +22,10 @@ DEFAULT_CHAR_CAP = 96_000
 CHARS_PER_TOKEN = 3
 """The window-derived cap counts three characters per model token (conservative by design)."""
 
+TOOL_OUTPUT_SHARE = 0.25
+"""The part of the cap one batch of tool results may fill, so that a default read never breaks the
+turn and leaves room for the next step."""
+
 
 def item_chars(item: NativeContent) -> int:
     """What one native item costs: the length of its compact JSON serialization."""
@@ -64,6 +68,12 @@ class Budget:
         if window is None:
             return self.char_cap
         return min(self.char_cap, self.chars_per_token * window)
+
+    def tool_output_limit(self, tool_limit: int, batch_size: int) -> int:
+        """Characters one result of a batch of `batch_size` calls may carry: the tool's own limit,
+        or its equal part of `TOOL_OUTPUT_SHARE` of the cap when that is smaller."""
+        share = int(self.cap * TOOL_OUTPUT_SHARE) // max(1, batch_size)
+        return max(1, min(tool_limit, share))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

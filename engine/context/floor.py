@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -18,6 +19,12 @@ from pathlib import Path, PurePosixPath
 from engine.context.egress import DEFAULT_SECRET_PATTERNS, secret_label
 from engine.events import FloorBlock, Payload, PinAdd, PinRemove
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.workspace import (
+    NotRegularFileError,
+    WorkspaceEscapeError,
+    open_regular,
+    resolve_in_workspace,
+)
 
 DEFAULT_INSTRUCTION_FILES: tuple[str, ...] = ("AGENTS.md", "TRELLIS.md")
 """The project instruction files read into the codex layer, in this order."""
@@ -146,23 +153,32 @@ class PinBoard:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodexFile:
-    """One instruction file as read at turn start; `size` is the whole file's size in bytes."""
+    """One instruction file as read at turn start; `size` is the whole file's size in bytes.
+
+    `refused` says why a file that exists was not read (it leads outside the workspace, or it is
+    no regular file); the block then says so instead of holding text from elsewhere.
+    """
 
     name: str
     data: bytes
     size: int
+    refused: str = ""
 
 
 def _read_bounded(root: Path, names: Sequence[str], max_bytes: int) -> list[CodexFile]:
     found: list[CodexFile] = []
     for name in names:
-        path = root / name
+        # The confinement of `read_file`: the codex reaches the model and the log like a read.
         try:
-            with path.open("rb") as handle:
+            path = resolve_in_workspace(root, name)
+            with open_regular(path, name) as handle:
                 data = handle.read(max_bytes + 1)
-                size = path.stat().st_size
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                size = os.fstat(handle.fileno()).st_size
+        except (FileNotFoundError, NotADirectoryError):
             continue  # spec: a missing instruction file makes no block
+        except (WorkspaceEscapeError, NotRegularFileError) as refused:
+            found.append(CodexFile(name=name, data=b"", size=0, refused=str(refused)))
+            continue
         found.append(CodexFile(name=name, data=data, size=max(size, len(data))))
     return found
 
@@ -171,6 +187,9 @@ def codex_block(
     file: CodexFile, max_bytes: int, secret_patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS
 ) -> Block:
     """Layer 2: the file verbatim up to `max_bytes`; a truncation is declared inside the block."""
+    label = secret_label(file.name, secret_patterns)
+    if file.refused:
+        return Block.of(Layer.codex, file.name, f"[{file.name} is not read: {file.refused}]", label)
     data = file.data
     truncated = len(data) > max_bytes
     if truncated:
@@ -185,7 +204,7 @@ def codex_block(
             f"\n[truncated: {file.name} is {file.size:,} bytes; "
             f"only the first {len(data):,} are shown]"
         )
-    return Block.of(Layer.codex, file.name, text, secret_label(file.name, secret_patterns))
+    return Block.of(Layer.codex, file.name, text, label)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,7 @@ from engine.tools.tool import (
     ToolKind,
     ToolOutput,
     bound_text,
+    unstorable_output,
 )
 from engine.tools.workspace import WorkspaceEscapeError, resolve_in_workspace
 
@@ -56,4 +57,5 @@ __all__ = [
     "builtin_tools",
     "default_registry",
     "resolve_in_workspace",
+    "unstorable_output",
 ]

@@ -6,7 +6,7 @@ import fnmatch
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Generic, TypeVar
@@ -88,6 +88,17 @@ class ToolOutput:
     def error(cls, message: str) -> ToolOutput:
         """An error the model reads; it reveals nothing from the workspace, so it is internal."""
         return cls(message, is_error=True, label=PrivatizationLabel.of(PrivacyClass.internal))
+
+
+def unstorable_output(output: ToolOutput, tool: str, reason: str) -> ToolOutput:
+    """What stands in for a result the log cannot hold: an error the model can read, so the turn
+    goes on; the contexts the call produced are kept."""
+    return replace(
+        output,
+        content=f"The result of {tool} could not be recorded, so it is withheld: {reason}",
+        is_error=True,
+        label=PrivatizationLabel.of(PrivacyClass.internal),
+    )
 
 
 def bound_text(text: str, limit: int, *, hint: str = "") -> str:

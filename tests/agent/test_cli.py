@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,19 @@ def test_plain_reply_is_printed_and_the_session_stored(env: Env) -> None:
     assert [t.title for t in payloads(events, SessionTitle)] == ["Hello there"]
     assert payloads(events, UserMessage)[0].content == "  Hello there  \nsecond line"
     assert [t.reason for t in payloads(events, TurnEnd)] == ["completed"]
+
+
+def test_a_prompt_that_is_not_utf8_keeps_the_users_words(env: Env) -> None:
+    # argv is bytes; subprocess encodes this str back to b"caf\xe9 \\d" (surrogateescape)
+    typed = os.fsdecode(b"caf\xe9 \\d")
+    done = env.run("run", "-p", typed)
+    assert done.code == 0, done.stderr
+    events = env.stored(session_of(done.stderr))
+    assert [m.content for m in payloads(events, UserMessage)] == ["caf\\xe9 \\\\d"]
+    assert [t.title for t in payloads(events, SessionTitle)] == ["caf\\xe9 \\\\d"]
+    assert [t.reason for t in payloads(events, TurnEnd)] == ["completed"]
+    pinned = env.run("run", "-p", "/pin " + typed)  # a command takes the same escaped words
+    assert pinned.code == 0, pinned.stderr
 
 
 def test_json_prints_every_event(env: Env) -> None:

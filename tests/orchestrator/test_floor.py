@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,6 +104,35 @@ async def test_codex_is_reread_at_each_turn_start(tmp_path: Path) -> None:
     assert [b.layer for b in first] == [Layer.identity]
     assert [b.layer for b in second] == [Layer.identity, Layer.codex]
     assert prefix_digest(first) != prefix_digest(second)
+
+
+async def test_codex_does_not_follow_a_symlink_out_of_the_workspace(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "secret.txt").write_text("outside words", encoding="utf-8")
+    (workspace / "AGENTS.md").symlink_to(tmp_path / "secret.txt")
+    (workspace / "shared.md").write_text("inside words", encoding="utf-8")
+    (workspace / "TRELLIS.md").symlink_to(workspace / "shared.md")  # inside: followed
+    (block, inside) = await FloorBuilder(system_prompt="", workspace_root=workspace).codex()
+    assert "outside words" not in block.text
+    assert block.text == (
+        "[AGENTS.md is not read: path 'AGENTS.md' is outside the workspace "
+        "(a symlink points outside it)]"
+    )
+    assert inside.text == "Instructions from TRELLIS.md:\ninside words"
+
+
+async def test_codex_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").mkdir()
+    try:  # a device inside the workspace: /dev/zero's numbers; needs the right to make one
+        os.mknod(tmp_path / "TRELLIS.md", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except (PermissionError, AttributeError):
+        pytest.skip("cannot make a device file here")
+    blocks = await FloorBuilder(system_prompt="", workspace_root=tmp_path).codex()
+    assert [b.text for b in blocks] == [
+        "[AGENTS.md is not read: 'AGENTS.md' is a directory, not a regular file]",
+        "[TRELLIS.md is not read: 'TRELLIS.md' is a device, not a regular file]",
+    ]
 
 
 def test_instruction_files_must_stay_inside_the_workspace(tmp_path: Path) -> None:

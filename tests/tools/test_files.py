@@ -99,18 +99,28 @@ async def test_read_is_truncated_with_a_marker(root: Path, ctx: ToolContext) -> 
     small = replace(ctx, max_output=95)
     out = await call(small, "read_file", path="big.txt")
     assert not out.is_error
-    body, _, marker = out.content.partition("\n[output truncated")
-    assert len(body) == 95
-    assert body.startswith("line 0001\n")
-    assert "read on with start_line=10" in marker
-    rest = await call(small, "read_file", path="big.txt", start_line=10, end_line=11)
-    assert rest.content == "line 0010\nline 0011\n"
+    body, _, marker = out.content.partition("\n[output cut")
+    assert body == "".join(f"line {n:04d}\n" for n in range(1, 10))  # whole lines only
+    assert "lines 1-9 shown; continue with start_line=10, end_line=18]" in marker
+    rest = await call(small, "read_file", path="big.txt", start_line=10, end_line=18)
+    assert rest.content == "".join(f"line {n:04d}\n" for n in range(10, 19))
+    ranged = await call(small, "read_file", path="big.txt", start_line=995, end_line=1000)
+    assert not ranged.is_error
+    assert "[output cut" not in ranged.content
+    capped = await call(small, "read_file", path="big.txt", start_line=100, end_line=112)
+    assert "continue with start_line=109, end_line=112]" in capped.content
 
 
 async def test_read_huge_single_line_is_bounded(root: Path, ctx: ToolContext) -> None:
     (root / "minified.js").write_text("x" * 200_000)
     out = await call(replace(ctx, max_output=1000), "read_file", path="minified.js")
-    assert out.content.startswith("x" * 1000 + "\n[output truncated at 1000 characters")
+    assert out.content == (
+        "x" * 1000 + "\n[output cut at 1,000 characters of a 200,000-byte file: "
+        "line 1 alone is longer than 1,000 characters; only its start is shown]"
+    )
+    (root / "minified.js").write_text("x" * 200_000 + "\nnext\n")
+    out = await call(replace(ctx, max_output=1000), "read_file", path="minified.js")
+    assert out.content.endswith("continue with start_line=2, end_line=2]")
 
 
 # --- list_files -----------------------------------------------------------------------------------

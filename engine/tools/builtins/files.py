@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from engine.os_text import escape_os_text
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.tools.protected import write_refusal
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
+    NotRegularFileError,
     WorkspaceEscapeError,
+    open_regular,
     relative_to_workspace,
-    resolve_in_workspace,
+    resolve_shown_path,
 )
 
 SNIFF_BYTES = 8192
@@ -44,9 +48,10 @@ class Confined:
 
 
 def confine(ctx: ToolContext, path: str) -> Confined | ToolOutput:
-    """Resolve `path` inside the workspace, or the error output the model should read."""
+    """Resolve `path` (as the model writes it) inside the workspace, or the error output the model
+    should read."""
     try:
-        target = resolve_in_workspace(ctx.root, path)
+        target = resolve_shown_path(ctx.root, path)
     except WorkspaceEscapeError as escape:
         return ToolOutput.error(str(escape))
     return Confined(target, relative_to_workspace(ctx.root, target))
@@ -100,39 +105,61 @@ class ReadFile(Tool[ReadFileArgs]):
             return ToolOutput.error(f"file {args.path!r} not found")
         if target.is_dir():
             return ToolOutput.error(f"{args.path!r} is a directory; use list_files to see it")
-        if not target.is_file():
-            return ToolOutput.error(f"{args.path!r} is not a regular file")
         start = args.start_line or 1
         try:
-            with target.open("rb") as raw:
+            with open_regular(target, args.path) as raw:
+                size = os.fstat(raw.fileno()).st_size
                 if looks_binary(raw.read(SNIFF_BYTES)):
-                    size = target.stat().st_size
                     return ToolOutput.error(
                         f"{args.path!r} is a binary file ({size} bytes); read_file shows text only"
                     )
                 raw.seek(0)
                 text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-                content, stopped_at, last_line = _take_lines(
-                    text, start, args.end_line, ctx.max_output
-                )
+                taken = _take_lines(text, start, args.end_line, ctx.max_output)
+        except NotRegularFileError as error:
+            return ToolOutput.error(f"{error}; read_file reads regular files only")
         except OSError as error:
             return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
-        if last_line < start and not (start == 1 and last_line == 0):
+        if taken.seen < start and not (start == 1 and taken.seen == 0):
             return ToolOutput.error(
-                f"start_line {start} is past the end of {args.path!r} ({last_line} lines)"
+                f"start_line {start} is past the end of {args.path!r} ({taken.seen} lines)"
             )
-        if stopped_at is not None:
-            content += (
-                f"\n[output truncated at {ctx.max_output} characters; "
-                f"read on with start_line={stopped_at}]"
-            )
+        content = taken.text
+        if taken.cut:
+            content += "\n" + taken.marker(start, args.end_line, ctx.max_output, size)
         return ToolOutput(content, label=ctx.label_for([where.relative]))
 
 
-def _take_lines(
-    text: io.TextIOWrapper, start: int, end: int | None, limit: int
-) -> tuple[str, int | None, int]:
-    """Lines `start..end` up to `limit` characters: (text, line where it was cut, last line seen).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Taken:
+    """What `_take_lines` read: the text, the last line in it, and whether the limit cut it."""
+
+    text: str
+    last: int  # the last line shown (whole, or cut when it alone exceeds the limit)
+    seen: int  # the last line reached in the file
+    cut: bool = False
+    line_cut: bool = False  # the last line shown is longer than the limit and was cut
+
+    def marker(self, start: int, end: int | None, limit: int, size: int) -> str:
+        """Where a cut read stands and the exact range that continues it, as long as this one."""
+        after = self.last + 1
+        through = after + (self.last - start)
+        if end is not None:
+            through = min(through, end)
+        shown = f"lines {start}-{self.last}" if self.last > start else f"line {start}"
+        why = (
+            f"line {self.last} alone is longer than {limit:,} characters; only its start is shown"
+            if self.line_cut
+            else f"{shown} shown"
+        )
+        more = self.seen > self.last and (end is None or after <= end)
+        tail = f"; continue with start_line={after}, end_line={through}" if more else ""
+        return f"[output cut at {limit:,} characters of a {size:,}-byte file: {why}{tail}]"
+
+
+def _take_lines(text: io.TextIOWrapper, start: int, end: int | None, limit: int) -> _Taken:
+    """Whole lines `start..end` up to `limit` characters; a first line longer than the limit is
+    cut, any later one is left for the next read.
 
     Reads in bounded pieces, so a huge single-line file costs no more memory than the limit.
     """
@@ -148,15 +175,21 @@ def _take_lines(
         if not piece:
             break
         seen = number
+        if wanted and used + len(piece) > limit:
+            if parts:
+                return _Taken(text="".join(parts), last=number - 1, seen=seen, cut=True)
+            head = piece[:limit]
+            # Whether a line follows decides the marker; skipping costs time, never memory.
+            while not piece.endswith("\n") and (piece := text.readline(SKIP_PIECE)):
+                pass
+            seen = number + 1 if text.read(1) else number
+            return _Taken(text=head, last=number, seen=seen, cut=True, line_cut=True)
         if wanted:
-            if used + len(piece) > limit:
-                parts.append(piece[: limit - used])
-                return "".join(parts), number, seen
             parts.append(piece)
             used += len(piece)
         if piece.endswith("\n"):
             number += 1
-    return "".join(parts), None, seen
+    return _Taken(text="".join(parts), last=seen, seen=seen)
 
 
 class ListFilesArgs(ToolArgs):
@@ -188,7 +221,8 @@ class ListFiles(Tool[ListFilesArgs]):
             return ToolOutput.error(f"{args.path!r} is a file, not a directory; use read_file")
         try:
             entries = sorted(
-                entry.name + ("/" if entry.is_dir() else "") for entry in target.iterdir()
+                escape_os_text(entry.name) + ("/" if entry.is_dir() else "")
+                for entry in target.iterdir()
             )
         except OSError as error:
             return ToolOutput.error(f"cannot list {args.path!r}: {error.strerror or error}")
@@ -267,10 +301,13 @@ class EditFile(Tool[EditFileArgs]):
         if isinstance(where, ToolOutput):
             return where
         target = where.target
-        if not target.is_file():
+        if not target.exists():
             return ToolOutput.error(f"file {args.path!r} not found")
         try:
-            data = target.read_bytes()
+            with open_regular(target, args.path) as handle:
+                data = handle.read()
+        except NotRegularFileError as error:
+            return ToolOutput.error(f"{error}; edit_file edits regular files only")
         except OSError as error:
             return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
         if looks_binary(data[:SNIFF_BYTES]):

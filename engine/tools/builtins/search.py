@@ -22,6 +22,7 @@ from engine.tools.builtins.files import SNIFF_BYTES, Confined, confine, looks_bi
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
     WorkspaceEscapeError,
+    open_regular,
     relative_to_workspace,
     resolve_in_workspace,
 )
@@ -119,13 +120,12 @@ class Search(Tool[SearchArgs]):
             found.outside += 1
             return
         try:
-            if not real.is_file():
-                return
-            if real.stat().st_size > self.max_file_bytes:
-                found.too_large += 1
-                return
-            data = real.read_bytes()
-        except OSError:
+            with open_regular(real, str(file)) as handle:
+                if os.fstat(handle.fileno()).st_size > self.max_file_bytes:
+                    found.too_large += 1
+                    return
+                data = handle.read()
+        except OSError:  # gone, unreadable, or not a regular file (a FIFO is never opened)
             return
         if looks_binary(data[:SNIFF_BYTES]):
             found.binary += 1
