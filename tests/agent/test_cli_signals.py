@@ -21,7 +21,7 @@ import pytest
 from engine.events import Event, ToolCallRecord, ToolResultRecord, TurnEnd
 from engine.store.sqlite import SQLiteStore
 from tests.agent.harness import payloads, trellis_argv, trellis_env
-from tests.processes import POLL, POLLS, alive, group_of, read_pid, wait_group_gone
+from tests.processes import POLL, POLLS, group_of, read_pid, wait_group_gone
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="reads process groups from Linux /proc"
@@ -141,5 +141,4 @@ def test_a_stop_signal_cancels_the_turn_and_kills_the_command(
 def test_kill_9_leaves_no_process_of_the_command(running: Running) -> None:
     running.process.kill()
     running.process.communicate(timeout=POLLS * POLL)
-    assert not alive(running.process.pid)
     assert wait_group_gone(running.group) == []
