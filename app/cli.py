@@ -165,7 +165,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-"""Asked to stop from outside (a closed terminal, a service manager): end the turn as Ctrl-C does."""
+"""Asked to stop from outside (a closed terminal, a service manager): end the turn cleanly, as
+Ctrl-C does, rather than die with it open."""
 
 
 @contextmanager

@@ -32,6 +32,7 @@ LIFELINE = 0
 
 
 def main(argv: list[str]) -> None:
+    """Run the command and wait for whichever comes first: its shell's exit or Trellis's."""
     if len(argv) != 2:
         sys.exit(f"usage: {argv[0]} COMMAND (run by run_shell, stdin a pipe from Trellis)")
     if os.getpgrp() != os.getpid():
