@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from engine.agent import Agent
 from engine.agent.factory import held_secrets, open_agent
 from engine.agent.session_config import load_session_config
 from engine.commands import REGISTRY
@@ -196,21 +199,50 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         )
         printer = _JsonPrinter() if args.json else _TextPrinter()
         agent.subscribe(printer, from_seq=0)  # the events of opening (model/bind, areas) first
-        try:
-            if REGISTRY.is_command(args.prompt):
-                result = await REGISTRY.run(agent, args.prompt)
-                if not args.json:
-                    print(result.text, file=sys.stderr if not result.ok else sys.stdout)
-                if not result.ok:
-                    return EXIT_USAGE
-            else:
-                agent.send(args.prompt)
-            await agent.when_idle()
-        finally:
-            await agent.dispose()
+        with _cancel_on_stop_signals(agent):
+            try:
+                if REGISTRY.is_command(args.prompt):
+                    result = await REGISTRY.run(agent, args.prompt)
+                    if not args.json:
+                        print(result.text, file=sys.stderr if not result.ok else sys.stdout)
+                    if not result.ok:
+                        return EXIT_USAGE
+                else:
+                    agent.send(args.prompt)
+                await agent.when_idle()
+            finally:
+                await agent.dispose()
         if not args.json:
             print(f"[session {agent.session_id}]", file=sys.stderr)
         return printer.exit_code
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""Asked to stop from outside (a closed terminal, a service manager): end the turn cleanly, as
+Ctrl-C does, rather than die with it open."""
+
+
+@contextmanager
+def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
+    """While the run lasts, SIGTERM and SIGHUP cancel the running turn: the tool's processes are
+    killed, its result and `turn/end {cancelled}` are stored, and dispose gives the lease back,
+    instead of the process dying with the turn open and the command still running."""
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)  # SIGHUP does not exist on Windows
+        if signum is None:
+            continue
+        try:
+            loop.add_signal_handler(signum, agent.cancel)
+        except NotImplementedError:  # an event loop without signal support (Windows)
+            continue
+        handled.append(signum)
+    try:
+        yield
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)
 
 
 class _TextPrinter:

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import aiosqlite
 
-from engine.store.errors import StoreError, StoreUnavailableError
+from engine.store.errors import DatabaseLockedError, StoreError, StoreUnavailableError
 from engine.store.schema import migrate
 from engine.store.sqlite_errors import sqlite_faults
+
+log = logging.getLogger(__name__)
+
+OPEN_RETRY_FIRST = 0.005
+OPEN_RETRY_MAX = 0.1
+"""Seconds between attempts at the schema work of `open`, doubling from the first to the most."""
 
 
 class SQLiteDatabase:
@@ -45,15 +53,43 @@ class SQLiteDatabase:
         try:
             with sqlite_faults(self.path, "opening the database"):
                 await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-                await conn.execute("PRAGMA journal_mode = WAL")
-                # WAL with NORMAL: a commit survives the process being killed (not a power cut).
-                await conn.execute("PRAGMA synchronous = NORMAL")
-            async with self._in_transaction(conn, "migrating the schema", write=True):
-                await migrate(conn, self.path)
+            await self._retry_while_locked(lambda: self._set_up(conn))
         except BaseException:
             await conn.close()
             raise
         self._conn = conn
+
+    async def _set_up(self, conn: aiosqlite.Connection) -> None:
+        with sqlite_faults(self.path, "opening the database"):
+            await conn.execute("PRAGMA journal_mode = WAL")
+            # WAL with NORMAL: a commit survives the process being killed (not a power cut).
+            await conn.execute("PRAGMA synchronous = NORMAL")
+        async with self._in_transaction(conn, "migrating the schema", write=True):
+            await migrate(conn, self.path)
+
+    async def _retry_while_locked(self, attempt: Callable[[], Awaitable[None]]) -> None:
+        """Run `attempt` until it is not locked out, for at most the busy timeout.
+
+        Switching a fresh file to WAL upgrades a read lock to a write lock, and SQLite answers a
+        conflict there with SQLITE_BUSY at once, without its busy handler (two first opens at the
+        same moment meet it); so the schema work of `open` waits here instead.
+        """
+        deadline = time.monotonic() + self._busy_timeout
+        pause = OPEN_RETRY_FIRST
+        while True:
+            try:
+                await attempt()
+                return
+            except DatabaseLockedError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DatabaseLockedError(
+                        f"{self.path}: opening the database failed: still locked after "
+                        f"{self._busy_timeout:g} s (another process held the database too long)"
+                    ) from exc
+                log.debug("%s: locked while opening, retrying: %s", self.path, exc)
+                await asyncio.sleep(min(pause, left))
+                pause = min(pause * 2, OPEN_RETRY_MAX)
 
     def _prepare_directory(self) -> None:
         directory = self.path.parent

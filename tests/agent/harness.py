@@ -154,13 +154,14 @@ class CliRun:
     stderr: str
 
 
-def trellis(
-    args: Sequence[str], *, home: Path, config: Path, cwd: Path, timeout: float = 60.0
-) -> CliRun:
-    """Run `python -m app.cli ARGS` with TRELLIS_HOME and TRELLIS_CONFIG in the test's temp dir.
+def trellis_argv(args: Sequence[str]) -> list[str]:
+    """The command line of `trellis ARGS` run from this checkout."""
+    return [sys.executable, "-m", "app.cli", *args]
 
-    The timeout only stops a hung child; no assertion is made on time.
-    """
+
+def trellis_env(*, home: Path, config: Path) -> dict[str, str]:
+    """This environment without Trellis settings or API keys, with TRELLIS_HOME and
+    TRELLIS_CONFIG in the test's temp dir."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -172,10 +173,20 @@ def trellis(
         PYTHONPATH=str(REPO_ROOT),
         NO_COLOR="1",
     )
+    return env
+
+
+def trellis(
+    args: Sequence[str], *, home: Path, config: Path, cwd: Path, timeout: float = 60.0
+) -> CliRun:
+    """Run `python -m app.cli ARGS` with TRELLIS_HOME and TRELLIS_CONFIG in the test's temp dir.
+
+    The timeout only stops a hung child; no assertion is made on time.
+    """
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        trellis_argv(args),
         cwd=cwd,
-        env=env,
+        env=trellis_env(home=home, config=config),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -11,17 +11,9 @@ import pytest
 
 from engine.privacy import PrivacyClass
 from engine.tools import ToolContext, default_registry
+from tests.processes import alive, read_pid
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="run_shell tests use a POSIX shell")
-
-
-def alive(pid: int) -> bool:
-    """Whether a process still runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def wait_gone(pid: int) -> bool:
@@ -31,11 +23,6 @@ async def wait_gone(pid: int) -> bool:
             return True
         await asyncio.sleep(0.025)
     return False
-
-
-def read_pid(path: Path) -> int | None:
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text else None
 
 
 async def wait_for_pid(path: Path) -> int:
@@ -112,6 +99,23 @@ async def test_cancellation_kills_the_process(root: Path, ctx: ToolContext) -> N
         await task
     assert await wait_gone(shell)
     assert await wait_gone(child)
+
+
+async def test_a_command_killed_by_a_signal_says_so(ctx: ToolContext) -> None:
+    out = await default_registry().call("run_shell", {"command": "echo bye; kill -TERM $$"}, ctx)
+    assert out.is_error
+    assert out.content == "bye\n\n[killed by signal 15]"
+
+
+async def test_the_command_has_the_default_sigpipe(ctx: ToolContext) -> None:
+    """`yes` ends quietly when `head` is done, as in a terminal (Python itself ignores SIGPIPE)."""
+    out = await default_registry().call("run_shell", {"command": "yes | head -n 2"}, ctx)
+    assert out.content == "y\ny\n\n[exit code 0]"
+
+
+async def test_the_command_reads_no_input(ctx: ToolContext) -> None:
+    out = await default_registry().call("run_shell", {"command": "cat; echo read"}, ctx)
+    assert out.content == "read\n\n[exit code 0]"
 
 
 async def test_background_process_holding_the_pipe_does_not_hang(ctx: ToolContext) -> None:

@@ -1,7 +1,8 @@
 """The run_shell tool: one shell command in the workspace root, bounded in time and output.
 
 The command runs in its own process group so that a timeout or a cancelled call kills it with
-everything it started; nothing the command started outlives the call.
+everything it started; nothing the command started outlives the call. On POSIX the group is led
+by `shell_supervisor`, which also kills it if Trellis itself dies without running any code.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -22,6 +24,7 @@ from engine.privacy import PrivatizationLabel
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput
 
 READ_CHUNK = 65536
+SUPERVISOR = Path(__file__).with_name("shell_supervisor.py")
 PIPE_GRACE = 1.0
 """Seconds to wait, after the shell exits, for output still held by processes it left behind."""
 
@@ -102,16 +105,7 @@ class RunShell(Tool[RunShellArgs]):
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolOutput:
         timeout = min(args.timeout or ctx.timeout, ctx.max_timeout)
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_shell(
-            lambda: _ShellProtocol(loop),
-            args.command,
-            cwd=ctx.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        transport, protocol = await _start(args.command, ctx.root)
         assert protocol.stdout is not None
         captured = _Captured(keep=ctx.max_output // 2, on_output=ctx.on_output)
         reader = asyncio.create_task(captured.drain(protocol.stdout))
@@ -157,6 +151,37 @@ class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     def process_exited(self) -> None:
         super().process_exited()
         self.exited.set()
+
+
+async def _start(command: str, cwd: Path) -> tuple[asyncio.SubprocessTransport, _ShellProtocol]:
+    """Start the command in a new process group, its stdout and stderr on one pipe.
+
+    On POSIX the group's leader is the supervisor, with a pipe as stdin that only this process
+    holds: the lifeline whose end of file tells it that Trellis is gone.
+    """
+    loop = asyncio.get_running_loop()
+    if sys.platform == "win32":
+        return await loop.subprocess_shell(
+            lambda: _ShellProtocol(loop),
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+    return await loop.subprocess_exec(
+        lambda: _ShellProtocol(loop),
+        sys.executable,
+        "-I",  # isolated from PYTHON* variables, the user site and the script directory
+        "-S",  # no site: a bare interpreter start
+        str(SUPERVISOR),
+        command,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 async def _within(waiting: Coroutine[Any, Any, Any], seconds: float) -> bool:
