@@ -31,25 +31,28 @@ from tests.agent.conftest import (
 
 
 async def _scenario(make_agent: MakeAgent, recorder: Recorder) -> Agent:
-    """A session with tools, steering, a retried model error and a cancel mid-tool."""
-    gate = GateTool()
+    """A session with tools, steering, a retried model error and a cancel mid-tool; every step
+    waits on the test, so the order is the same on a loaded machine."""
+    look, hold = GateTool("look"), GateTool("hold")
     agent = await make_agent(
         [
-            Reply(text="let me look", tool_calls=[call("probe")]),
+            Reply(text="let me look", tool_calls=[call("look")]),
             Reply(text="half", error="overloaded", transient=True, status=529),
-            Reply(text="steered answer"),
-            Reply(text="waiting", tool_calls=[call("gate")]),
+            Reply(text="steered answer", tool_calls=[call("probe")]),
+            Reply(text="done"),
+            Reply(text="waiting", tool_calls=[call("hold")]),
         ],
-        tools=ToolRegistry([FixedTool("probe", "probe says 1"), gate]),
+        tools=ToolRegistry([FixedTool("probe", "probe says 1"), look, hold]),
         options=AgentOptions(retry_backoff=0.0),
     )
     agent.subscribe(recorder, from_seq=0)
     first = agent.send("look around")
-    await until(lambda: any(e.type == "tool/result" for e in recorder.events))
-    agent.steer("and be brief")
-    await first
+    await look.started.wait()
+    agent.steer("and be brief")  # staged: delivered after the tool's result
+    look.gate.set()
+    assert isinstance(await first, TurnOutcome)
     second = agent.send("now wait")
-    await gate.started.wait()
+    await hold.started.wait()
     agent.cancel()
     await second
     await agent.when_idle()
