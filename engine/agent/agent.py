@@ -27,6 +27,7 @@ from engine.agent.views import (
     PinView,
     area_views,
     assembly_view,
+    dropped_views,
 )
 from engine.context import Context, UnrestorableArea
 from engine.context.area import ContextAreaImplementation
@@ -158,6 +159,9 @@ class Agent:
             assembled,
             turn=self._turn.number if self._turn is not None else None,
             egress=self._rt.assembler.binding.entry.effective_egress(),
+            dropped=dropped_views(
+                self._rt.context, assembled.indices, self._rt.last_assembly_length
+            ),
         )
 
     @property

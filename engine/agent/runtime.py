@@ -103,6 +103,7 @@ class Runtime:
         self.keep_inbox = False
         self.queued: Callable[[], tuple[str, ...]] = tuple  # the sends waiting (the Agent's inbox)
         self.last_assembly: AssembledContext | None = None
+        self.last_assembly_length = 0  # how many items the Context held at that assembly
         self.status: AgentState = "idle"
         self._waiting = 0  # tool calls waiting for a permission answer
         self._tool_names: dict[str, str] = {}
@@ -255,7 +256,7 @@ class Runtime:
             if area.life_state is AreaLifeState.retain
         )
         assembled = self.assembler.assemble(self.context, turn=turn, retained_owners=retained)
-        self.last_assembly = assembled
+        self.last_assembly, self.last_assembly_length = assembled, len(self.context)
         return assembled
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:

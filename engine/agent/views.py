@@ -6,10 +6,12 @@ hold can change the session, and the engine may change its internals without bre
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.context.area import AreaFlowState, AreaLifeState
 from engine.context.budget import item_chars
+from engine.context.context import Context
 from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
 from engine.context.provenance import ItemKind
@@ -57,6 +59,16 @@ class RequestItemView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DroppedView:
+    """Context items the request left out (a history group the governors dropped), by turn."""
+
+    turn: int | None
+    first_seq: int | None
+    items: int
+    chars: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AssemblyView:
     """The last request assembled: the figures, the floor, and every item, in order."""
 
@@ -68,6 +80,7 @@ class AssemblyView:
     kept_groups: tuple[int, ...]  # first seq of each history group kept
     egress: PrivacyClass  # the highest class the endpoint accepts
     label: PrivatizationLabel  # the joined label of the request
+    dropped: tuple[DroppedView, ...] = ()  # what the Context held that the request left out
 
     @property
     def reserved_chars(self) -> int:
@@ -125,8 +138,31 @@ def area_views(coop: CoopContext) -> tuple[AreaView, ...]:
     return tuple(views)
 
 
+def dropped_views(context: Context, sent: Iterable[int], upto: int) -> tuple[DroppedView, ...]:
+    """The Context's first `upto` items (what it held at assembly) outside the request, grouped by
+    turn in Context order. Computed when a view asks, never per step."""
+    chosen = frozenset(sent)
+    groups: dict[int | None, list[int]] = {}
+    for index in range(min(upto, len(context))):
+        if index not in chosen:
+            groups.setdefault(context.provenance(index).turn, []).append(index)
+    return tuple(
+        DroppedView(
+            turn=turn,
+            first_seq=context.provenance(indices[0]).seq,
+            items=len(indices),
+            chars=sum(item_chars(context[i]) for i in indices),
+        )
+        for turn, indices in groups.items()
+    )
+
+
 def assembly_view(
-    assembled: AssembledContext, *, turn: int | None, egress: PrivacyClass
+    assembled: AssembledContext,
+    *,
+    turn: int | None,
+    egress: PrivacyClass,
+    dropped: tuple[DroppedView, ...] = (),
 ) -> AssemblyView:
     reserved = frozenset(assembled.reserved_indices)
     items = tuple(
@@ -164,4 +200,5 @@ def assembly_view(
         kept_groups=assembled.kept_groups,
         egress=egress,
         label=assembled.label,
+        dropped=dropped,
     )
