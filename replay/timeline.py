@@ -49,7 +49,7 @@ from engine.events import (
 from engine.gateway.base import GatewayType, NativeContent
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
-DEFAULT_CHECKPOINT_EVERY = 256
+DEFAULT_CHECKPOINT_EVERY = 128
 """Events between checkpoints: a seek replays at most this many."""
 
 _FLOOR_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
