@@ -88,7 +88,13 @@ class TimelineState:
     def item_views(self) -> tuple[RequestItemView, ...]:
         """Every Context item with its provenance, label and cost (computed when asked)."""
         return tuple(
-            _item_view(i, item, provenance, self.shell_class, reserved=False)
+            _item_view(
+                i,
+                provenance,
+                label_for_provenance(provenance, shell_class=self.shell_class),
+                item_chars(item),
+                reserved=False,
+            )
             for i, (item, provenance) in enumerate(self.context.entries())
         )
 
@@ -256,16 +262,8 @@ class Timeline:
         )
         egress = step.egress if step.egress is not None else _egress_of(self._model(cursor))
         items = tuple(
-            RequestItemView(
-                index=i,
-                kind=index.provenance(i).kind,
-                seq=index.provenance(i).seq,
-                turn=index.provenance(i).turn,
-                source=index.provenance(i).source,
-                owner=index.provenance(i).owner,
-                label=index.label(i),
-                chars=index.chars(i),
-                reserved=i in in_lane,
+            _item_view(
+                i, index.provenance(i), index.label(i), index.chars(i), reserved=i in in_lane
             )
             for i in sent
         )
@@ -435,12 +433,7 @@ def _egress_of(model: ModelView | None) -> PrivacyClass:
 
 
 def _item_view(
-    index: int,
-    item: NativeContent,
-    provenance: Provenance,
-    shell_class: PrivacyClass,
-    *,
-    reserved: bool,
+    index: int, provenance: Provenance, label: PrivatizationLabel, chars: int, *, reserved: bool
 ) -> RequestItemView:
     return RequestItemView(
         index=index,
@@ -449,7 +442,7 @@ def _item_view(
         turn=provenance.turn,
         source=provenance.source,
         owner=provenance.owner,
-        label=label_for_provenance(provenance, shell_class=shell_class),
-        chars=item_chars(item),
+        label=label,
+        chars=chars,
         reserved=reserved,
     )

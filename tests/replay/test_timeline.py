@@ -31,6 +31,10 @@ async def test_the_timeline_at_the_last_seq_is_the_live_agent(
     request = timeline.request_at(log[-1].seq)
     seen = (state.context.entries(), state.areas, state.pins, state.model, request)
     assert seen == _views(agent)
+    # every item's label and cost, on demand, agree with what the last request carried
+    by_index = {view.index: view for view in state.item_views()}
+    for item in request.items if request is not None else ():
+        assert (by_index[item.index].label, by_index[item.index].chars) == (item.label, item.chars)
     assert isinstance(timeline, Projection)
 
 
