@@ -18,11 +18,11 @@ from engine.agent.outbox import Outbox, Steering
 from engine.agent.subtask import SubtaskDoneTool
 from engine.context import (
     Context,
+    ContextReplayer,
     CoopContext,
     RebuiltContext,
     UnrestorableArea,
     emplace_event,
-    rebuild_context,
     resume_coop_context,
 )
 from engine.context.area import AreaLifeState, RestorableArea
@@ -322,8 +322,8 @@ class Runtime:
         self.gateway, self.model_id = gateway, model_id
         self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
-            rebuilt = rebuild_context(gateway.gateway_type, self.session.events)
-            self.context.rebind(gateway.gateway_type, rebuilt.context.entries())
+            replayed = ContextReplayer.of(gateway.gateway_type, self.session.events)
+            self.context.rebind(gateway.gateway_type, replayed.context.entries())
             self.assembler.orchestrator.note_detached(0)
         await old.aclose()
 

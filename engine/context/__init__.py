@@ -11,17 +11,15 @@ from engine.context.context import Context
 from engine.context.coop_context import CoopContext, Sink
 from engine.context.errors import AreaCallbackError, AreaRegistrationError
 from engine.context.provenance import ItemKind, Provenance
-from engine.context.rebuild import (
+from engine.context.rebuild import emplace_event, message_provenance, user_message_text
+from engine.context.replayer import (
     AreaRecord,
+    ContextReplayer,
     RebuiltContext,
-    Resumed,
-    UnrestorableArea,
-    emplace_event,
-    message_provenance,
+    ReplayMark,
     rebuild_context,
-    resume_coop_context,
-    user_message_text,
 )
+from engine.context.resume import Resumed, UnrestorableArea, resume_coop_context
 from engine.gateway.base import NativeContent
 
 __all__ = [
@@ -32,12 +30,14 @@ __all__ = [
     "AreaRegistrationError",
     "Context",
     "ContextAreaImplementation",
+    "ContextReplayer",
     "CoopContext",
     "EffectRange",
     "ItemKind",
     "NativeContent",
     "Provenance",
     "RebuiltContext",
+    "ReplayMark",
     "RestorableArea",
     "Resumed",
     "Sink",

@@ -34,6 +34,32 @@ class Context(Sequence[NativeContent]):
         self._provenances = []
         self._stamp = None
 
+    @classmethod
+    def restored(
+        cls,
+        gateway_type: GatewayType,
+        items: Sequence[NativeContent],
+        provenances: Sequence[Provenance],
+        *,
+        codec: Codec | None = None,
+    ) -> Context:
+        """A Context holding these aligned items and provenances (a replay checkpoint, a copy).
+
+        Items are shared, not copied: a Context never changes an item in place.
+        """
+        if len(items) != len(provenances):
+            raise ValueError(f"{len(items)} items but {len(provenances)} provenances")
+        context = cls(gateway_type, codec=codec)
+        context._items = list(items)
+        context._provenances = list(provenances)
+        return context
+
+    def copy(self) -> Context:
+        """An independent Context with the same items and provenances, and no owner stamp."""
+        return Context.restored(
+            self._gateway_type, self._items, self._provenances, codec=self._codec
+        )
+
     @property
     def gateway_type(self) -> GatewayType:
         return self._gateway_type

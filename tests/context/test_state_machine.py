@@ -1,5 +1,9 @@
 """A hypothesis state machine: random register/render/retire/flow/append sequences against a
-simple reference model of the collection and scheduling rules (quadratic, obviously correct)."""
+simple reference model of the collection and scheduling rules (quadratic, obviously correct).
+
+A `ContextReplayer` follows the log one event at a time beside the live CoopContext: after every
+step it must hold the live Context item for item (provenance and owners included), and a copy
+taken earlier must not move when the replayer goes on."""
 
 from __future__ import annotations
 
@@ -11,7 +15,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.context import AreaFlowState, AreaLifeState, NativeContent, rebuild_context
+from engine.context import (
+    AreaFlowState,
+    AreaLifeState,
+    ContextReplayer,
+    NativeContent,
+    rebuild_context,
+)
 from engine.events import AreaRender, GcCollect
 from engine.gateway.base import GatewayType
 from engine.message import Message, Role
@@ -157,6 +167,7 @@ class CoopContextMachine(RuleBasedStateMachine):
         self.loop = LoggedLoop()
         self.loop.open_turn()
         self.model = Model()
+        self.replayer = ContextReplayer(GatewayType.scripted)
         self.areas: list[tuple[ScriptArea, ModelArea]] = []
         self.said = 0
         self.gc_seen = 0
@@ -226,6 +237,20 @@ class CoopContextMachine(RuleBasedStateMachine):
         rebuilt = rebuild_context(GatewayType.scripted, self.loop.session.events)
         assert rebuilt.context.entries() == context.entries()
         assert rebuilt.garbage == self.loop.coop.garbage_entries
+
+    @invariant()
+    def the_incremental_replayer_follows_the_live_context(self) -> None:
+        before = self.replayer.copy()
+        frozen = before.snapshot()
+        for event in self.loop.session.events[self.replayer.seq + 1 :]:
+            self.replayer.apply(event)
+        assert self.replayer.context.entries() == self.loop.context.entries()
+        assert self.replayer.garbage == self.loop.coop.garbage_entries
+        assert self.replayer.cursor == self.loop.coop.cursor_id
+        assert set(self.replayer.areas) == {self.loop.coop.area_id(a) for a in self.loop.coop.areas}
+        # copies taken before are independent of what was applied since
+        assert before.context.entries() == frozen.context.entries()
+        assert (before.garbage, dict(before.areas)) == (frozen.garbage, frozen.areas)
 
     @invariant()
     def matches_the_model(self) -> None:

@@ -1,0 +1,320 @@
+"""Events to Context, one event at a time: the one replayer resume, rebind and replay all use.
+
+`ContextReplayer.apply(event)` replays the events that append to the Context (`user/message`,
+`assistant/message`, `tool/result`, `area/render`, `gc/collect`, a compaction's `compact/summary`
+and `compact/end`) and the ones that decide ownership (`area/state`, `area/cursor`), through the
+same helpers the live loop appends with, so the Context it holds after any prefix of a log equals
+the live one at that point, item for item, provenance and owners included. It is incremental, so a
+live viewer feeds it each new event instead of folding the whole log again; `snapshot()` and
+`copy()` take independent copies, `mark()` and `from_mark()` let a timeline checkpoint it cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from engine.context.area import AreaFlowState, AreaLifeState, EffectRange
+from engine.context.compaction import apply_compaction
+from engine.context.context import Context
+from engine.context.coop_context import area_serial
+from engine.context.ownership import OwnershipLedger
+from engine.context.provenance import ItemKind, Provenance
+from engine.context.rebuild import emplace_event, summary_message, summary_provenance
+from engine.events import (
+    AreaCursor,
+    AreaRegister,
+    AreaRender,
+    AreaState,
+    AssistantMessage,
+    CompactEnd,
+    CompactSummary,
+    Event,
+    GcCollect,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+from engine.gateway.base import GatewayType, NativeContent
+
+GarbageEntry = tuple[NativeContent, Provenance]
+
+
+@dataclass(frozen=True, slots=True)
+class AreaRecord:
+    """What the log says about one registered Area (replaced, never changed, as events arrive)."""
+
+    kind: str
+    name: str
+    life: AreaLifeState = AreaLifeState.retain
+    flow: AreaFlowState = AreaFlowState.yielded
+    state: dict[str, Any] | None = None
+    range: EffectRange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RebuiltContext:
+    """A replayer's state as independent copies: what resume and a rebind start from."""
+
+    context: Context
+    areas: dict[str, AreaRecord]  # registration order
+    cursor: str | None
+    garbage: tuple[GarbageEntry, ...]
+    last_serial: int = 0  # the highest `#n` ever registered: new ids continue after it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayMark:
+    """Everything a replayer holds at one seq except its Context and garbage, as frozen values.
+
+    A timeline keeps one per checkpoint beside its own compact record of the Context, and resumes a
+    replayer from it with `ContextReplayer.from_mark`.
+    """
+
+    seq: int
+    turn: int | None
+    cursor: str | None
+    states: tuple[tuple[str, tuple[AreaLifeState, AreaFlowState]], ...]
+    areas: tuple[tuple[str, AreaRecord], ...]
+    tool_names: tuple[tuple[str, str], ...]
+    last_serial: int
+    pending_summary: tuple[int, CompactSummary] | None
+
+
+class ContextReplayer:
+    """Rebuilds the working Context from a log, one `apply(event)` at a time."""
+
+    __slots__ = (
+        "_areas",
+        "_context",
+        "_garbage",
+        "_last_serial",
+        "_ledger",
+        "_pending_summary",
+        "_seq",
+        "_tool_names",
+        "_turn",
+    )
+
+    def __init__(self, gateway_type: GatewayType) -> None:
+        self._context = Context(gateway_type)
+        self._ledger = OwnershipLedger()
+        self._areas: dict[str, AreaRecord] = {}
+        self._garbage: list[GarbageEntry] = []
+        # Names of this turn's tool calls: a result follows its call in the same step.
+        self._tool_names: dict[str, str] = {}
+        self._turn: int | None = None
+        self._last_serial = 0
+        self._pending_summary: tuple[int, CompactSummary] | None = None
+        self._seq = -1
+
+    @classmethod
+    def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextReplayer:
+        """A replayer fed every event of `events`."""
+        replayer = cls(gateway_type)
+        for event in events:
+            replayer.apply(event)
+        return replayer
+
+    # --- reading ------------------------------------------------------------------------------
+
+    @property
+    def context(self) -> Context:
+        """The Context rebuilt so far (the replayer's own: read it, copy it, never change it)."""
+        return self._context
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last event applied (-1 before the first)."""
+        return self._seq
+
+    @property
+    def turn(self) -> int | None:
+        """The open turn after the last event applied."""
+        return self._turn
+
+    @property
+    def areas(self) -> Mapping[str, AreaRecord]:
+        """The registered Areas' records, in registration order (read-only)."""
+        return MappingProxyType(self._areas)
+
+    @property
+    def cursor(self) -> str | None:
+        return self._ledger.cursor
+
+    @property
+    def garbage(self) -> tuple[GarbageEntry, ...]:
+        """Every item reclaimed by the events applied (since `from_mark`, for a resumed one)."""
+        return tuple(self._garbage)
+
+    @property
+    def garbage_count(self) -> int:
+        return len(self._garbage)
+
+    def garbage_from(self, start: int) -> tuple[GarbageEntry, ...]:
+        """The reclaimed items from position `start` on (costs what it returns)."""
+        return tuple(self._garbage[start:])
+
+    def snapshot(self) -> RebuiltContext:
+        """Independent copies of the state: later `apply` calls do not change them."""
+        return RebuiltContext(
+            self._context.copy(),
+            dict(self._areas),
+            self._ledger.cursor,
+            tuple(self._garbage),
+            self._last_serial,
+        )
+
+    def copy(self) -> ContextReplayer:
+        """An independent replayer in the same state (items are shared; none is ever changed)."""
+        twin = ContextReplayer.from_mark(self._context.gateway_type, self.mark(), self._context)
+        twin._garbage = list(self._garbage)
+        return twin
+
+    def mark(self) -> ReplayMark:
+        return ReplayMark(
+            seq=self._seq,
+            turn=self._turn,
+            cursor=self._ledger.cursor,
+            states=tuple(self._ledger.states.items()),
+            areas=tuple(self._areas.items()),
+            tool_names=tuple(self._tool_names.items()),
+            last_serial=self._last_serial,
+            pending_summary=self._pending_summary,
+        )
+
+    @classmethod
+    def from_mark(
+        cls, gateway_type: GatewayType, mark: ReplayMark, context: Context
+    ) -> ContextReplayer:
+        """A replayer in the state `mark` recorded, over a copy of `context` (the Context at the
+        mark, in the replayer's format). Its garbage starts empty."""
+        if context.gateway_type is not gateway_type:
+            raise ValueError(
+                f"the Context at the mark is {context.gateway_type.value}, not {gateway_type.value}"
+            )
+        replayer = cls(gateway_type)
+        replayer._context = context.copy()
+        replayer._ledger = OwnershipLedger(dict(mark.states), mark.cursor)
+        replayer._areas = dict(mark.areas)
+        replayer._tool_names = dict(mark.tool_names)
+        replayer._turn = mark.turn
+        replayer._last_serial = mark.last_serial
+        replayer._pending_summary = mark.pending_summary
+        replayer._seq = mark.seq
+        return replayer
+
+    # --- replaying ----------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        """Replay one event; events must come in log order."""
+        if event.seq <= self._seq:
+            raise ValueError(f"event {event.seq} arrives after event {self._seq}: out of order")
+        self._seq = event.seq
+        context = self._context
+        match event.data:
+            case TurnStart(turn=number):
+                self._turn = number
+                self._tool_names.clear()
+            case TurnEnd():
+                self._turn = None
+            case UserMessage() | AssistantMessage():
+                emplace_event(context, event, turn=self._turn, stamp=self._stamped)
+            case ToolCallRecord(call_id=call_id, name=name):
+                self._tool_names[call_id] = name
+            case ToolResultRecord(call_id=call_id):
+                name = self._tool_names.get(call_id, "")
+                emplace_event(context, event, turn=self._turn, tool_name=name, stamp=self._stamped)
+            case AreaRegister(area=area_id, kind=kind, name=name, state=state):
+                self._areas[area_id] = AreaRecord(kind, name, state=state)
+                self._last_serial = max(self._last_serial, area_serial(area_id))
+            case AreaState(area=area_id, life=life, flow=flow, state=state):
+                record = self._areas[area_id]
+                record = replace(
+                    record,
+                    life=AreaLifeState(life),
+                    flow=AreaFlowState(flow),
+                    state=state if state is not None else record.state,
+                )
+                self._areas[area_id] = record
+                self._ledger.states[area_id] = (record.life, record.flow)
+            case AreaCursor(area=area_id):
+                self._ledger.cursor = area_id
+            case AreaRender() as render:
+                self._render(event.seq, render)
+            case CompactSummary() as summary:
+                self._pending_summary = (event.seq, summary)
+            case CompactEnd() as end if self._pending_summary is not None:
+                self._compact(end)
+            case GcCollect() as collect:
+                self._collect(event.seq, collect)
+            case _:
+                pass
+
+    def _stamped(self, provenance: Provenance) -> Provenance:
+        holder = self._ledger.holder()
+        return provenance.owned_by(holder) if holder is not None else provenance
+
+    def _render(self, seq: int, render: AreaRender) -> None:
+        context = self._context
+        for rendered in render.messages:
+            provenance = Provenance(
+                kind=ItemKind.area,
+                seq=seq,
+                turn=self._turn,
+                source=rendered.source,
+                label=render.label,
+                owner=render.area,
+            )
+            context.append_native(context.codec.encode_message(rendered.to_message()), provenance)
+        record = self._areas[render.area]
+        self._areas[render.area] = replace(
+            record, range=EffectRange(render.earliest, render.latest)
+        )
+
+    def _compact(self, end: CompactEnd) -> None:
+        assert self._pending_summary is not None
+        seq, summary = self._pending_summary
+        self._pending_summary = None
+        context = self._context
+        self._garbage += apply_compaction(
+            context,
+            earliest=end.earliest,
+            reclaimed=end.reclaimed,
+            carried=end.carried,
+            summary=context.codec.encode_message(summary_message(summary)),
+            provenance=summary_provenance(seq, summary),
+        )
+        shift = 1 - len(end.reclaimed)
+        for area_id, record in self._areas.items():
+            if record.range is not None:
+                self._areas[area_id] = replace(record, range=record.range.shifted(shift))
+
+    def _collect(self, seq: int, collect: GcCollect) -> None:
+        # Same order as the live Collector: detach, garbage, promoted, carried.
+        context = self._context
+        detached = context.detach_tail(collect.earliest)
+        self._garbage += [detached[i - collect.earliest] for i in collect.reclaimed]
+        for promoted in collect.promoted:
+            provenance = Provenance(
+                kind=ItemKind.promoted,
+                seq=seq,
+                turn=self._turn,
+                source=promoted.source,
+                label=collect.label,
+            )
+            context.append_native(context.codec.encode_message(promoted.to_message()), provenance)
+        for i in collect.carried:
+            context.append_native(*detached[i - collect.earliest])
+        for area_id in collect.areas:
+            self._areas.pop(area_id, None)
+            self._ledger.forget(area_id)
+
+
+def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> RebuiltContext:
+    """The Context, Areas, cursor and garbage after `events`: a replayer fed them all, snapshot."""
+    return ContextReplayer.of(gateway_type, events).snapshot()

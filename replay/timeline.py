@@ -1,0 +1,448 @@
+"""The context timeline: what the session's working state was at any seq, from its log alone.
+
+As of any seq it gives the Context (items with provenance; label and cost on demand), the Areas
+with life, flow and effect range, the cursor, the GC history, the pins, the bound model and the
+last step's request (`request_at`), as the same frozen views the Agent gives live
+(`engine/agent/views.py`), so the timeline at the last seq equals the Agent's views.
+
+It is a projection (`replay/projection.py`): fed one event at a time it follows a live session,
+built from a stored log it replays it, with the same result. Seeking is cheap: every `every`
+events a checkpoint keeps the replayer's small state and only the Context items that changed since
+the previous checkpoint (the items themselves are shared), so a seek restores the nearest
+checkpoint and replays at most `every` events, and the checkpoints cost pointers, not items.
+"""
+
+from __future__ import annotations
+
+import itertools
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from engine.agent.views import (
+    AreaView,
+    AssemblyView,
+    FloorBlockView,
+    ModelView,
+    PinView,
+    RequestItemView,
+)
+from engine.config import Config
+from engine.context import Context, ContextReplayer, Provenance, ReplayMark
+from engine.context.budget import item_chars
+from engine.context.egress import label_for_provenance
+from engine.context.floor import PinBoard
+from engine.context.grants import Grant, GrantTracker
+from engine.context.orchestrator import GroupIndex
+from engine.context.replayer import GarbageEntry
+from engine.errors import TrellisError
+from engine.events import (
+    CompactEnd,
+    Event,
+    FloorBlock,
+    GcCollect,
+    ModelBind,
+    StepStart,
+    TurnEnd,
+    TurnStart,
+)
+from engine.gateway.base import GatewayType, NativeContent
+from engine.privacy import PrivacyClass, PrivatizationLabel
+
+DEFAULT_CHECKPOINT_EVERY = 128
+"""Events between checkpoints: a seek replays at most this many."""
+
+_FLOOR_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collection:
+    """One entry of the GC history: a `gc/collect`, or a compaction (`compact/end`)."""
+
+    seq: int
+    turn: int | None
+    compaction: bool
+    areas: tuple[str, ...]  # the collected Areas (none for a compaction)
+    earliest: int
+    reclaimed: tuple[GarbageEntry, ...]
+    promoted: int  # items appended in their place (promoted messages, or the summary)
+    carried: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineState:
+    """The session as of `seq`: plain values, independent of the timeline."""
+
+    seq: int
+    turn: int | None  # the open turn, None between turns
+    context: Context  # a copy: items with their provenance
+    areas: tuple[AreaView, ...]
+    cursor: str | None
+    collections: tuple[Collection, ...]  # the GC history so far, oldest first
+    pins: tuple[PinView, ...]
+    model: ModelView | None  # None before the first binding, or for a model the config lacks
+    last_step: StepStart | None  # the last step's figures, digest, floor and kept groups
+    last_step_seq: int | None
+    shell_class: PrivacyClass
+
+    def item_views(self) -> tuple[RequestItemView, ...]:
+        """Every Context item with its provenance, label and cost (computed when asked)."""
+        return tuple(
+            _item_view(
+                i,
+                provenance,
+                label_for_provenance(provenance, shell_class=self.shell_class),
+                item_chars(item),
+                reserved=False,
+            )
+            for i, (item, provenance) in enumerate(self.context.entries())
+        )
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """The replaying state at one seq: the Context replayer and what the views need beside it."""
+
+    replayer: ContextReplayer
+    grants: GrantTracker = field(default_factory=GrantTracker)
+    pins: PinBoard = field(default_factory=PinBoard)
+    last_step: tuple[int, StepStart] | None = None
+
+    def apply(self, event: Event) -> None:
+        self.replayer.apply(event)
+        match event.data:
+            case TurnStart():
+                self.grants.begin_turn()
+            case TurnEnd():
+                self.grants.end_turn()
+            case ModelBind() as bind:
+                self.grants.apply(bind)
+            case StepStart() as step:
+                self.last_step = (event.seq, step)
+            case _:
+                self.pins.apply(event.data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Checkpoint:
+    """A cursor's state at `seq`; its Context is the previous checkpoint's first `prefix` items
+    followed by `items`/`provenances`."""
+
+    seq: int
+    mark: ReplayMark
+    grants: tuple[Grant | None, Grant | None, bool]
+    pins: tuple[tuple[str, str], ...]
+    last_step: tuple[int, StepStart] | None
+    prefix: int
+    items: tuple[NativeContent, ...]
+    provenances: tuple[Provenance, ...]
+
+    @property
+    def length(self) -> int:
+        return self.prefix + len(self.items)
+
+
+class Timeline:
+    """Replays a session's log with checkpoints; `at(seq)` is the state as of any seq."""
+
+    def __init__(
+        self,
+        gateway_type: GatewayType,
+        *,
+        config: Config | None = None,
+        every: int = DEFAULT_CHECKPOINT_EVERY,
+    ) -> None:
+        if every < 1:
+            raise ValueError(f"checkpoints need at least 1 event between them, got {every}")
+        self._gateway_type = gateway_type
+        self._config = config if config is not None else Config()
+        self._shell_class = self._config.context.shell_privacy_class()
+        self._every = every
+        self._events: list[Event] = []
+        self._head = _Cursor(ContextReplayer(gateway_type))
+        self._low = 0  # the shortest the head's Context was since the last checkpoint
+        self._checkpoints: list[_Checkpoint] = []
+        self._checkpoint_seqs: list[int] = []
+        self._collections: list[Collection] = []
+        self._collection_seqs: list[int] = []
+        self._step_seqs: list[int] = []
+        self._floor: dict[str, FloorBlock] = {}
+        self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
+        self._checkpoint()
+
+    @classmethod
+    def of(
+        cls,
+        gateway_type: GatewayType,
+        events: Iterable[Event],
+        *,
+        config: Config | None = None,
+        every: int = DEFAULT_CHECKPOINT_EVERY,
+    ) -> Timeline:
+        """A timeline fed every event of `events`."""
+        timeline = cls(gateway_type, config=config, every=every)
+        for event in events:
+            timeline.apply(event)
+        return timeline
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last event applied (-1 before the first)."""
+        return self._head.replayer.seq
+
+    @property
+    def first_seq(self) -> int:
+        return self._events[0].seq if self._events else -1
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return tuple(self._events)
+
+    # --- the projection ------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        """Follow the next event of the log (live or stored)."""
+        head = self._head
+        garbage = head.replayer.garbage_count
+        head.apply(event)
+        self._events.append(event)
+        match event.data:
+            case GcCollect() as collect:
+                self._low = min(self._low, collect.earliest)
+                self._note_collection(event, garbage, collect.areas, collect.earliest, False)
+            case CompactEnd() as end:
+                self._low = min(self._low, end.earliest)
+                self._note_collection(event, garbage, (), end.earliest, True)
+            case StepStart():
+                self._step_seqs.append(event.seq)
+            case FloorBlock() as block:
+                self._floor[block.hash] = block
+            case _:
+                pass
+        if len(self._events) % self._every == 0:
+            self._checkpoint()
+
+    def snapshot(self) -> TimelineState:
+        """The state after the last event applied."""
+        return self._state(self._head)
+
+    # --- seeking --------------------------------------------------------------------------------
+
+    def at(self, seq: int) -> TimelineState:
+        """The state right after the event `seq` (before the first event for -1)."""
+        return self._state(self._cursor_at(seq))
+
+    def request_at(self, seq: int) -> AssemblyView | None:
+        """What the last request up to `seq` held, as the Agent's `last_assembly` showed it then:
+        the floor blocks, the figures, and every item with its provenance, label and cost."""
+        position = bisect_right(self._step_seqs, seq) - 1
+        if position < 0:
+            return None
+        step_seq = self._step_seqs[position]
+        cursor = self._cursor_at(step_seq)
+        assert cursor.last_step is not None
+        step = cursor.last_step[1]
+        replayer = cursor.replayer
+        context = replayer.context
+        retained = frozenset(
+            area_id for area_id, record in replayer.areas.items() if record.life.value == "retain"
+        )
+        index = GroupIndex(shell_class=self._shell_class)
+        index.sync(context, context.provenance_view)
+        reserved = index.reserved(retained)
+        in_lane = frozenset(reserved)
+        start = index.current_start(step.turn)
+        kept = step.figures.groups_kept
+        sent = sorted(
+            (
+                *reserved,
+                *index.members(start - kept, start, in_lane),
+                *index.current(start, in_lane),
+            )
+        )
+        egress = step.egress if step.egress is not None else _egress_of(self._model(cursor))
+        items = tuple(
+            _item_view(
+                i, index.provenance(i), index.label(i), index.chars(i), reserved=i in in_lane
+            )
+            for i in sent
+        )
+        return AssemblyView(
+            turn=self._cursor_at(seq).replayer.turn,  # the turn open at `seq`, as live
+            figures=step.figures,
+            prefix_digest=step.prefix_digest,
+            floor=tuple(self._floor_view(h) for h in step.floor),
+            items=items,
+            kept_groups=step.kept,
+            egress=egress,
+            label=step.label if step.label is not None else _FLOOR_DEFAULT_LABEL,
+        )
+
+    def _cursor_at(self, seq: int) -> _Cursor:
+        if seq > self.seq or seq < -1:
+            raise IndexError(f"seq {seq} is outside the timeline (-1..{self.seq})")
+        if seq == self.seq:
+            return self._head
+        cached = self._seek
+        nearest = self._checkpoint_seqs[bisect_right(self._checkpoint_seqs, seq) - 1]
+        if cached is None or not (nearest <= cached.replayer.seq <= seq):
+            cached = self._restore(bisect_right(self._checkpoint_seqs, seq) - 1)
+        first = self._position(cached.replayer.seq + 1)
+        for event in itertools.islice(self._events, first, self._position(seq + 1)):
+            cached.apply(event)
+        self._seek = cached
+        return cached
+
+    def _position(self, seq: int) -> int:
+        """The index in `_events` of the event `seq` (or where it would be)."""
+        return seq - self.first_seq if self._events else 0
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        head = self._head
+        context = head.replayer.context
+        previous = self._checkpoints[-1].length if self._checkpoints else 0
+        prefix = min(self._low, previous)
+        self._checkpoints.append(
+            _Checkpoint(
+                seq=head.replayer.seq,
+                mark=head.replayer.mark(),
+                grants=(head.grants._latest, head.grants._active, head.grants._in_turn),
+                pins=head.pins.pins,
+                last_step=head.last_step,
+                prefix=prefix,
+                items=context[prefix:],
+                provenances=context.provenances_from(prefix),
+            )
+        )
+        self._checkpoint_seqs.append(head.replayer.seq)
+        self._low = len(context)
+
+    def _restore(self, position: int) -> _Cursor:
+        checkpoint = self._checkpoints[position]
+        items: list[Sequence[NativeContent]] = []
+        provenances: list[Sequence[Provenance]] = []
+        need = checkpoint.length
+        for older in reversed(self._checkpoints[: position + 1]):
+            if need <= 0:
+                break
+            if need > older.prefix:
+                items.append(older.items[: need - older.prefix])
+                provenances.append(older.provenances[: need - older.prefix])
+                need = older.prefix
+        context = Context.restored(
+            self._gateway_type,
+            list(itertools.chain.from_iterable(reversed(items))),
+            list(itertools.chain.from_iterable(reversed(provenances))),
+        )
+        latest, active, in_turn = checkpoint.grants
+        pins = PinBoard(dict(checkpoint.pins))
+        return _Cursor(
+            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
+            GrantTracker(latest, active, in_turn),
+            pins,
+            checkpoint.last_step,
+        )
+
+    # --- views --------------------------------------------------------------------------------
+
+    def _note_collection(
+        self, event: Event, garbage: int, areas: tuple[str, ...], earliest: int, compaction: bool
+    ) -> None:
+        head = self._head.replayer
+        context_after = len(head.context)
+        carried = len(event.data.carried) if isinstance(event.data, GcCollect | CompactEnd) else 0
+        self._collections.append(
+            Collection(
+                seq=event.seq,
+                turn=head.turn,
+                compaction=compaction,
+                areas=areas,
+                earliest=earliest,
+                reclaimed=head.garbage_from(garbage),
+                promoted=context_after - earliest - carried,
+                carried=carried,
+            )
+        )
+        self._collection_seqs.append(event.seq)
+
+    def _state(self, cursor: _Cursor) -> TimelineState:
+        replayer = cursor.replayer
+        seq = replayer.seq
+        cursor_id = replayer.cursor
+        areas = tuple(
+            AreaView(
+                id=area_id,
+                kind=area_id.rpartition("#")[0],
+                name=record.name,
+                life=record.life,
+                flow=record.flow,
+                earliest=None if record.range is None else record.range.earliest,
+                latest=None if record.range is None else record.range.latest,
+                cursor=area_id == cursor_id,
+            )
+            for area_id, record in replayer.areas.items()
+        )
+        return TimelineState(
+            seq=seq,
+            turn=replayer.turn,
+            context=replayer.context.copy(),
+            areas=areas,
+            cursor=cursor_id,
+            collections=tuple(self._collections[: bisect_right(self._collection_seqs, seq)]),
+            pins=tuple(PinView(id=i, text=t) for i, t in cursor.pins.pins),
+            model=self._model(cursor),
+            last_step=None if cursor.last_step is None else cursor.last_step[1],
+            last_step_seq=None if cursor.last_step is None else cursor.last_step[0],
+            shell_class=self._shell_class,
+        )
+
+    def _model(self, cursor: _Cursor) -> ModelView | None:
+        grants = cursor.grants
+        active = grants.active
+        if active is None:
+            return None
+        try:
+            _, entry = self._config.model(active.model)
+        except TrellisError:
+            return None
+        upcoming = grants.staged or active
+        return ModelView(
+            name=active.model,
+            model_id=entry.model or active.model,
+            provider=entry.provider,
+            grant_epoch=active.epoch,
+            next_name=upcoming.model,
+            egress=entry.effective_egress(),
+        )
+
+    def _floor_view(self, content_hash: str) -> FloorBlockView:
+        block = self._floor[content_hash]
+        return FloorBlockView(
+            layer=block.layer,
+            key=block.key,
+            hash=block.hash,
+            chars=len(block.text),
+            label=block.label if block.label is not None else _FLOOR_DEFAULT_LABEL,
+        )
+
+
+def _egress_of(model: ModelView | None) -> PrivacyClass:
+    return model.egress if model is not None else PrivacyClass.restricted
+
+
+def _item_view(
+    index: int, provenance: Provenance, label: PrivatizationLabel, chars: int, *, reserved: bool
+) -> RequestItemView:
+    return RequestItemView(
+        index=index,
+        kind=provenance.kind,
+        seq=provenance.seq,
+        turn=provenance.turn,
+        source=provenance.source,
+        owner=provenance.owner,
+        label=label,
+        chars=chars,
+        reserved=reserved,
+    )

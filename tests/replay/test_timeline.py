@@ -1,0 +1,94 @@
+"""The timeline: at the last seq it equals the live Agent's Context and views; any seq equals a
+replay of the log up to that seq; seeking back and forth and following live agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.agent import Agent
+from engine.context import ContextReplayer
+from engine.events import Event
+from replay.projection import Projection
+from replay.timeline import Timeline
+from tests.agent.conftest import FlakyStore, MakeAgent, Recorder, record, stored_log
+from tests.replay.scenarios import SCENARIOS
+
+
+def _views(agent: Agent) -> tuple[object, ...]:
+    return (agent.context.entries(), agent.areas, agent.pins, agent.model, agent.last_assembly)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+async def test_the_timeline_at_the_last_seq_is_the_live_agent(
+    name: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await SCENARIOS[name](make_agent)
+    log = await stored_log(store, agent.session_id)
+    timeline = Timeline.of(agent.context.gateway_type, log, every=7)
+    state = timeline.at(log[-1].seq)
+    request = timeline.request_at(log[-1].seq)
+    seen = (state.context.entries(), state.areas, state.pins, state.model, request)
+    assert seen == _views(agent)
+    # every item's label and cost, on demand, agree with what the last request carried
+    by_index = {view.index: view for view in state.item_views()}
+    for item in request.items if request is not None else ():
+        assert (by_index[item.index].label, by_index[item.index].chars) == (item.label, item.chars)
+    assert isinstance(timeline, Projection)
+
+
+@pytest.mark.parametrize("name", ["subtask", "compaction", "areas", "cancel_mid_tool"])
+async def test_every_seq_is_a_replay_of_the_log_up_to_it(
+    name: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await SCENARIOS[name](make_agent)
+    log = await stored_log(store, agent.session_id)
+    timeline = Timeline.of(agent.context.gateway_type, log, every=5)
+    gateway_type = agent.context.gateway_type
+    # forward, backward and at random: each state equals a fresh replay of the prefix
+    order = [*range(-1, len(log)), *reversed(range(-1, len(log))), 3, 17, 2, len(log) - 1, 0]
+    for seq in order:
+        state = timeline.at(seq)
+        expected = ContextReplayer.of(gateway_type, log[: seq + 1])
+        assert state.seq == seq
+        assert state.context.entries() == expected.context.entries()
+        assert [a.id for a in state.areas] == list(expected.areas)
+        assert state.cursor == expected.cursor
+        assert state.turn == expected.turn
+
+
+async def test_the_gc_history_holds_what_each_collection_reclaimed(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await SCENARIOS["subtask"](make_agent)
+    log = await stored_log(store, agent.session_id)
+    timeline = Timeline.of(agent.context.gateway_type, log, every=4)
+    (collection,) = timeline.snapshot().collections
+    collected = next(e for e in log if e.type == "gc/collect")
+    assert collection.seq == collected.seq
+    assert collection.areas == ("subtask#1",)
+    assert collection.promoted == 1
+    assert {p.owner for _, p in collection.reclaimed} == {"subtask#1"}
+    assert timeline.at(collected.seq - 1).collections == ()
+
+
+async def test_a_live_timeline_fed_by_the_stream_equals_the_stored_one(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    recorders: list[Recorder] = []
+
+    async def recording(*args: Any, **kwargs: Any) -> Agent:
+        made = await make_agent(*args, **kwargs)
+        recorders.append(record(made))
+        return made
+
+    agent = await SCENARIOS["subtask"](recording)
+    live = Timeline(agent.context.gateway_type, every=3)
+    for event in recorders[0].events:
+        if isinstance(event, Event):
+            live.apply(event)
+    stored = Timeline.of(agent.context.gateway_type, await stored_log(store, agent.session_id))
+    assert live.seq == stored.seq
+    assert live.snapshot().context.entries() == stored.snapshot().context.entries()
+    assert live.snapshot().areas == stored.snapshot().areas == agent.areas
