@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any, TypeVar
 
 from engine.context.area import (
@@ -77,6 +76,7 @@ class CoopContext:
         self._ledger = OwnershipLedger()
         self._serial = first_serial - 1
         self._rendering = False
+        self._notice = self._noticed  # one bound method handed to every Area that takes it
         context.set_owner_stamp(self._stamp)
 
     # --- public view ----------------------------------------------------------------------
@@ -155,7 +155,7 @@ class CoopContext:
             message = f"cannot register {type(area).__name__}: {same} is already registered as {existing.id}"
             raise AreaRegistrationError(message)
         restorable = is_restorable(area)
-        kind = area.kind if restorable else type(area).__name__  # type: ignore[attr-defined]
+        kind: str = getattr(area, "kind") if restorable else type(area).__name__
         serial = self._serial + 1
         slot = Slot(area, f"{kind}#{serial}", serial, restorable)
         # Every callback runs before anything is recorded: a failing one registers nothing.
@@ -256,6 +256,7 @@ class CoopContext:
         exclusive, yielded = AreaFlowState.exclusive, AreaFlowState.yielded
         context = self._context
         length = len(context)
+        items = context.item_list  # the same list for the whole pass (only rebind() replaces it)
         start = slot = self._cursor
         while True:
             area = slot.area
@@ -270,7 +271,7 @@ class CoopContext:
                 if effect is not None:
                     # spec: observe() only after a non-empty render created an EffectRange.
                     try:
-                        area.observe(context[effect.earliest : effect.latest + 1])
+                        area.observe(tuple(items[effect.earliest : effect.latest + 1]))
                     except Exception as exc:
                         raise self._failed(slot, "observe", exc, length) from exc
                     try:
@@ -387,7 +388,9 @@ class CoopContext:
         for slot in planned:
             if slot.gc_promoted is None:
                 result = self._call(slot, "promote", slot.area.promote)
-                slot.gc_promoted = tuple(self._encode(slot, "promote", result)[0])
+                # An empty tuple, the common case, has nothing to check or encode.
+                empty = type(result) is tuple and not result
+                slot.gc_promoted = () if empty else tuple(self._encode(slot, "promote", result)[0])
         encode = self._context.codec.encode_message
         promoted = [(m, encode(m)) for slot in planned for m in slot.gc_promoted or ()]
         # 3. Every gc_prologue(), the last word before detachment.
@@ -403,11 +406,14 @@ class CoopContext:
         provenances = self._context.provenances_from(earliest)
         reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
         carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
-        # A promoted message stands for what was reclaimed: its label is their join, never lower.
-        label = join_all(
-            [slot.gc_label or INTERNAL for slot in planned]
-            + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
-        )
+        # A promoted message stands for what was reclaimed: its label is their join, never lower
+        # (joined only when something reads it: the log or a promoted message).
+        label = INTERNAL
+        if promoted or self._sink is not None:
+            label = join_all(
+                [slot.gc_label or INTERNAL for slot in planned]
+                + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
+            )
         seq = self._emit(
             lambda: GcCollect(
                 areas=tuple(slot.id for slot in planned),
@@ -592,20 +598,24 @@ class CoopContext:
         return result.seq if isinstance(result, Event) else None
 
     def _subscribe(self, slot: Slot) -> None:
-        """Hand the Area its retirement notice when it takes one (`RetirementNotice`)."""
+        """Hand the Area the retirement notice when it takes one (`RetirementNotifyingArea`)."""
         try:
             subscribe = getattr(slot.area, "subscribe_retirement", None)
             if subscribe is not None:
-                subscribe(partial(self._noticed, slot))
+                subscribe(self._notice)
                 slot.notifies = True
         except Exception as exc:
             raise AreaCallbackError(
                 slot.id, type(slot.area).__name__, "subscribe_retirement", exc
             ) from exc
 
-    def _noticed(self, slot: Slot) -> None:
-        """The Area says it retired: if it never rendered, the next collection removes it."""
-        if slot.range is None and self._slots.get(slot.area) is slot:
+    def _noticed(self, area: ContextAreaImplementation) -> None:
+        """An Area says it retired: if it never rendered, the next collection removes it."""
+        try:
+            slot = self._slots.get(area)
+        except TypeError:
+            return
+        if slot is not None and slot.range is None:
             self._retiring[slot] = None
 
     def _link(self, slot: Slot, life: AreaLifeState) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from engine.context import AreaFlowState, AreaLifeState, Context, CoopContext, NativeContent
+from engine.context.area import RetirementNotice
 from engine.gateway.base import GatewayType
 from engine.message import Message, Role
 from tests.bench.reference_coop import ReferenceCoopContext
@@ -37,7 +38,7 @@ class BenchArea:
         self.life = AreaLifeState.retain
         self.flow = AreaFlowState.yielded
         self.pending = 0
-        self.notice: Callable[[], None] | None = None
+        self.notice: RetirementNotice | None = None
 
     @property
     def life_state(self) -> AreaLifeState:
@@ -47,13 +48,13 @@ class BenchArea:
     def flow_state(self) -> AreaFlowState:
         return self.flow
 
-    def subscribe_retirement(self, notice: Callable[[], None]) -> None:
+    def subscribe_retirement(self, notice: RetirementNotice) -> None:
         self.notice = notice
 
     def retire(self) -> None:
         self.life = AreaLifeState.retired
         if self.notice is not None:
-            self.notice()
+            self.notice(self)
 
     def observe(self, context: Sequence[NativeContent]) -> None:
         pass
