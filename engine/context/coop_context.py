@@ -154,8 +154,9 @@ class CoopContext:
             same = "this instance" if existing.area is area else "an equal Area"
             message = f"cannot register {type(area).__name__}: {same} is already registered as {existing.id}"
             raise AreaRegistrationError(message)
-        restorable = is_restorable(area)
-        kind: str = getattr(area, "kind") if restorable else type(area).__name__
+        restorable, kind = (
+            (True, area.kind) if is_restorable(area) else (False, type(area).__name__)
+        )
         serial = self._serial + 1
         slot = Slot(area, f"{kind}#{serial}", serial, restorable)
         # Every callback runs before anything is recorded: a failing one registers nothing.

@@ -131,7 +131,9 @@ def median(samples: list[float]) -> float:
 def renders(sizes: Sequence[int], rounds: int) -> dict[str, dict[int, float]]:
     """Median microseconds per render, every implementation and size measured in each round."""
     trellis = {n: Population(CoopContext(Context(GatewayType.scripted)), n) for n in sizes}
-    reference = {n: Population(ReferenceCoopContext(Context(GatewayType.scripted)), n) for n in sizes}
+    reference = {
+        n: Population(ReferenceCoopContext(Context(GatewayType.scripted)), n) for n in sizes
+    }
     names = ("trellis_churn", "reference_churn", "trellis_idle", "reference_idle", "bare")
     samples: dict[str, dict[int, list[float]]] = {k: {n: [] for n in sizes} for k in names}
     for _ in range(rounds):
@@ -153,7 +155,9 @@ def renders(sizes: Sequence[int], rounds: int) -> dict[str, dict[int, float]]:
 def same_state(ours: Population, theirs: Population) -> None:
     """Both implementations end with the same Context and the same Areas, in the same order."""
     coop, ref = ours.coop, theirs.coop
-    assert isinstance(coop, CoopContext) and isinstance(ref, ReferenceCoopContext)
+    assert isinstance(coop, CoopContext)
+    assert isinstance(ref, ReferenceCoopContext)
+
     def texts(context: Context) -> list[tuple[Role, str]]:
         return [(m.role, m.content) for m in context.messages()]  # sources are Trellis's own
 
