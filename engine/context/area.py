@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, Self, TypeGuard, runtime_checkable
@@ -73,6 +73,19 @@ class LabelledArea(Protocol):
 
     @property
     def label(self) -> PrivatizationLabel: ...
+
+
+RetirementNotice = Callable[[ContextAreaImplementation], None]
+"""Called by an Area with itself when it retires."""
+
+
+class RetirementNotifyingArea(Protocol):
+    """The optional retirement notice: CoopContext hands it over at registration, and the Area
+    promises to call `notice(self)` whenever it retires. Such an Area, until it renders, is not
+    read at every collection: a never-rendered Area otherwise must be, since it may retire between
+    renders (a tool, a command) and is removed at the next collection."""
+
+    def subscribe_retirement(self, notice: RetirementNotice) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

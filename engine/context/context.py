@@ -141,6 +141,12 @@ class Context(Sequence[NativeContent]):
     def __iter__(self) -> Iterator[NativeContent]:
         return iter(self._items)
 
+    @property
+    def item_list(self) -> list[NativeContent]:
+        """The items list itself, for CoopContext's pass, which slices an observe() snapshot for
+        every Area it visits without a call through `__getitem__` each; never mutated through it."""
+        return self._items
+
     def provenance(self, index: int) -> Provenance:
         return self._provenances[index]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any, TypeVar
 
 from engine.context.area import (
@@ -17,7 +16,6 @@ from engine.context.area import (
     AreaLifeState,
     ContextAreaImplementation,
     EffectRange,
-    LabelledArea,
     is_restorable,
 )
 from engine.context.collector import tail_component
@@ -70,11 +68,15 @@ class CoopContext:
         self._ring = Ring()
         self._cursor: Slot | None = None
         self._ranged: dict[Slot, None] = {}  # increasing latest
-        self._unranged: dict[Slot, None] = {}  # registration order
+        # Never-rendered Areas: those without a retirement notice are read at every collection;
+        # those known to have retired (noticed or reported) are collected at the next one.
+        self._silent: dict[Slot, None] = {}
+        self._retiring: dict[Slot, None] = {}
         self._garbage: list[tuple[NativeContent, Provenance]] = []
         self._ledger = OwnershipLedger()
         self._serial = first_serial - 1
         self._rendering = False
+        self._notice = self._noticed  # one bound method handed to every Area that takes it
         context.set_owner_stamp(self._stamp)
 
     # --- public view ----------------------------------------------------------------------
@@ -141,44 +143,50 @@ class CoopContext:
         Raises `AreaRegistrationError` for an unhashable Area or a second registration.
         """
         try:
-            hash(area)
+            existing = self._slots.get(area)
         except TypeError as exc:
             message = (
                 f"cannot register {type(area).__name__}: an Area must be hashable by identity "
                 "(for a dataclass use @dataclass(eq=False))"
             )
             raise AreaRegistrationError(message) from exc
-        existing = self._slots.get(area)
         if existing is not None:
             same = "this instance" if existing.area is area else "an equal Area"
             message = f"cannot register {type(area).__name__}: {same} is already registered as {existing.id}"
             raise AreaRegistrationError(message)
-        restorable = is_restorable(area)
-        kind = area.kind if is_restorable(area) else type(area).__name__
+        restorable, kind = (
+            (True, area.kind) if is_restorable(area) else (False, type(area).__name__)
+        )
         serial = self._serial + 1
         slot = Slot(area, f"{kind}#{serial}", serial, restorable)
         # Every callback runs before anything is recorded: a failing one registers nothing.
-        snapshot = self._snapshot(slot)
-        name = self._call(slot, "name", lambda: getattr(area, "name", ""))
+        snapshot = self._snapshot(slot) if restorable else None
+        try:
+            name = getattr(area, "name", "")
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(area).__name__, "name", exc) from exc
         state = (self._life(slot), self._flow(slot))
-        self._emit(
-            lambda: AreaRegister(
-                area=slot.id,
-                kind=kind,
-                name=name if isinstance(name, str) else "",
-                state=snapshot,
+        self._subscribe(slot)
+        if self._sink is not None:
+            self._emit(
+                lambda: AreaRegister(
+                    area=slot.id,
+                    kind=kind,
+                    name=name if isinstance(name, str) else "",
+                    state=snapshot,
+                )
             )
-        )
         self._serial = serial
-        self._link(slot)
+        self._link(slot, state[0])
         self._ledger.states[slot.id] = state
-        slot.report(state)
+        slot.reported_life, slot.reported_flow = state
         slot.snapshot = snapshot
-        self._emit(
-            lambda: AreaState(
-                area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
+        if self._sink is not None:
+            self._emit(
+                lambda: AreaState(
+                    area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
+                )
             )
-        )
         return slot.id
 
     def report_state(self, area: ContextAreaImplementation) -> None:
@@ -199,7 +207,8 @@ class CoopContext:
         serial = area_serial(area_id)
         self._serial = max(self._serial, serial)
         slot = Slot(area, area_id, serial, is_restorable(area), None, snapshot)
-        self._link(slot)
+        self._subscribe(slot)
+        self._link(slot, self._life(slot) if slot.notifies else reported[0])
         self._ledger.states[area_id] = reported
         slot.report(reported)
 
@@ -207,7 +216,8 @@ class CoopContext:
         """Give an adopted Area its recorded range; call in order of increasing `latest`."""
         slot = self._slots[area]
         slot.range = effect
-        self._unranged.pop(slot, None)
+        self._silent.pop(slot, None)
+        self._retiring.pop(slot, None)
         self._ranged[slot] = None
 
     def set_cursor(self, area_id: str | None) -> None:
@@ -241,35 +251,68 @@ class CoopContext:
         if self._cursor is None:
             self._move_cursor(self._ring.head)
         assert self._cursor is not None
-        retain, exclusive = AreaLifeState.retain, AreaFlowState.exclusive
+        # The hot path: every Area read inline (a try costs nothing until it raises), and the
+        # Context's length kept here, changed only by what this pass appends.
+        retain, retired = AreaLifeState.retain, AreaLifeState.retired
+        exclusive, yielded = AreaFlowState.exclusive, AreaFlowState.yielded
         context = self._context
+        length = len(context)
+        items = context.item_list  # the same list for the whole pass (only rebind() replaces it)
         start = slot = self._cursor
         while True:
-            life = self._life(slot)
+            area = slot.area
+            try:
+                life = area.life_state
+                if life is not retain and life is not retired:
+                    life = AreaLifeState(life)
+            except Exception as exc:
+                raise self._failed(slot, "life_state", exc, length) from exc
             if life is retain:
-                if slot.range is not None:
+                effect = slot.range
+                if effect is not None:
                     # spec: observe() only after a non-empty render created an EffectRange.
-                    view = context[slot.range.earliest : slot.range.latest + 1]
-                    self._call(slot, "observe", partial(slot.area.observe, view))
-                    life = self._life(slot)
-                # spec: an Area that retires inside observe() is not rendered in this pass.
-                if life is retain:
-                    # The hot path of a pass over idle Areas: render() inlined, nothing built.
-                    length = len(context)
                     try:
-                        result = slot.area.render()
+                        area.observe(tuple(items[effect.earliest : effect.latest + 1]))
                     except Exception as exc:
-                        raise self._failed(slot, "render", exc, length) from exc
-                    rendered = self._render_one(slot, result, turn)
-                    # spec: flow_state is read after render(); exclusive keeps the cursor.
-                    life, flow = self._life(slot), self._flow(slot)
-                    if rendered or slot.reported_life is not life or slot.reported_flow is not flow:
-                        self._note(slot, life, flow, check_snapshot=rendered)
-                    if flow is exclusive:
-                        self._move_cursor(slot)
-                        return
-                else:
-                    self._note(slot, life, self._flow(slot))
+                        raise self._failed(slot, "observe", exc, length) from exc
+                    try:
+                        life = area.life_state
+                        if life is not retain and life is not retired:
+                            life = AreaLifeState(life)
+                    except Exception as exc:
+                        raise self._failed(slot, "life_state", exc, length) from exc
+            if life is retain:
+                # spec: an Area that retires inside observe() is not rendered in this pass.
+                try:
+                    result = area.render()
+                except Exception as exc:
+                    raise self._failed(slot, "render", exc, length) from exc
+                # spec: an empty render creates or moves no range (the common case).
+                rendered = not (type(result) is list and not result) and self._render_one(
+                    slot, result, turn
+                )
+                if rendered:
+                    length = len(context)
+                # spec: flow_state is read after render(); exclusive keeps the cursor.
+                try:
+                    life = area.life_state
+                    if life is not retain and life is not retired:
+                        life = AreaLifeState(life)
+                except Exception as exc:
+                    raise self._failed(slot, "life_state", exc, length) from exc
+                try:
+                    flow = area.flow_state
+                    if flow is not yielded and flow is not exclusive:
+                        flow = AreaFlowState(flow)
+                except Exception as exc:
+                    raise self._failed(slot, "flow_state", exc, length) from exc
+                if rendered or slot.reported_life is not life or slot.reported_flow is not flow:
+                    self._note(slot, life, flow, check_snapshot=rendered)
+                if flow is exclusive:
+                    self._move_cursor(slot)
+                    return
+            else:
+                self._note(slot, life, self._flow(slot))
             slot = slot.next
             if slot is start:
                 # spec: after a pass in which every Area yielded, the cursor is where it started.
@@ -277,8 +320,6 @@ class CoopContext:
 
     def _render_one(self, slot: Slot, rendered: object, turn: int | None) -> bool:
         """Append what one Area's render() returned; True when it rendered any."""
-        if type(rendered) is list and not rendered:
-            return False  # spec: an empty render creates or moves no range (the common case)
         messages, natives = self._encode(slot, "render", rendered)
         if not messages:
             return False
@@ -308,8 +349,10 @@ class CoopContext:
                 owner=slot.id,
             )
             self._context.append_native(native, provenance)
+        if slot.range is None:
+            self._silent.pop(slot, None)
+            self._retiring.pop(slot, None)
         slot.range = effect
-        self._unranged.pop(slot, None)
         self._ranged.pop(slot, None)
         self._ranged[slot] = None  # now the range reaching furthest toward the tail
         return True
@@ -326,8 +369,11 @@ class CoopContext:
             self._retired,
         )
         planned = list(component.areas) if component is not None and component.reclaimable else []
-        # Every never-rendered Area's life_state is read: it costs one property read each.
-        planned += [slot for slot in self._unranged if self._retired(slot)]
+        # Never-rendered Areas: those known to have retired, and every one without a notice.
+        if self._retiring:
+            planned += [slot for slot in self._retiring if self._retired(slot)]
+        if self._silent:
+            planned += [slot for slot in self._silent if self._retired(slot)]
         if not planned:
             return
         planned.sort(key=lambda slot: slot.serial)
@@ -343,7 +389,9 @@ class CoopContext:
         for slot in planned:
             if slot.gc_promoted is None:
                 result = self._call(slot, "promote", slot.area.promote)
-                slot.gc_promoted = tuple(self._encode(slot, "promote", result)[0])
+                # An empty tuple, the common case, has nothing to check or encode.
+                empty = type(result) is tuple and not result
+                slot.gc_promoted = () if empty else tuple(self._encode(slot, "promote", result)[0])
         encode = self._context.codec.encode_message
         promoted = [(m, encode(m)) for slot in planned for m in slot.gc_promoted or ()]
         # 3. Every gc_prologue(), the last word before detachment.
@@ -359,11 +407,14 @@ class CoopContext:
         provenances = self._context.provenances_from(earliest)
         reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
         carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
-        # A promoted message stands for what was reclaimed: its label is their join, never lower.
-        label = join_all(
-            [slot.gc_label or INTERNAL for slot in planned]
-            + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
-        )
+        # A promoted message stands for what was reclaimed: its label is their join, never lower
+        # (joined only when something reads it: the log or a promoted message).
+        label = INTERNAL
+        if promoted or self._sink is not None:
+            label = join_all(
+                [slot.gc_label or INTERNAL for slot in planned]
+                + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
+            )
         seq = self._emit(
             lambda: GcCollect(
                 areas=tuple(slot.id for slot in planned),
@@ -466,11 +517,13 @@ class CoopContext:
         return self._call(slot, callback, encode)
 
     def _label(self, slot: Slot) -> PrivatizationLabel:
-        """What the Area declares it renders; its producer's default, internal, otherwise."""
-        area = slot.area
-        if isinstance(area, LabelledArea):
-            return self._call(slot, "label", lambda: area.label)
-        return INTERNAL
+        """What the Area declares it renders (`LabelledArea`); its producer's default, internal,
+        otherwise. Read as an attribute: a runtime Protocol check costs microseconds per call."""
+        try:
+            label: PrivatizationLabel | None = getattr(slot.area, "label", None)
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(slot.area).__name__, "label", exc) from exc
+        return INTERNAL if label is None else label
 
     def _retired(self, slot: Slot) -> bool:
         return slot.gc_selected or self._life(slot) is AreaLifeState.retired
@@ -521,6 +574,10 @@ class CoopContext:
         self._ledger.states[slot.id] = state
         slot.report(state)
         slot.snapshot = snapshot
+        if life is AreaLifeState.retired and slot.range is None:
+            # Reported retired without rendering: collected at the next collection.
+            self._silent.pop(slot, None)
+            self._retiring[slot] = None
         self._emit(
             lambda: AreaState(
                 area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
@@ -541,18 +598,43 @@ class CoopContext:
         result = self._sink(payload())
         return result.seq if isinstance(result, Event) else None
 
-    def _link(self, slot: Slot) -> None:
+    def _subscribe(self, slot: Slot) -> None:
+        """Hand the Area the retirement notice when it takes one (`RetirementNotifyingArea`)."""
+        try:
+            subscribe = getattr(slot.area, "subscribe_retirement", None)
+            if subscribe is not None:
+                subscribe(self._notice)
+                slot.notifies = True
+        except Exception as exc:
+            raise AreaCallbackError(
+                slot.id, type(slot.area).__name__, "subscribe_retirement", exc
+            ) from exc
+
+    def _noticed(self, area: ContextAreaImplementation) -> None:
+        """An Area says it retired: if it never rendered, the next collection removes it."""
+        try:
+            slot = self._slots.get(area)
+        except TypeError:
+            return
+        if slot is not None and slot.range is None:
+            self._retiring[slot] = None
+
+    def _link(self, slot: Slot, life: AreaLifeState) -> None:
         self._slots[slot.area] = slot
         self._by_id[slot.id] = slot
         if slot.range is None:
-            self._unranged[slot] = None
+            if life is AreaLifeState.retired:
+                self._retiring[slot] = None
+            elif not slot.notifies:
+                self._silent[slot] = None
         self._ring.append(slot)
 
     def _unlink(self, slot: Slot) -> None:
         del self._slots[slot.area]
         del self._by_id[slot.id]
         self._ranged.pop(slot, None)
-        self._unranged.pop(slot, None)
+        self._silent.pop(slot, None)
+        self._retiring.pop(slot, None)
         self._ledger.forget(slot.id)
         self._ring.remove(slot)
 

@@ -25,6 +25,8 @@ class Slot:
     # and a tuple would be one more object to reach (and one more to build) per visit.
     reported_life: AreaLifeState | None = None
     reported_flow: AreaFlowState | None = None
+    # The Area took a retirement notice: a never-rendered one is not read at every collection.
+    notifies: bool = False
     # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
     # a collection rolled back by a failing callback is retried without repeating what succeeded.
     gc_selected: bool = False
