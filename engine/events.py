@@ -51,7 +51,8 @@ class Scope(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built on first use: a command that decodes no event never pays for the ~45 schemas
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --- values carried inside payloads ---------------------------------------------------------------
