@@ -108,7 +108,8 @@ class _PrintVersion(argparse.Action):
             installed = version("trellis")
         except PackageNotFoundError:
             parser.exit(EXIT_USAGE, "trellis: version unknown: the package is not installed\n")
-        parser.exit(EXIT_OK, f"trellis {installed}\n")
+        print(f"trellis {installed}")
+        parser.exit(EXIT_OK)
 
 
 def _config_options() -> argparse.ArgumentParser:
