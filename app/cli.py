@@ -274,13 +274,13 @@ def _reported(loaded: LoadedConfig) -> Config:
 
 async def _sessions(args: argparse.Namespace) -> int:
     from engine.paths import sessions_db_path
-    from engine.store.catalog import SessionCatalog
+    from engine.store.catalog import open_catalog
 
     if args.limit < 1:
         print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return EXIT_USAGE
     cwd = None if args.all else str((args.cwd or Path.cwd()).resolve())
-    async with SessionCatalog(sessions_db_path()) as catalog:
+    async with open_catalog(sessions_db_path()) as catalog:
         page = await catalog.list(cwd=cwd, limit=args.limit)
     if not page.sessions:
         print("no sessions" + ("" if cwd is None else f" in {cwd} (use --all for every workspace)"))

@@ -1,8 +1,8 @@
 """The session catalog: the sessions table, read without the event log.
 
 Listing sessions needs neither the event models nor the log's invariants, and building those is
-most of what `trellis sessions` would otherwise spend starting. `SessionCatalog` opens the database
-as `SQLiteStore` does and lists through the same function; this module imports no event model.
+most of what `trellis sessions` would otherwise spend starting. `open_catalog` opens the database as
+`SQLiteStore` does and lists through the same function; this module imports no event model.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from engine.store.base import SessionInfo, SessionPage
@@ -86,15 +86,10 @@ async def list_sessions(
 
 
 class SessionCatalog:
-    """The sessions of one SQLite file, for a front end that only lists them.
+    """The sessions of one open SQLite file, for a front end that only lists them."""
 
-    Opening creates and migrates the database like `SQLiteStore.open`; `busy_timeout` (seconds) is
-    how long a read waits for another connection's lock before `DatabaseLockedError`.
-    """
-
-    def __init__(self, path: Path, *, busy_timeout: float = 5.0) -> None:
-        self.path = Path(path)
-        self._db = SQLiteDatabase(self.path, busy_timeout=busy_timeout)
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self._db = db
 
     async def list(
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
@@ -102,14 +97,15 @@ class SessionCatalog:
         """As `SQLiteStore.list`."""
         return await list_sessions(self._db, cwd=cwd, limit=limit, cursor=cursor)
 
-    async def __aenter__(self) -> SessionCatalog:
-        await self._db.open()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._db.close()
+@asynccontextmanager
+async def open_catalog(path: Path, *, busy_timeout: float = 5.0) -> AsyncIterator[SessionCatalog]:
+    """The catalog of the file at `path`, opened (created and migrated) like `SQLiteStore.open`
+    and closed on exit; `busy_timeout` (seconds) is how long a read waits for another
+    connection's lock before `DatabaseLockedError`."""
+    db = SQLiteDatabase(Path(path), busy_timeout=busy_timeout)
+    await db.open()
+    try:
+        yield SessionCatalog(db)
+    finally:
+        await db.close()
