@@ -15,29 +15,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from engine.agent import Agent
-from engine.agent.factory import held_secrets, open_agent
-from engine.agent.session_config import load_session_config
-from engine.commands import REGISTRY
-from engine.config import Config, LoadedConfig, load_config_report, project_layer_of
 from engine.errors import TrellisError
-from engine.events import (
-    AgentError,
-    AssistantDelta,
-    Event,
-    LiveEvent,
-    SteerDropped,
-    ToolCallRecord,
-    ToolResultRecord,
-    TurnEnd,
-)
 from engine.os_text import storable_os_text
-from engine.paths import find_project_dir, log_file_path, sessions_db_path
-from engine.redaction import RedactingLogFilter, Redactor
-from engine.store.sqlite import SQLiteStore
-from engine.tools.permission import HeadlessPolicy
-from engine.trust import TrustStore, file_digest
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
+    from engine.config import Config, LoadedConfig
+    from engine.redaction import RedactingLogFilter
+
+# Each command imports what it uses when it runs (`trellis --version` and `trellis sessions` never
+# load the agent, the gateways or the tools): start time is part of the interface.
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -49,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trellis",
         description="An agent console that shows what the model is actually given.",
     )
+    parser.add_argument("--version", action=_PrintVersion, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     config = _config_options()
 
@@ -105,6 +95,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _PrintVersion(argparse.Action):
+    """`--version`: the installed package's version, read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("trellis")
+        except PackageNotFoundError:
+            parser.exit(EXIT_USAGE, "trellis: version unknown: the package is not installed\n")
+        print(f"trellis {installed}")
+        parser.exit(EXIT_OK)
+
+
 def _config_options() -> argparse.ArgumentParser:
     """The options of every command that loads a config."""
     options = argparse.ArgumentParser(add_help=False)
@@ -151,6 +158,9 @@ def _log_to_file() -> RedactingLogFilter | None:
     Returns the filter that keeps secrets out of the file, to be given the configuration's
     secrets once it is read (None when an embedding program configured logging itself).
     """
+    from engine.paths import log_file_path
+    from engine.redaction import RedactingLogFilter, Redactor
+
     root = logging.getLogger()
     if root.handlers:
         return None
@@ -169,6 +179,15 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    from app.printers import JsonPrinter, TextPrinter
+    from engine.agent.factory import held_secrets, open_agent
+    from engine.agent.session_config import load_session_config
+    from engine.commands import REGISTRY
+    from engine.config import load_config_report
+    from engine.paths import sessions_db_path
+    from engine.store.sqlite import SQLiteStore
+    from engine.tools.permission import HeadlessPolicy
+
     cwd = (args.cwd or Path.cwd()).resolve()
     if args.resume is not None and args.cwd is not None:
         print("trellis: --cwd and --resume: a resumed session keeps its workspace", file=sys.stderr)
@@ -197,7 +216,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             script=args.script,
             responder=policy,
         )
-        printer = _JsonPrinter() if args.json else _TextPrinter()
+        printer = JsonPrinter() if args.json else TextPrinter()
         agent.subscribe(printer, from_seq=0)  # the events of opening (model/bind, areas) first
         with _cancel_on_stop_signals(agent):
             try:
@@ -214,7 +233,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                 await agent.dispose()
         if not args.json:
             print(f"[session {agent.session_id}]", file=sys.stderr)
-        return printer.exit_code
+        return EXIT_TURN_FAILED if printer.turn_failed else EXIT_OK
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")
@@ -245,63 +264,6 @@ def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
             loop.remove_signal_handler(signum)
 
 
-class _TextPrinter:
-    """Streams the reply to stdout; tool activity and the turn's end to stderr."""
-
-    def __init__(self) -> None:
-        self.exit_code = EXIT_OK
-        self._open_line = False
-
-    def __call__(self, event: Event | LiveEvent) -> None:
-        match event.data:
-            case AssistantDelta(text=text) if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                self._open_line = not text.endswith("\n")
-            case ToolCallRecord(name=name, arguments=arguments):
-                self._end_line()
-                shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-                print(f"-> {name}({shown})", file=sys.stderr)
-            case ToolResultRecord(is_error=True, content=content):
-                print(f"   error: {content.splitlines()[0] if content else ''}", file=sys.stderr)
-            case AgentError(message=message):
-                self._end_line()
-                print(f"trellis: {message}", file=sys.stderr)
-                self.exit_code = EXIT_TURN_FAILED
-            case SteerDropped(text=text):
-                print(f"trellis: steering dropped: {text}", file=sys.stderr)
-            case TurnEnd(reason=reason, message=message):
-                self._end_line()
-                if reason != "completed":
-                    print(f"trellis: turn ended ({reason}): {message}", file=sys.stderr)
-                    self.exit_code = EXIT_TURN_FAILED
-            case _:
-                pass
-
-    def _end_line(self) -> None:
-        if self._open_line:
-            sys.stdout.write("\n")
-            self._open_line = False
-
-
-class _JsonPrinter:
-    """Every event, durable and live, one JSON object per line."""
-
-    def __init__(self) -> None:
-        self.exit_code = EXIT_OK
-
-    def __call__(self, event: Event | LiveEvent) -> None:
-        sys.stdout.write(event.model_dump_json() + "\n")
-        sys.stdout.flush()
-        match event.data:
-            case TurnEnd(reason=reason) if reason != "completed":
-                self.exit_code = EXIT_TURN_FAILED
-            case AgentError():
-                self.exit_code = EXIT_TURN_FAILED
-            case _:
-                pass
-
-
 def _reported(loaded: LoadedConfig) -> Config:
     """The config, after one line on stderr naming what an untrusted project file could not set."""
     notice = loaded.project.notice() if loaded.project is not None else None
@@ -311,12 +273,15 @@ def _reported(loaded: LoadedConfig) -> Config:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
+    from engine.paths import sessions_db_path
+    from engine.store.catalog import open_catalog
+
     if args.limit < 1:
         print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return EXIT_USAGE
     cwd = None if args.all else str((args.cwd or Path.cwd()).resolve())
-    async with SQLiteStore(sessions_db_path()) as store:
-        page = await store.list(cwd=cwd, limit=args.limit)
+    async with open_catalog(sessions_db_path()) as catalog:
+        page = await catalog.list(cwd=cwd, limit=args.limit)
     if not page.sessions:
         print("no sessions" + ("" if cwd is None else f" in {cwd} (use --all for every workspace)"))
         return EXIT_OK
@@ -329,6 +294,8 @@ async def _sessions(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
+    from engine.config import load_config_report
+
     config = _reported(load_config_report(Path.cwd(), trust_project=args.trust_project))
     for name, entry in config.models.items():
         marker = "*" if name == config.default_model else " "
@@ -340,6 +307,10 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _trust(args: argparse.Namespace) -> int:
+    from engine.config import project_layer_of
+    from engine.paths import find_project_dir
+    from engine.trust import TrustStore, file_digest
+
     directory: Path = args.dir or Path.cwd()
     if not directory.is_dir():
         print(f"trellis: {directory} is not a directory", file=sys.stderr)

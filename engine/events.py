@@ -51,7 +51,8 @@ class Scope(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built on first use: a command that decodes no event never pays for the ~45 schemas
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --- values carried inside payloads ---------------------------------------------------------------
@@ -183,7 +184,7 @@ class StepStart(Payload, event="step/start", scope=Scope.turn):
     step: int
     prefix_digest: str = ""
     floor: tuple[str, ...] = ()
-    figures: Figures = Figures()
+    figures: Figures = Figures.model_construct()  # a default that does not build Figures at import
     kept: tuple[int, ...] = ()
     egress: ClassField | None = None
     label: PrivatizationLabel | None = None
@@ -192,7 +193,7 @@ class StepStart(Payload, event="step/start", scope=Scope.turn):
 class StepEnd(Payload, event="step/end", scope=Scope.turn):
     turn: int
     step: int
-    usage: Usage = Usage()
+    usage: Usage = Usage.model_construct()
 
 
 class AssistantMessage(Payload, event="assistant/message", scope=Scope.turn):
@@ -202,7 +203,7 @@ class AssistantMessage(Payload, event="assistant/message", scope=Scope.turn):
     reasoning: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     model: str = ""
-    usage: Usage = Usage()
+    usage: Usage = Usage.model_construct()
     finish: Finish = "stop"
     provider_state: dict[str, Any] = Field(default_factory=dict)
     label: PrivatizationLabel | None = None

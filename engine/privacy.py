@@ -31,7 +31,7 @@ class PrivacyClass(IntEnum):
 class PrivatizationLabel(BaseModel):
     """A label never lowers when joined: highest class and weight, union of the sets."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use (start time)
 
     cls: PrivacyClass = PrivacyClass.internal
     weight: int = 0

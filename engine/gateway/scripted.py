@@ -81,14 +81,15 @@ class ScriptError(TrellisError, ValueError):
 
 
 class _ToolCallSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # the script models are built when a script is read, not by every run that imports this
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str = ""
 
 
 class _ReplySpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     text: str = ""
     reasoning: str = ""
     tool_calls: list[_ToolCallSpec] = Field(default_factory=list)
@@ -116,7 +117,7 @@ class _ReplySpec(BaseModel):
 
 
 class _ScriptSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     replies: list[_ReplySpec]
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.events import Event
+if TYPE_CHECKING:  # annotations only: the session catalog imports this without the event models
+    from engine.events import Event
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,9 +7,6 @@ store.close()`).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import json
 import sqlite3
 import time
 import uuid
@@ -31,6 +28,7 @@ from engine.events import (
 )
 from engine.invariants import InvariantError, LogState
 from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.catalog import INFO_COLUMNS, info_of, list_sessions
 from engine.store.errors import (
     LeaseError,
     SequenceError,
@@ -44,38 +42,8 @@ from engine.store.staging import Batch, StagedLog, rows_of
 
 _INSERT_EVENT = "INSERT INTO events (session_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
-_INFO_COLUMNS = "id, cwd, title, model, parent_id, fork_seq, created, updated, event_count"
 _MAX_SEQ = 2**63 - 1
 _PRIMARY_KEY_VIOLATION = 1555  # SQLITE_CONSTRAINT_PRIMARYKEY
-
-
-def _info_of(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        id=row[0],
-        cwd=row[1],
-        title=row[2],
-        model=row[3],
-        parent_id=row[4],
-        fork_seq=row[5],
-        created=row[6],
-        updated=row[7],
-        event_count=row[8],
-    )
-
-
-def _encode_cursor(info: SessionInfo) -> str:
-    raw = json.dumps([info.updated, info.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        updated, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ValueError(f"invalid session list cursor {cursor!r}") from exc
-    if not isinstance(updated, int | float) or not isinstance(session_id, str):
-        raise ValueError(f"invalid session list cursor {cursor!r}")
-    return float(updated), session_id
 
 
 class SQLiteStore:
@@ -139,12 +107,12 @@ class SQLiteStore:
     async def _info(self, conn: aiosqlite.Connection, session_id: str) -> SessionInfo:
         rows = list(
             await conn.execute_fetchall(
-                f"SELECT {_INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
             )
         )
         if not rows:
             raise UnknownSessionError(f"{self.path}: no session with id {session_id!r}")
-        return _info_of(rows[0])
+        return info_of(rows[0])
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -432,31 +400,7 @@ class SQLiteStore:
 
         Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
         """
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        where: list[str] = []
-        params: list[object] = []
-        if cwd is not None:
-            where.append("cwd = ?")
-            params.append(cwd)
-        if cursor is not None:
-            updated, last_id = _decode_cursor(cursor)
-            where.append("(updated < ? OR (updated = ? AND id < ?))")
-            params += [updated, updated, last_id]
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        async with self._db.transaction("listing sessions", write=False) as conn:
-            rows = list(
-                await conn.execute_fetchall(
-                    f"SELECT {_INFO_COLUMNS} FROM sessions {clause} "
-                    "ORDER BY updated DESC, id DESC LIMIT ?",
-                    (*params, limit + 1),
-                )
-            )
-        sessions = tuple(_info_of(row) for row in rows[:limit])
-        more = len(rows) > limit
-        return SessionPage(
-            sessions=sessions, next_cursor=_encode_cursor(sessions[-1]) if more else None
-        )
+        return await list_sessions(self._db, cwd=cwd, limit=limit, cursor=cursor)
 
     # --- fork and delete ------------------------------------------------------------------------
 

@@ -1,0 +1,78 @@
+"""How `trellis run` shows a session's events: the reply as text, or every event as JSON Lines.
+
+Each printer records whether the turn failed (an agent error, a turn that did not complete), which
+the command turns into its exit code. Kept apart from `app.cli` so that only `run` imports the
+event models.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.events import (
+    AgentError,
+    AssistantDelta,
+    Event,
+    LiveEvent,
+    SteerDropped,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEnd,
+)
+
+
+class TextPrinter:
+    """Streams the reply to stdout; tool activity and the turn's end to stderr."""
+
+    def __init__(self) -> None:
+        self.turn_failed = False
+        self._open_line = False
+
+    def __call__(self, event: Event | LiveEvent) -> None:
+        match event.data:
+            case AssistantDelta(text=text) if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                self._open_line = not text.endswith("\n")
+            case ToolCallRecord(name=name, arguments=arguments):
+                self._end_line()
+                shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+                print(f"-> {name}({shown})", file=sys.stderr)
+            case ToolResultRecord(is_error=True, content=content):
+                print(f"   error: {content.splitlines()[0] if content else ''}", file=sys.stderr)
+            case AgentError(message=message):
+                self._end_line()
+                print(f"trellis: {message}", file=sys.stderr)
+                self.turn_failed = True
+            case SteerDropped(text=text):
+                print(f"trellis: steering dropped: {text}", file=sys.stderr)
+            case TurnEnd(reason=reason, message=message):
+                self._end_line()
+                if reason != "completed":
+                    print(f"trellis: turn ended ({reason}): {message}", file=sys.stderr)
+                    self.turn_failed = True
+            case _:
+                pass
+
+    def _end_line(self) -> None:
+        if self._open_line:
+            sys.stdout.write("\n")
+            self._open_line = False
+
+
+class JsonPrinter:
+    """Every event, durable and live, one JSON object per line."""
+
+    def __init__(self) -> None:
+        self.turn_failed = False
+
+    def __call__(self, event: Event | LiveEvent) -> None:
+        sys.stdout.write(event.model_dump_json() + "\n")
+        sys.stdout.flush()
+        match event.data:
+            case TurnEnd(reason=reason) if reason != "completed":
+                self.turn_failed = True
+            case AgentError():
+                self.turn_failed = True
+            case _:
+                pass

@@ -1,0 +1,69 @@
+"""Start time is part of the command line's interface: each command imports what it uses.
+
+Every check runs in a fresh interpreter and inspects `sys.modules`, so nothing this test process
+already imported can hide an import. Speed itself is measured in `tests/bench/start.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+from tests.agent.harness import trellis, trellis_env
+
+NEVER_AT_IMPORT = (
+    "mcp",
+    "httpx",
+    "textual",
+    "engine.gateway.openai",
+    "engine.gateway.gemini",
+    "engine.gateway.anthropic",
+    "engine.gateway.http",
+    "engine.agent",
+    "engine.events",
+)
+"""What importing `app.cli` must not load: the MCP client, the network gateways, the console,
+and the agent and event models, which only `run` uses."""
+
+EVENT_MODELS = ("engine.events", "engine.invariants", "pydantic.main")
+"""What `trellis sessions` must not load: the sessions table is read without the event log."""
+
+
+def loaded_after(code: str, tmp_path: Path) -> set[str]:
+    """The modules loaded once `code` has run in a fresh interpreter (on a temp TRELLIS_HOME)."""
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    env = trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml")
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_importing_the_cli_loads_no_command_s_machinery(tmp_path: Path) -> None:
+    loaded = loaded_after("import app.cli", tmp_path)
+    assert sorted(loaded & set(NEVER_AT_IMPORT)) == []
+
+
+def test_listing_sessions_loads_no_event_model(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    loaded = loaded_after(
+        "from app.cli import main\nassert main(['sessions', '--all']) == 0", tmp_path
+    )
+    assert sorted(loaded & set(EVENT_MODELS)) == []
+    assert "engine.store.catalog" in loaded
+
+
+def test_version_prints_the_installed_package_version(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("", encoding="utf-8")
+    done = trellis(["--version"], home=tmp_path / "home", config=config, cwd=tmp_path)
+    assert (done.code, done.stdout, done.stderr) == (0, f"trellis {version('trellis')}\n", "")
+    assert not (tmp_path / "home").exists()  # it opens neither the log file nor the store
