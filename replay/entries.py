@@ -1,0 +1,208 @@
+"""The entries of a transcript: one frozen value per kind of thing a reader sees.
+
+Each entry holds the seq it started at (for a live-only entry, the seq of the durable event
+before it) and a `key` that stays the same while the entry is updated, so a UI can update the one
+widget that shows it. Labels are the privacy labels the log recorded (None where it records none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.events import Attachment, Decision, Finish, MessageData, TurnEndReason, Usage
+from engine.message import Source
+from engine.privacy import PrivatizationLabel
+
+NO_USAGE = Usage()  # frozen, so one shared default is safe
+
+TurnStatus = Literal["running", "ended"]
+ToolStatus = Literal["pending", "running", "done", "error", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEntry:
+    """A turn's header: its number, how it ended and how long it took."""
+
+    key: str
+    seq: int
+    number: int
+    status: TurnStatus = "running"
+    reason: TurnEndReason | None = None
+    message: str = ""
+    steps: int = 0
+    usage: Usage = NO_USAGE
+    start: float
+    end: float | None = None
+    repaired: bool = False  # the store closed it after a crash (`turn/end {interrupted}`)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserEntry:
+    """The user's own words; `original` is what they typed when a listener rewrote it."""
+
+    key: str
+    seq: int
+    time: float
+    content: str
+    original: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    label: PrivatizationLabel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextEntry:
+    """Injected context: shown as its own card with its source, never as the user's words."""
+
+    key: str
+    seq: int
+    time: float
+    content: str
+    source: Source
+    label: PrivatizationLabel | None = None
+
+    @property
+    def heading(self) -> str:
+        """What the card is titled with: `kind` or `kind: name`."""
+        return f"{self.source.kind}: {self.source.name}" if self.source.name else self.source.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantEntry:
+    """One step's reply; while `streaming` it holds what the stream sent so far."""
+
+    key: str
+    seq: int
+    turn: int
+    step: int
+    content: str = ""
+    reasoning: str = ""
+    finish: Finish | None = None
+    model: str = ""
+    usage: Usage = NO_USAGE
+    label: PrivatizationLabel | None = None
+    streaming: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolEntry:
+    """A tool call paired with its result and its permission decision."""
+
+    key: str
+    seq: int
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    status: ToolStatus
+    raw_arguments: str = ""  # while `pending`: the argument text streamed so far
+    output: str = ""  # while `running`: live output; the result replaces it
+    result: str | None = None
+    is_error: bool = False
+    asking: bool = False  # a permission question is open
+    permission: Decision | None = None
+    label: PrivatizationLabel | None = None  # of the call (the reply that made it)
+    result_label: PrivatizationLabel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AreaEntry:
+    """An Area rendered messages into the Context."""
+
+    key: str
+    seq: int
+    area: str
+    messages: tuple[MessageData, ...]
+    earliest: int
+    latest: int
+    label: PrivatizationLabel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GcEntry:
+    """A collection: which Areas, what was reclaimed, promoted and carried over."""
+
+    key: str
+    seq: int
+    areas: tuple[str, ...]
+    earliest: int
+    reclaimed: tuple[int, ...]
+    promoted: tuple[MessageData, ...]
+    carried: tuple[int, ...]
+    label: PrivatizationLabel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactEntry:
+    """A compaction marker: how many groups, the model's summary, what it reclaimed."""
+
+    key: str
+    seq: int
+    groups: int
+    earliest: int
+    summary: str = ""
+    model: str = ""
+    reclaimed: tuple[int, ...] = ()
+    carried: tuple[int, ...] = ()
+    done: bool = False
+    label: PrivatizationLabel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryEntry:
+    """A failed model request that is tried again."""
+
+    key: str
+    seq: int
+    turn: int
+    step: int
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelEntry:
+    """The session was bound to a model (the first binding, or a switch)."""
+
+    key: str
+    seq: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEntry:
+    """A failure the user must hear about (`agent/error`); live only, never stored."""
+
+    key: str
+    seq: int
+    turn: int | None
+    message: str
+
+
+TranscriptEntry = (
+    TurnEntry
+    | UserEntry
+    | ContextEntry
+    | AssistantEntry
+    | ToolEntry
+    | AreaEntry
+    | GcEntry
+    | CompactEntry
+    | RetryEntry
+    | ModelEntry
+    | ErrorEntry
+)
+
+
+def is_live_only(entry: TranscriptEntry) -> bool:
+    """True for what only a live feed shows: streaming text, pending calls, errors."""
+    match entry:
+        case ErrorEntry():
+            return True
+        case AssistantEntry(streaming=streaming):
+            return streaming
+        case ToolEntry(status=status):
+            return status == "pending"
+        case _:
+            return False

@@ -1,0 +1,519 @@
+"""`Transcript`: a session's events as the entries a reader sees, live or from the store.
+
+Fed durable and live events (`Agent.subscribe(fn, from_seq=0)`) or durable events alone (a stored
+log), it ends with the same durable entries: live-only state (streaming text, pending tool cards,
+live tool output, an open permission question) is replaced by the durable entry that follows it, in
+the same place. `apply` reports which keys it added, updated or removed, so a UI redraws only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from engine.events import (
+    AgentError,
+    AreaRender,
+    AssistantDelta,
+    AssistantMessage,
+    AssistantReset,
+    CompactEnd,
+    CompactStart,
+    CompactSummary,
+    Event,
+    GcCollect,
+    LiveEvent,
+    ModelBind,
+    PermissionDecision,
+    PermissionRequest,
+    Retry,
+    SessionTitle,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolOutputDelta,
+    ToolPending,
+    ToolResultRecord,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+from replay.entries import (
+    AreaEntry,
+    AssistantEntry,
+    CompactEntry,
+    ContextEntry,
+    ErrorEntry,
+    GcEntry,
+    ModelEntry,
+    RetryEntry,
+    ToolEntry,
+    ToolStatus,
+    TranscriptEntry,
+    TurnEntry,
+    UserEntry,
+    is_live_only,
+)
+
+AnyEvent = Event | LiveEvent
+
+__all__ = [
+    "AreaEntry",
+    "AssistantEntry",
+    "Change",
+    "CompactEntry",
+    "ContextEntry",
+    "ErrorEntry",
+    "GcEntry",
+    "ModelEntry",
+    "RetryEntry",
+    "ToolEntry",
+    "Transcript",
+    "TranscriptEntry",
+    "TurnEntry",
+    "UserEntry",
+    "is_live_only",
+    "transcript_of",
+]
+
+# engine/agent/turn.py writes this result for a call its turn ended before it finished
+CANCELLED_RESULT = "Cancelled: the turn ended before this tool call finished."
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one `apply` did, by entry key."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+
+NO_CHANGE = Change()
+E = TypeVar("E", bound=TranscriptEntry)
+
+
+def _assistant_key(turn: int, step: int) -> str:
+    return f"assistant:{turn}.{step}"
+
+
+def _tool_key(turn: int, step: int, call_id: str) -> str:
+    return f"tool:{turn}.{step}.{call_id}"
+
+
+def _pending_key(turn: int, step: int, index: int) -> str:
+    return f"tool:{turn}.{step}#{index}"
+
+
+class Transcript:
+    """The transcript projection; `entries` is in reading order."""
+
+    def __init__(self) -> None:
+        self._order: list[str] = []
+        self._entries: dict[str, TranscriptEntry] = {}
+        self._last_seq = -1
+        self._errors = 0
+        # live tool cards of a step, keyed by stream index, until their `tool/call` arrives
+        self._pending: dict[tuple[int, int], dict[int, str]] = {}
+        self._open_turn: str | None = None
+        self._compact: str | None = None
+        self.title = ""
+        self.model = ""
+
+    @property
+    def entries(self) -> list[TranscriptEntry]:
+        return [self._entries[key] for key in self._order]
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last durable event applied (-1 before any)."""
+        return self._last_seq
+
+    def durable_entries(self) -> list[TranscriptEntry]:
+        """The entries a stored log gives: what only a live feed shows is left out."""
+        return [entry for entry in self.entries if not is_live_only(entry)]
+
+    def get(self, key: str) -> TranscriptEntry | None:
+        return self._entries.get(key)
+
+    def apply(self, event: AnyEvent) -> Change:
+        """Take one durable or live event; a durable event seen before (a stream that overflowed
+        and delivers the log again) changes nothing."""
+        if isinstance(event, Event):
+            if event.seq <= self._last_seq:
+                return NO_CHANGE
+            self._last_seq = event.seq
+            return self._durable(event)
+        return self._live(event)
+
+    # --- durable events -----------------------------------------------------------------------
+
+    def _durable(self, event: Event) -> Change:
+        seq, data = event.seq, event.data
+        match data:
+            case TurnStart(turn=turn):
+                key = f"turn:{turn}"
+                self._open_turn = key
+                return self._add(TurnEntry(key=key, seq=seq, number=turn, start=event.time))
+            case StepStart():
+                return self._update_turn(lambda t: replace(t, steps=t.steps + 1))
+            case StepEnd(turn=turn, step=step, usage=usage):
+                change = self._drop_live(turn, step)
+                turn_change = self._update_turn(lambda t: replace(t, usage=t.usage + usage))
+                return _merge(change, turn_change)
+            case TurnEnd():
+                change = self._update_turn(
+                    lambda t: replace(
+                        t,
+                        status="ended",
+                        reason=data.reason,
+                        message=data.message,
+                        end=event.time,
+                        repaired=data.reason == "interrupted",
+                    )
+                )
+                self._open_turn = None
+                return change
+            case UserMessage():
+                if data.source.is_user:
+                    return self._add(
+                        UserEntry(
+                            key=f"user:{seq}",
+                            seq=seq,
+                            time=event.time,
+                            content=data.content,
+                            original=data.original_content,
+                            attachments=data.attachments,
+                            label=data.label,
+                        )
+                    )
+                return self._add(
+                    ContextEntry(
+                        key=f"context:{seq}",
+                        seq=seq,
+                        time=event.time,
+                        content=data.content,
+                        source=data.source,
+                        label=data.label,
+                    )
+                )
+            case AssistantMessage():
+                return self._assistant_message(seq, data)
+            case ToolCallRecord():
+                return self._tool_call(seq, data)
+            case PermissionDecision(call_id=call_id, decision=decision):
+                return self._update_tool(
+                    call_id, lambda t: replace(t, asking=False, permission=decision)
+                )
+            case ToolResultRecord():
+                return self._tool_result(data)
+            case AreaRender():
+                return self._add(
+                    AreaEntry(
+                        key=f"area:{seq}",
+                        seq=seq,
+                        area=data.area,
+                        messages=data.messages,
+                        earliest=data.earliest,
+                        latest=data.latest,
+                        label=data.label,
+                    )
+                )
+            case GcCollect():
+                return self._add(
+                    GcEntry(
+                        key=f"gc:{seq}",
+                        seq=seq,
+                        areas=data.areas,
+                        earliest=data.earliest,
+                        reclaimed=data.reclaimed,
+                        promoted=data.promoted,
+                        carried=data.carried,
+                        label=data.label,
+                    )
+                )
+            case CompactStart(groups=groups, earliest=earliest):
+                self._compact = f"compact:{seq}"
+                return self._add(
+                    CompactEntry(key=self._compact, seq=seq, groups=groups, earliest=earliest)
+                )
+            case CompactSummary(content=content, model=model, label=label):
+                return self._update_compact(
+                    lambda c: replace(c, summary=content, model=model, label=label)
+                )
+            case CompactEnd(reclaimed=reclaimed, carried=carried):
+                change = self._update_compact(
+                    lambda c: replace(c, reclaimed=reclaimed, carried=carried, done=True)
+                )
+                self._compact = None
+                return change
+            case Retry(turn=turn, step=step, attempt=attempt, reason=reason):
+                return self._add(
+                    RetryEntry(
+                        key=f"retry:{seq}",
+                        seq=seq,
+                        turn=turn,
+                        step=step,
+                        attempt=attempt,
+                        reason=reason,
+                    )
+                )
+            case ModelBind(model=model):
+                self.model = model
+                return self._add(ModelEntry(key=f"model:{seq}", seq=seq, model=model))
+            case SessionTitle(title=title):
+                self.title = title
+                return NO_CHANGE
+            case _:
+                # area registration and state, cursor moves, floor blocks, pins and permission
+                # rules shape the Context, not what a reader reads
+                return NO_CHANGE
+
+    def _assistant_message(self, seq: int, data: AssistantMessage) -> Change:
+        key = _assistant_key(data.turn, data.step)
+        entry = AssistantEntry(
+            key=key,
+            seq=seq,
+            turn=data.turn,
+            step=data.step,
+            content=data.content,
+            reasoning=data.reasoning,
+            finish=data.finish,
+            model=data.model,
+            usage=data.usage,
+            label=data.label,
+        )
+        change = self._put_assistant(entry)
+        # cards the stream announced that the reply does not hold (an attempt cut short) go
+        called = {call.id for call in data.tool_calls}
+        stale = [
+            key
+            for key in self._pending.get((data.turn, data.step), {}).values()
+            if self._tool_call_id(key) not in called
+        ]
+        return _merge(change, self._remove(stale))
+
+    def _tool_call(self, seq: int, data: ToolCallRecord) -> Change:
+        key = _tool_key(data.turn, data.step, data.call_id)
+        entry = ToolEntry(
+            key=key,
+            seq=seq,
+            turn=data.turn,
+            step=data.step,
+            call_id=data.call_id,
+            name=data.name,
+            arguments=data.arguments,
+            status="running",
+            label=data.label,
+        )
+        pending = self._pending.get((data.turn, data.step), {})
+        for index, pending_key in list(pending.items()):
+            if pending_key == key:
+                del pending[index]
+                return self._replace(entry)
+        return self._add(entry)
+
+    def _tool_result(self, data: ToolResultRecord) -> Change:
+        def done(tool: ToolEntry) -> ToolEntry:
+            status: ToolStatus = "done"
+            if tool.permission == "cancelled" or (
+                data.is_error and data.content == CANCELLED_RESULT
+            ):
+                status = "cancelled"
+            elif data.is_error:
+                status = "error"
+            return replace(
+                tool,
+                status=status,
+                output="",
+                asking=False,
+                result=data.content,
+                is_error=data.is_error,
+                result_label=data.label,
+            )
+
+        return self._update(_tool_key(data.turn, data.step, data.call_id), ToolEntry, done)
+
+    # --- live events --------------------------------------------------------------------------
+
+    def _live(self, event: LiveEvent) -> Change:
+        data, seq = event.data, event.after_seq
+        match data:
+            case AssistantDelta(turn=turn, step=step, text=text, reasoning=reasoning):
+                key = _assistant_key(turn, step)
+                current = self._entries.get(key)
+                if isinstance(current, AssistantEntry):
+                    if not current.streaming:
+                        return NO_CHANGE  # the durable reply is already here
+                    return self._replace(
+                        replace(
+                            current,
+                            content=current.content + text,
+                            reasoning=current.reasoning + reasoning,
+                        )
+                    )
+                return self._put_assistant(
+                    AssistantEntry(
+                        key=key,
+                        seq=seq,
+                        turn=turn,
+                        step=step,
+                        content=text,
+                        reasoning=reasoning,
+                        streaming=True,
+                    )
+                )
+            case AssistantReset(turn=turn, step=step):
+                return self._drop_live(turn, step)
+            case ToolPending():
+                return self._tool_pending(seq, data)
+            case ToolOutputDelta(turn=turn, step=step, call_id=call_id, text=text):
+                return self._update(
+                    _tool_key(turn, step, call_id),
+                    ToolEntry,
+                    lambda t: replace(t, output=t.output + text) if t.status == "running" else t,
+                )
+            case PermissionRequest(call_id=call_id):
+                return self._update_tool(
+                    call_id, lambda t: replace(t, asking=True) if t.permission is None else t
+                )
+            case AgentError(turn=turn, message=message):
+                self._errors += 1
+                return self._add(
+                    ErrorEntry(key=f"error:{self._errors}", seq=seq, turn=turn, message=message)
+                )
+            case _:
+                # status, queue, outbox and overflow notices belong to other views
+                return NO_CHANGE
+
+    def _tool_pending(self, seq: int, data: ToolPending) -> Change:
+        step_key = (data.turn, data.step)
+        pending = self._pending.setdefault(step_key, {})
+        key = (
+            _tool_key(data.turn, data.step, data.call_id)
+            if data.call_id
+            else _pending_key(data.turn, data.step, data.index)
+        )
+        if key in self._entries and pending.get(data.index) != key:
+            return NO_CHANGE  # that call is already recorded
+        entry = ToolEntry(
+            key=key,
+            seq=seq,
+            turn=data.turn,
+            step=data.step,
+            call_id=data.call_id,
+            name=data.name,
+            arguments={},
+            raw_arguments=data.arguments,
+            status="pending",
+        )
+        previous = pending.get(data.index)
+        pending[data.index] = key
+        if previous is None:
+            return self._add(entry)
+        if previous == key:
+            return self._replace(entry)
+        # the stream named the call's id only now: the card changes key in place
+        position = self._position(previous)
+        del self._entries[previous]
+        self._order[position] = key
+        self._entries[key] = entry
+        return Change(added=(key,), removed=(previous,))
+
+    # --- keeping the order --------------------------------------------------------------------
+
+    def _put_assistant(self, entry: AssistantEntry) -> Change:
+        """A step's reply stands where its streamed text stood, or before the step's tool cards
+        (which a stream may announce before any text), as in the log."""
+        if entry.key in self._entries:
+            return self._replace(entry)
+        pending = self._pending.get((entry.turn, entry.step), {})
+        positions = [self._position(key) for key in pending.values()]
+        if not positions:
+            return self._add(entry)
+        self._order.insert(min(positions), entry.key)
+        self._entries[entry.key] = entry
+        return Change(added=(entry.key,))
+
+    def _drop_live(self, turn: int, step: int) -> Change:
+        """Withdraw what only the stream showed for a step (a reset, or the step ended)."""
+        stale = list(self._pending.pop((turn, step), {}).values())
+        assistant = self._entries.get(_assistant_key(turn, step))
+        if isinstance(assistant, AssistantEntry) and assistant.streaming:
+            stale.append(assistant.key)
+        return self._remove(
+            [key for key in stale if key in self._entries and is_live_only(self._entries[key])]
+        )
+
+    def _tool_call_id(self, key: str) -> str:
+        entry = self._entries.get(key)
+        return entry.call_id if isinstance(entry, ToolEntry) else ""
+
+    def _position(self, key: str) -> int:
+        """Index of `key` in the order, searched from the end, where changes happen."""
+        for index in range(len(self._order) - 1, -1, -1):
+            if self._order[index] == key:
+                return index
+        raise KeyError(key)
+
+    def _add(self, entry: TranscriptEntry) -> Change:
+        self._order.append(entry.key)
+        self._entries[entry.key] = entry
+        return Change(added=(entry.key,))
+
+    def _replace(self, entry: TranscriptEntry) -> Change:
+        self._entries[entry.key] = entry
+        return Change(updated=(entry.key,))
+
+    def _remove(self, keys: list[str]) -> Change:
+        removed = tuple(key for key in keys if key in self._entries)
+        for key in removed:
+            del self._order[self._position(key)]
+            del self._entries[key]
+        for pending in self._pending.values():
+            for index in [i for i, key in pending.items() if key in removed]:
+                del pending[index]
+        return Change(removed=removed) if removed else NO_CHANGE
+
+    def _update(self, key: str | None, kind: type[E], change: Callable[[E], E]) -> Change:
+        current = self._entries.get(key) if key is not None else None
+        if not isinstance(current, kind):
+            return NO_CHANGE
+        new = change(current)
+        if new == current:
+            return NO_CHANGE
+        return self._replace(new)
+
+    def _update_turn(self, change: Callable[[TurnEntry], TurnEntry]) -> Change:
+        return self._update(self._open_turn, TurnEntry, change)
+
+    def _update_compact(self, change: Callable[[CompactEntry], CompactEntry]) -> Change:
+        return self._update(self._compact, CompactEntry, change)
+
+    def _update_tool(self, call_id: str, change: Callable[[ToolEntry], ToolEntry]) -> Change:
+        """A permission event names only the call id: the latest card with that id is meant."""
+        for index in range(len(self._order) - 1, -1, -1):
+            entry = self._entries[self._order[index]]
+            if isinstance(entry, ToolEntry) and entry.call_id == call_id:
+                return self._update(entry.key, ToolEntry, change)
+        return NO_CHANGE
+
+
+def _merge(*changes: Change) -> Change:
+    return Change(
+        added=tuple(k for c in changes for k in c.added),
+        updated=tuple(k for c in changes for k in c.updated),
+        removed=tuple(k for c in changes for k in c.removed),
+    )
+
+
+def transcript_of(events: Iterable[AnyEvent]) -> Transcript:
+    """The transcript of a whole event sequence (durable, or durable and live)."""
+    transcript = Transcript()
+    for event in events:
+        transcript.apply(event)
+    return transcript
