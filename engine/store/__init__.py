@@ -2,6 +2,7 @@
 
 from engine.store.base import LoadedSession, SessionInfo, SessionPage, SessionStore
 from engine.store.errors import (
+    AmbiguousSessionError,
     DatabaseLockedError,
     ForkPointError,
     LeaseError,
@@ -14,6 +15,7 @@ from engine.store.errors import (
 )
 
 __all__ = [
+    "AmbiguousSessionError",
     "DatabaseLockedError",
     "ForkPointError",
     "LeaseError",

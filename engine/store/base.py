@@ -21,6 +21,7 @@ class SessionInfo:
     created: float
     updated: float
     event_count: int = 0
+    turns: int = 0  # turn/start events in the log
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +66,12 @@ class SessionStore(Protocol):
     async def read_last_turns(self, session_id: str, turns: int) -> list[Event]: ...
 
     async def info(self, session_id: str) -> SessionInfo: ...
+
+    async def resolve(self, id_or_prefix: str) -> SessionInfo:
+        """The session with this id, or else the only one whose id starts with it (as git takes
+        a commit prefix). Raises `UnknownSessionError` when none matches (or the text is empty)
+        and `AmbiguousSessionError`, naming the candidates, when several do."""
+        ...
 
     async def list(
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None

@@ -18,7 +18,12 @@ from typing import Any
 from engine.store.base import SessionInfo, SessionPage
 from engine.store.sqlite_db import SQLiteDatabase
 
-INFO_COLUMNS = "id, cwd, title, model, parent_id, fork_seq, created, updated, event_count"
+# `turns` is counted on the partial index of turn/start rows (schema version 2)
+INFO_COLUMNS = (
+    "id, cwd, title, model, parent_id, fork_seq, created, updated, event_count, "
+    "(SELECT count(*) FROM events WHERE events.session_id = sessions.id "
+    "AND events.type = 'turn/start')"
+)
 
 
 def info_of(row: Sequence[Any]) -> SessionInfo:
@@ -33,6 +38,7 @@ def info_of(row: Sequence[Any]) -> SessionInfo:
         created=row[6],
         updated=row[7],
         event_count=row[8],
+        turns=row[9],
     )
 
 

@@ -26,6 +26,10 @@ class UnknownSessionError(StoreError, KeyError):
         return str(self.args[0]) if self.args else "unknown session"
 
 
+class AmbiguousSessionError(StoreError, LookupError):
+    """An id prefix that more than one session's id starts with."""
+
+
 class LeaseError(StoreError):
     """Another live writer holds this session's lease."""
 

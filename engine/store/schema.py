@@ -50,8 +50,16 @@ async def _create_v1(conn: aiosqlite.Connection) -> None:
     await conn.execute("INSERT INTO meta (schema_version) VALUES (0)")
 
 
+async def _index_turn_starts(conn: aiosqlite.Connection) -> None:
+    """Session listings count turns and `read_last_turns` seeks them: a partial index over the
+    `turn/start` rows keeps both to the turns alone, however long the log."""
+    await conn.execute(
+        "CREATE INDEX events_turn_starts ON events (session_id, seq) WHERE type = 'turn/start'"
+    )
+
+
 # MIGRATIONS[v] brings a database from version v to v + 1.
-MIGRATIONS: Sequence[Migration] = (_create_v1,)
+MIGRATIONS: Sequence[Migration] = (_create_v1, _index_turn_starts)
 
 
 def schema_version() -> int:

@@ -30,6 +30,7 @@ from engine.invariants import InvariantError, LogState
 from engine.store.base import LoadedSession, SessionInfo, SessionPage
 from engine.store.catalog import INFO_COLUMNS, info_of, list_sessions
 from engine.store.errors import (
+    AmbiguousSessionError,
     LeaseError,
     SequenceError,
     StoreError,
@@ -44,6 +45,7 @@ _INSERT_EVENT = "INSERT INTO events (session_id, seq, time, type, data) VALUES (
 _SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
 _MAX_SEQ = 2**63 - 1
 _PRIMARY_KEY_VIOLATION = 1555  # SQLITE_CONSTRAINT_PRIMARYKEY
+_AMBIGUOUS_SHOWN = 5  # candidates an ambiguous prefix error names
 
 
 class SQLiteStore:
@@ -393,6 +395,33 @@ class SQLiteStore:
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
             return await self._info(conn, session_id)
 
+    async def resolve(self, id_or_prefix: str) -> SessionInfo:
+        async with self._db.transaction(f"finding session {id_or_prefix}", write=False) as conn:
+            exact = list(
+                await conn.execute_fetchall(
+                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,)
+                )
+            )
+            if exact:
+                return info_of(exact[0])
+            # ids sort, so those with the prefix follow it directly in the primary key
+            rows = list(
+                await conn.execute_fetchall(
+                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?",
+                    (id_or_prefix, _AMBIGUOUS_SHOWN + 1),
+                )
+            )
+        found = [row for row in rows if id_or_prefix and str(row[0]).startswith(id_or_prefix)]
+        if not found:
+            raise UnknownSessionError(f"{self.path}: no session with id {id_or_prefix!r}")
+        if len(found) > 1:
+            names = ", ".join(str(row[0]) for row in found[:_AMBIGUOUS_SHOWN])
+            more = ", ..." if len(found) > _AMBIGUOUS_SHOWN else ""
+            raise AmbiguousSessionError(
+                f"{self.path}: session id prefix {id_or_prefix!r} is ambiguous: {names}{more}"
+            )
+        return info_of(found[0])
+
     async def list(
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
@@ -429,17 +458,7 @@ class SQLiteStore:
                 "SELECT ?, seq, time, type, data FROM events WHERE session_id = ? AND seq < ?",
                 (new_id, session_id, at_seq),
             )
-        return SessionInfo(
-            id=new_id,
-            cwd=parent.cwd,
-            title=title,
-            model=model,
-            parent_id=session_id,
-            fork_seq=at_seq,
-            created=now,
-            updated=now,
-            event_count=at_seq,
-        )
+            return await self._info(conn, new_id)
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and its events; refused while another live writer holds its lease."""

@@ -20,6 +20,7 @@ from engine.invariants import INTERRUPTED_TOOL_RESULT
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.errors import (
+    AmbiguousSessionError,
     ForkPointError,
     LeaseError,
     SequenceError,
@@ -322,6 +323,38 @@ async def test_delete(store_factory: StoreFactory) -> None:
     assert [s.id for s in (await store.list()).sessions] == [kept.id]
     with pytest.raises(UnknownSessionError):
         await store.read(session.id)
+
+
+async def test_sessions_count_their_turns(store: SessionStore) -> None:
+    session = await new_session(store)
+    inject(session)
+    full_turn(session)
+    after_first = session.state.next_seq
+    full_turn(session)
+    open_turn(session)
+    await session.flush()
+    assert (await store.info(session.id)).turns == 3
+    (listed,) = (await store.list()).sessions
+    assert listed.turns == 3
+    fork = await store.fork(session.id, after_first)
+    assert fork.turns == 1
+    assert (await store.info(fork.id)).turns == 1
+
+
+async def test_a_unique_id_prefix_finds_its_session(store: SessionStore) -> None:
+    ids = ["abc123", "abd456", "abd789", "abd7"]
+    for sid in ids:
+        await store.create(cwd="/w", session_id=sid)
+    assert (await store.resolve("abc")).id == "abc123"
+    assert (await store.resolve("abd45")).id == "abd456"
+    assert (await store.resolve("abd7")).id == "abd7"  # an exact id wins over longer ones
+    assert (await store.resolve("abd78")).id == "abd789"
+    assert await store.resolve("abc123") == await store.info("abc123")
+    with pytest.raises(AmbiguousSessionError, match=r"'abd'.*abd456, abd7, abd789"):
+        await store.resolve("abd")
+    for missing in ("abe", "abc1234", "b", ""):
+        with pytest.raises(UnknownSessionError, match=repr(missing)):
+            await store.resolve(missing)
 
 
 async def test_unknown_ids_are_named(store: SessionStore) -> None:

@@ -135,11 +135,13 @@ async def test_migrations_run_once_in_order(
         await conn.execute("ALTER TABLE sessions ADD COLUMN half INTEGER")
         raise RuntimeError("step failed")
 
+    current = schema.schema_version()
     monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, add_column, broken))
-    with pytest.raises(SchemaVersionError, match="from schema version 2 to 3 failed: step failed"):
+    step = f"from schema version {current + 1} to {current + 2} failed: step failed"
+    with pytest.raises(SchemaVersionError, match=step):
         await SQLiteStore(path).open()
     with raw(path) as conn:  # the failed open rolled back the whole migration
-        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(1,)]
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(current,)]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(sessions)")]
         assert "pinned" not in columns
         assert "half" not in columns
@@ -150,7 +152,26 @@ async def test_migrations_run_once_in_order(
             assert (await store.info(kept.id)).title == "old"
     assert ran == [1, 1]  # once in the failed open (rolled back), once for real
     with raw(path) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(current + 1,)]
+
+
+async def test_a_version_1_database_gains_the_turn_index_and_counts_its_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sessions.sqlite"
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+        async with SQLiteStore(path) as store:
+            session = Session((await store.create(cwd="/w")).id, store)
+            full_turn(session)
+            full_turn(session)
+            await session.flush()
+    async with SQLiteStore(path) as store:
+        assert (await store.info(session.id)).turns == 2
+    with raw(path) as conn:
         assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(2,)]
+        indexes = [row[1] for row in conn.execute("PRAGMA index_list(events)")]
+        assert "events_turn_starts" in indexes
 
 
 async def test_a_closed_store_says_so(tmp_path: Path) -> None:
