@@ -1,0 +1,130 @@
+"""The Markdown export: turns as headings, injected context as quoted cards naming their source,
+tool calls with their arguments and results in fences."""
+
+from __future__ import annotations
+
+import re
+
+from engine.events import MessageData
+from replay.entries import (
+    AreaEntry,
+    AssistantEntry,
+    CompactEntry,
+    ContextEntry,
+    ErrorEntry,
+    GcEntry,
+    ModelEntry,
+    RetryEntry,
+    ToolEntry,
+    TranscriptEntry,
+    TurnEntry,
+    UserEntry,
+)
+from replay.export.view import SessionView
+from replay.wording import (
+    area_line,
+    arguments_text,
+    compact_line,
+    gc_line,
+    model_line,
+    retry_line,
+    turn_line,
+    when,
+)
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def fence(text: str, info: str = "") -> str:
+    """A fenced block that no run of backticks in `text` can close early."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}{info}\n{text}\n{marks}"
+
+
+def quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+def _header(view: SessionView) -> list[str]:
+    info = view.info
+    lines = [
+        f"# {view.title or 'Untitled session'}",
+        "",
+        f"- Session: `{info.id}`",
+        f"- Workspace: `{info.cwd}`",
+        f"- Model: {info.model or '-'}",
+        f"- Created: {when(info.created)} · updated: {when(info.updated)}",
+        f"- Turns: {info.turns} · events: {info.event_count}",
+    ]
+    if info.parent_id is not None:
+        lines.append(f"- Forked from `{info.parent_id}` at seq {info.fork_seq}")
+    if view.max_class is not None:
+        lines.append(f"- Redacted: everything above {view.max_class.name}")
+    return lines
+
+
+def _messages(messages: tuple[MessageData, ...]) -> list[str]:
+    return [fence(m.content, "text") for m in messages]
+
+
+def entry_markdown(entry: TranscriptEntry) -> list[str]:
+    """The Markdown blocks of one entry."""
+    match entry:
+        case TurnEntry():
+            return [f"## {turn_line(entry)}", *([entry.message] if entry.message else [])]
+        case UserEntry():
+            blocks = ["**User**", quote(entry.content)]
+            if entry.original is not None:
+                blocks += [
+                    "*A prompt listener rewrote this; the user typed:*",
+                    quote(entry.original),
+                ]
+            for attachment in entry.attachments:
+                blocks.append(f"*Attachment:* `{attachment.name}` ({attachment.mime_type})")
+                if attachment.text:
+                    blocks.append(fence(attachment.text, "text"))
+            return blocks
+        case ContextEntry():
+            return [quote(f"**Injected context · {entry.heading}**\n\n{entry.content}")]
+        case AssistantEntry():
+            blocks = [f"**Assistant** · {entry.model or 'model'} · step {entry.step}"]
+            if entry.reasoning:
+                blocks.append(quote(f"*Reasoning*\n\n{entry.reasoning}"))
+            if entry.content:
+                blocks.append(entry.content)
+            if entry.finish not in (None, "stop", "tool_calls"):
+                blocks.append(f"*(reply ended: {entry.finish})*")
+            return blocks
+        case ToolEntry():
+            state = entry.status + (f", permission {entry.permission}" if entry.permission else "")
+            blocks = [
+                f"**Tool call** `{entry.name}` ({state})",
+                fence(arguments_text(entry.arguments), "json"),
+            ]
+            if entry.result is not None:
+                kind = "Error" if entry.is_error else "Result"
+                blocks += [f"*{kind}:*", fence(entry.result, "text")]
+            return blocks
+        case AreaEntry():
+            return [f"*{area_line(entry)}:*", *_messages(entry.messages)]
+        case GcEntry():
+            promoted = ["*Promoted:*", *_messages(entry.promoted)] if entry.promoted else []
+            return [f"*{gc_line(entry)}*", *promoted]
+        case CompactEntry():
+            summary = [quote(entry.summary)] if entry.summary else []
+            return [f"---\n\n*{compact_line(entry)}*", *summary]
+        case RetryEntry():
+            return [f"*{retry_line(entry)}*"]
+        case ModelEntry():
+            return [f"*{model_line(entry)}*"]
+        case ErrorEntry():
+            return [f"**Error:** {entry.message}"]
+
+
+def to_markdown(view: SessionView) -> str:
+    blocks = _header(view)
+    for entry in view.transcript.entries:
+        blocks.append("")
+        blocks.append("\n\n".join(entry_markdown(entry)))
+    return "\n".join(blocks) + "\n"

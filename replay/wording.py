@@ -1,0 +1,93 @@
+"""How transcript entries read in words, shared by every export format and `trellis show`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.store.base import SessionInfo
+from replay.entries import (
+    AreaEntry,
+    CompactEntry,
+    GcEntry,
+    ModelEntry,
+    RetryEntry,
+    ToolEntry,
+    TurnEntry,
+)
+
+
+def when(timestamp: float) -> str:
+    """A wall time in UTC, to the second, so an export reads the same on every machine."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def session_record(info: SessionInfo) -> dict[str, Any]:
+    """A session's summary as `trellis sessions --json` prints it and the JSON export heads it."""
+    return {
+        "id": info.id,
+        "title": info.title,
+        "cwd": info.cwd,
+        "model": info.model,
+        "created": info.created,
+        "updated": info.updated,
+        "turns": info.turns,
+        "events": info.event_count,
+        "parent": info.parent_id,
+        "fork_seq": info.fork_seq,
+    }
+
+
+def turn_line(turn: TurnEntry) -> str:
+    """`Turn 2 · completed · 3 steps · 1.4 s · 120 in / 30 out tokens`."""
+    parts = [f"Turn {turn.number}", turn.reason or "running"]
+    if turn.repaired:
+        parts[1] = "interrupted (repaired after a crash)"
+    parts.append(f"{turn.steps} step" + ("" if turn.steps == 1 else "s"))
+    if turn.end is not None:
+        parts.append(f"{turn.end - turn.start:.1f} s")
+    usage = turn.usage
+    if usage.input_tokens or usage.output_tokens:
+        parts.append(f"{usage.input_tokens} in / {usage.output_tokens} out tokens")
+    return " · ".join(parts)
+
+
+def arguments_text(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+
+
+def tool_line(tool: ToolEntry) -> str:
+    """`look {"path": "a"} → done (allowed)`."""
+    line = f"{tool.name} {arguments_text(tool.arguments)} → {tool.status}"
+    if tool.permission is not None:
+        line += f" (permission: {tool.permission})"
+    return line
+
+
+def area_line(area: AreaEntry) -> str:
+    count = len(area.messages)
+    return f"Area {area.area} rendered {count} message{'' if count == 1 else 's'}"
+
+
+def gc_line(gc: GcEntry) -> str:
+    return (
+        f"Collected {', '.join(gc.areas)}: {len(gc.reclaimed)} reclaimed, "
+        f"{len(gc.promoted)} promoted, {len(gc.carried)} carried over"
+    )
+
+
+def compact_line(compact: CompactEntry) -> str:
+    state = "" if compact.done else " (unfinished)"
+    return (
+        f"Compaction of {compact.groups} group{'' if compact.groups == 1 else 's'}: "
+        f"{len(compact.reclaimed)} items summarized, {len(compact.carried)} carried over{state}"
+    )
+
+
+def retry_line(retry: RetryEntry) -> str:
+    return f"Retry {retry.attempt} of step {retry.step}: {retry.reason}"
+
+
+def model_line(model: ModelEntry) -> str:
+    return f"Model: {model.model}"
