@@ -1,4 +1,5 @@
-"""The `trellis` command: headless runs, the session list and the configured models.
+"""The `trellis` command: headless runs, stored sessions (list, show, export, fork, delete) and the
+configured models.
 
 Every failure the user can cause (a bad config, a locked or corrupt database, an unknown model or
 session) ends with one clear line on stderr and a non-zero exit, never a traceback.
@@ -81,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--cwd", type=Path, default=None, help="only sessions of this workspace")
     sessions.add_argument("--all", action="store_true", help="sessions of every workspace")
     sessions.add_argument("--limit", type=int, default=20, help="at most this many (1 or more)")
+    sessions.add_argument("--json", action="store_true", help="print one JSON array")
+    _stored_session_commands(sub)
 
     sub.add_parser("models", parents=[config], help="list the configured model entries")
 
@@ -112,6 +115,28 @@ class _PrintVersion(argparse.Action):
         parser.exit(EXIT_OK)
 
 
+def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`show`, `export`, `fork`, `delete`: each takes an id or a unique id prefix, as git does."""
+    show = sub.add_parser("show", help="print a stored session's transcript")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--at", type=int, metavar="SEQ", help="the transcript as of this seq")
+    export = sub.add_parser("export", help="export a stored session as Markdown, JSON or HTML")
+    export.add_argument("id", metavar="ID")
+    export.add_argument("--format", required=True, metavar="md|json|html")
+    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="(default: stdout)")
+    export.add_argument(
+        "--max-class",
+        metavar="CLASS",
+        help="redact everything above public, internal, private or restricted",
+    )
+    fork = sub.add_parser("fork", help="copy a stored session up to a point; prints the new id")
+    fork.add_argument("id", metavar="ID")
+    fork.add_argument("--at", type=int, metavar="SEQ", help="keep the events before this seq")
+    delete = sub.add_parser("delete", help="delete a stored session (asks first)")
+    delete.add_argument("id", metavar="ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask")
+
+
 def _config_options() -> argparse.ArgumentParser:
     """The options of every command that loads a config."""
     options = argparse.ArgumentParser(add_help=False)
@@ -136,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(_run(args, log_secrets))
             case "sessions":
                 return asyncio.run(_sessions(args))
+            case "show" | "export" | "fork" | "delete":
+                from app import session_commands
+
+                command = getattr(session_commands, args.command)
+                return int(asyncio.run(command(args)))
             case "models":
                 return _models(args)
             case "trust":
@@ -202,8 +232,10 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     if args.resume is None:  # a bad config is reported before the store is touched
         loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
     async with SQLiteStore(sessions_db_path()) as store:
-        if loaded is None:
-            loaded = await load_session_config(store, args.resume, trust_project=args.trust_project)
+        resume: str | None = None
+        if loaded is None:  # resuming: an id or a unique prefix of one
+            resume = (await store.resolve(args.resume)).id
+            loaded = await load_session_config(store, resume, trust_project=args.trust_project)
         config = _reported(loaded)
         if log_secrets is not None:
             log_secrets.redactor = held_secrets(config)
@@ -212,7 +244,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             cwd=cwd,
             store=store,
             model=args.model,
-            session_id=args.resume,
+            session_id=resume,
             script=args.script,
             responder=policy,
         )
@@ -282,13 +314,19 @@ async def _sessions(args: argparse.Namespace) -> int:
     cwd = None if args.all else str((args.cwd or Path.cwd()).resolve())
     async with open_catalog(sessions_db_path()) as catalog:
         page = await catalog.list(cwd=cwd, limit=args.limit)
+    if args.json:
+        import json
+
+        print(json.dumps([info.record() for info in page.sessions], ensure_ascii=False))
+        return EXIT_OK
     if not page.sessions:
         print("no sessions" + ("" if cwd is None else f" in {cwd} (use --all for every workspace)"))
         return EXIT_OK
     for info in page.sessions:
         when = datetime.fromtimestamp(info.updated).strftime("%Y-%m-%d %H:%M")
         print(
-            f"{info.id}  {when}  {info.event_count:>6} events  {info.model or '-':<12} {info.title}"
+            f"{info.id}  {when}  {info.turns:>4} turns  {info.event_count:>6} events  "
+            f"{info.model or '-':<12} {info.title}"
         )
     return EXIT_OK
 

@@ -6,7 +6,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.store.base import SessionInfo
 from replay.entries import (
     AreaEntry,
     CompactEntry,
@@ -21,22 +20,6 @@ from replay.entries import (
 def when(timestamp: float) -> str:
     """A wall time in UTC, to the second, so an export reads the same on every machine."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def session_record(info: SessionInfo) -> dict[str, Any]:
-    """A session's summary as `trellis sessions --json` prints it and the JSON export heads it."""
-    return {
-        "id": info.id,
-        "title": info.title,
-        "cwd": info.cwd,
-        "model": info.model,
-        "created": info.created,
-        "updated": info.updated,
-        "turns": info.turns,
-        "events": info.event_count,
-        "parent": info.parent_id,
-        "fork_seq": info.fork_seq,
-    }
 
 
 def turn_line(turn: TurnEntry) -> str:

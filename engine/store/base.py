@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the session catalog imports this without the event models
     from engine.events import Event
@@ -22,6 +22,21 @@ class SessionInfo:
     updated: float
     event_count: int = 0
     turns: int = 0  # turn/start events in the log
+
+    def record(self) -> dict[str, Any]:
+        """The session as `trellis sessions --json` prints it and the JSON export heads it."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "cwd": self.cwd,
+            "model": self.model,
+            "created": self.created,
+            "updated": self.updated,
+            "turns": self.turns,
+            "events": self.event_count,
+            "parent": self.parent_id,
+            "fork_seq": self.fork_seq,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from replay.export.view import SessionView
-from replay.wording import session_record
 
 EXPORT_FORMAT = "trellis.session"
 EXPORT_VERSION = 1
@@ -23,7 +22,7 @@ def export_object(view: SessionView) -> dict[str, Any]:
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
-        "session": {**session_record(view.info), "title": view.title},
+        "session": {**view.info.record(), "title": view.title},
         "max_class": None if view.max_class is None else view.max_class.name,
         "events": events,
     }

@@ -1,0 +1,98 @@
+"""The stored-session commands: `show`, `export`, `fork` and `delete` (and `sessions --json`).
+
+Each takes an id or a unique id prefix; an unknown or ambiguous id, a bad format or class and a bad
+fork point reach `main` as errors and end as one line on stderr with exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from engine.errors import TrellisError
+from engine.paths import sessions_db_path
+from engine.privacy import PrivacyClass
+from engine.store.sqlite import SQLiteStore
+
+
+class UsageError(TrellisError):
+    """A command line the commands below cannot act on."""
+
+
+def max_class_of(text: str | None) -> PrivacyClass | None:
+    if text is None:
+        return None
+    try:
+        return PrivacyClass.parse(text)
+    except ValueError as exc:
+        raise UsageError(f"--max-class: {exc}") from None
+
+
+async def show(args: argparse.Namespace) -> int:
+    from app.transcript_text import ANSI, PLAIN, transcript_text
+    from replay.transcript import transcript_of
+
+    async with SQLiteStore(sessions_db_path()) as store:
+        info = await store.resolve(args.id)
+        events = (await store.inspect(info.id)).events
+    if args.at is not None:
+        last = events[-1].seq if events else -1
+        if not 0 <= args.at <= last:
+            raise UsageError(f"--at {args.at}: session {info.id} has seqs 0..{last}")
+        events = events[: args.at + 1]
+    style = ANSI if sys.stdout.isatty() and "NO_COLOR" not in os.environ else PLAIN
+    title = info.title or "Untitled session"
+    sys.stdout.write(f"{style.heading}{title}{style.reset}  {style.dim}{info.id}{style.reset}\n")
+    sys.stdout.write(transcript_text(transcript_of(events).entries, style))
+    return 0
+
+
+async def export(args: argparse.Namespace) -> int:
+    from replay.export import FORMATS
+    from replay.export import export as render
+
+    if args.format not in FORMATS:
+        raise UsageError(f"--format {args.format!r}: expected one of {', '.join(FORMATS)}")
+    max_class = max_class_of(args.max_class)
+    async with SQLiteStore(sessions_db_path()) as store:
+        info = await store.resolve(args.id)
+        events = (await store.inspect(info.id)).events
+    text = render(info, events, args.format, max_class=max_class)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    output: Path = args.output
+    try:
+        await asyncio.to_thread(output.write_text, text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"exported {info.id} to {output}", file=sys.stderr)
+    return 0
+
+
+async def fork(args: argparse.Namespace) -> int:
+    async with SQLiteStore(sessions_db_path()) as store:
+        info = await store.resolve(args.id)
+        forked = await store.fork(info.id, info.event_count if args.at is None else args.at)
+    print(forked.id)
+    return 0
+
+
+async def delete(args: argparse.Namespace) -> int:
+    async with SQLiteStore(sessions_db_path()) as store:
+        info = await store.resolve(args.id)
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UsageError(f"not deleting {info.id} without a terminal: pass --yes")
+            title = info.title or "untitled"
+            question = f"Delete session {info.id} ({title}, {info.turns} turns)? [y/N] "
+            answer = await asyncio.to_thread(input, question)
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing deleted", file=sys.stderr)
+                return 1
+        await store.delete(info.id)
+    print(f"deleted {info.id}", file=sys.stderr)
+    return 0

@@ -1,0 +1,121 @@
+"""`trellis show`: a transcript as terminal text, styled on a terminal and plain when piped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from replay.entries import (
+    AreaEntry,
+    AssistantEntry,
+    CompactEntry,
+    ContextEntry,
+    ErrorEntry,
+    GcEntry,
+    ModelEntry,
+    RetryEntry,
+    ToolEntry,
+    TranscriptEntry,
+    TurnEntry,
+    UserEntry,
+)
+from replay.wording import (
+    area_line,
+    compact_line,
+    gc_line,
+    model_line,
+    retry_line,
+    tool_line,
+    turn_line,
+)
+
+SHOWN_RESULT_LINES = 12
+"""A tool result longer than this shows its first lines and how many were left out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """ANSI styles; all empty when the output is not a terminal."""
+
+    heading: str = ""
+    who: str = ""
+    dim: str = ""
+    context: str = ""
+    tool: str = ""
+    error: str = ""
+    reset: str = ""
+
+
+PLAIN = Style()
+ANSI = Style(
+    heading="\x1b[1;4m",
+    who="\x1b[1m",
+    dim="\x1b[2m",
+    context="\x1b[33m",
+    tool="\x1b[36m",
+    error="\x1b[31m",
+    reset="\x1b[0m",
+)
+
+
+def _indented(text: str, prefix: str = "  ") -> Iterator[str]:
+    for line in text.split("\n"):
+        yield prefix + line
+
+
+def _result(text: str) -> Iterator[str]:
+    lines = text.split("\n")
+    yield from _indented("\n".join(lines[:SHOWN_RESULT_LINES]), "  │ ")
+    if len(lines) > SHOWN_RESULT_LINES:
+        yield f"  │ … {len(lines) - SHOWN_RESULT_LINES} more lines"
+
+
+def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
+    match entry:
+        case TurnEntry():
+            yield ""
+            yield f"{s.heading}{turn_line(entry)}{s.reset}"
+            if entry.message:
+                yield f"{s.dim}{entry.message}{s.reset}"
+        case UserEntry():
+            yield f"{s.who}User{s.reset}"
+            yield from _indented(entry.content)
+            if entry.original is not None:
+                yield f"{s.dim}  (a prompt listener rewrote this; the user typed:){s.reset}"
+                yield from _indented(entry.original, "    ")
+            for attachment in entry.attachments:
+                yield f"{s.dim}  attachment: {attachment.name} ({attachment.mime_type}){s.reset}"
+        case ContextEntry():
+            yield f"{s.context}┃ Injected context · {entry.heading}{s.reset}"
+            yield from (f"{s.context}┃{s.reset}{line}" for line in _indented(entry.content, " "))
+        case AssistantEntry():
+            yield f"{s.who}Assistant{s.reset} {s.dim}· {entry.model or 'model'} · step {entry.step}{s.reset}"
+            if entry.reasoning:
+                yield from (f"{s.dim}{line}{s.reset}" for line in _indented(entry.reasoning))
+            if entry.content:
+                yield from _indented(entry.content)
+            if entry.finish not in (None, "stop", "tool_calls"):
+                yield f"{s.dim}  (reply ended: {entry.finish}){s.reset}"
+        case ToolEntry():
+            color = s.error if entry.status in ("error", "cancelled") else s.tool
+            yield f"{color}▸ {tool_line(entry)}{s.reset}"
+            if entry.result is not None:
+                yield from _result(entry.result)
+        case AreaEntry():
+            yield f"{s.dim}· {area_line(entry)}{s.reset}"
+        case GcEntry():
+            yield f"{s.dim}· {gc_line(entry)}{s.reset}"
+        case CompactEntry():
+            yield f"{s.dim}· {compact_line(entry)}{s.reset}"
+            if entry.summary:
+                yield from (f"{s.dim}{line}{s.reset}" for line in _indented(entry.summary))
+        case RetryEntry():
+            yield f"{s.error}· {retry_line(entry)}{s.reset}"
+        case ModelEntry():
+            yield f"{s.dim}· {model_line(entry)}{s.reset}"
+        case ErrorEntry():
+            yield f"{s.error}Error: {entry.message}{s.reset}"
+
+
+def transcript_text(entries: list[TranscriptEntry], style: Style) -> str:
+    return "\n".join(line for entry in entries for line in entry_lines(entry, style)) + "\n"
