@@ -7,8 +7,8 @@ widget that shows it. Labels are the privacy labels the log recorded (None where
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeVar
 
 from engine.events import Attachment, Decision, Finish, MessageData, TurnEndReason, Usage
 from engine.message import Source
@@ -30,7 +30,7 @@ class TurnEntry:
     status: TurnStatus = "running"
     reason: TurnEndReason | None = None
     message: str = ""
-    steps: int = 0
+    steps: int = 0  # steps ended (`step/end`), so a stored log and a live feed count alike
     usage: Usage = NO_USAGE
     start: float
     end: float | None = None
@@ -193,6 +193,22 @@ TranscriptEntry = (
     | ModelEntry
     | ErrorEntry
 )
+
+
+E = TypeVar("E", bound=TranscriptEntry)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def evolve(entry: E, **changes: Any) -> E:
+    """`dataclasses.replace` with the field names looked up once per kind: the projection updates
+    an entry for most events, and a long session has hundreds of thousands."""
+    kind = type(entry)
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    values = {name: getattr(entry, name) for name in names}
+    values.update(changes)
+    return kind(**values)
 
 
 def is_live_only(entry: TranscriptEntry) -> bool:

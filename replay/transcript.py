@@ -9,8 +9,7 @@ the same place. `apply` reports which keys it added, updated or removed, so a UI
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from engine.events import (
     AgentError,
@@ -30,13 +29,13 @@ from engine.events import (
     Retry,
     SessionTitle,
     StepEnd,
-    StepStart,
     ToolCallRecord,
     ToolOutputDelta,
     ToolPending,
     ToolResultRecord,
     TurnEnd,
     TurnStart,
+    Usage,
     UserMessage,
 )
 from replay.entries import (
@@ -53,6 +52,7 @@ from replay.entries import (
     TranscriptEntry,
     TurnEntry,
     UserEntry,
+    evolve,
     is_live_only,
 )
 
@@ -81,9 +81,8 @@ __all__ = [
 CANCELLED_RESULT = "Cancelled: the turn ended before this tool call finished."
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """What one `apply` did, by entry key."""
+class Change(NamedTuple):
+    """What one `apply` did, by entry key (a tuple: cheap to make for every event)."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
@@ -159,15 +158,15 @@ class Transcript:
                 key = f"turn:{turn}"
                 self._open_turn = key
                 return self._add(TurnEntry(key=key, seq=seq, number=turn, start=event.time))
-            case StepStart():
-                return self._update_turn(lambda t: replace(t, steps=t.steps + 1))
             case StepEnd(turn=turn, step=step, usage=usage):
                 change = self._drop_live(turn, step)
-                turn_change = self._update_turn(lambda t: replace(t, usage=t.usage + usage))
+                turn_change = self._update_turn(
+                    lambda t: evolve(t, steps=t.steps + 1, usage=_plus(t.usage, usage))
+                )
                 return _merge(change, turn_change)
             case TurnEnd():
                 change = self._update_turn(
-                    lambda t: replace(
+                    lambda t: evolve(
                         t,
                         status="ended",
                         reason=data.reason,
@@ -207,7 +206,7 @@ class Transcript:
                 return self._tool_call(seq, data)
             case PermissionDecision(call_id=call_id, decision=decision):
                 return self._update_tool(
-                    call_id, lambda t: replace(t, asking=False, permission=decision)
+                    call_id, lambda t: evolve(t, asking=False, permission=decision)
                 )
             case ToolResultRecord():
                 return self._tool_result(data)
@@ -243,11 +242,11 @@ class Transcript:
                 )
             case CompactSummary(content=content, model=model, label=label):
                 return self._update_compact(
-                    lambda c: replace(c, summary=content, model=model, label=label)
+                    lambda c: evolve(c, summary=content, model=model, label=label)
                 )
             case CompactEnd(reclaimed=reclaimed, carried=carried):
                 change = self._update_compact(
-                    lambda c: replace(c, reclaimed=reclaimed, carried=carried, done=True)
+                    lambda c: evolve(c, reclaimed=reclaimed, carried=carried, done=True)
                 )
                 self._compact = None
                 return change
@@ -288,13 +287,12 @@ class Transcript:
             label=data.label,
         )
         change = self._put_assistant(entry)
+        pending = self._pending.get((data.turn, data.step))
+        if not pending:
+            return change
         # cards the stream announced that the reply does not hold (an attempt cut short) go
         called = {call.id for call in data.tool_calls}
-        stale = [
-            key
-            for key in self._pending.get((data.turn, data.step), {}).values()
-            if self._tool_call_id(key) not in called
-        ]
+        stale = [key for key in pending.values() if self._tool_call_id(key) not in called]
         return _merge(change, self._remove(stale))
 
     def _tool_call(self, seq: int, data: ToolCallRecord) -> Change:
@@ -326,7 +324,7 @@ class Transcript:
                 status = "cancelled"
             elif data.is_error:
                 status = "error"
-            return replace(
+            return evolve(
                 tool,
                 status=status,
                 output="",
@@ -350,7 +348,7 @@ class Transcript:
                     if not current.streaming:
                         return NO_CHANGE  # the durable reply is already here
                     return self._replace(
-                        replace(
+                        evolve(
                             current,
                             content=current.content + text,
                             reasoning=current.reasoning + reasoning,
@@ -375,11 +373,11 @@ class Transcript:
                 return self._update(
                     _tool_key(turn, step, call_id),
                     ToolEntry,
-                    lambda t: replace(t, output=t.output + text) if t.status == "running" else t,
+                    lambda t: evolve(t, output=t.output + text) if t.status == "running" else t,
                 )
             case PermissionRequest(call_id=call_id):
                 return self._update_tool(
-                    call_id, lambda t: replace(t, asking=True) if t.permission is None else t
+                    call_id, lambda t: evolve(t, asking=True) if t.permission is None else t
                 )
             case AgentError(turn=turn, message=message):
                 self._errors += 1
@@ -484,7 +482,7 @@ class Transcript:
         if not isinstance(current, kind):
             return NO_CHANGE
         new = change(current)
-        if new == current:
+        if new is current:  # a change function returns the entry itself when nothing changes
             return NO_CHANGE
         return self._replace(new)
 
@@ -503,7 +501,20 @@ class Transcript:
         return NO_CHANGE
 
 
+def _plus(total: Usage, more: Usage) -> Usage:
+    """`total + more` without validating again what the log already validated."""
+    if not (more.input_tokens or more.output_tokens):
+        return total
+    return Usage.model_construct(
+        input_tokens=total.input_tokens + more.input_tokens,
+        output_tokens=total.output_tokens + more.output_tokens,
+    )
+
+
 def _merge(*changes: Change) -> Change:
+    busy = [c for c in changes if c]
+    if len(busy) < 2:
+        return busy[0] if busy else NO_CHANGE
     return Change(
         added=tuple(k for c in changes for k in c.added),
         updated=tuple(k for c in changes for k in c.updated),
