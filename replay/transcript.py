@@ -416,7 +416,7 @@ class Transcript:
         if previous == key:
             return self._replace(entry)
         # the stream named the call's id only now: the card changes key in place
-        position = self._position(previous)
+        position = self.index(previous)
         del self._entries[previous]
         self._order[position] = key
         self._entries[key] = entry
@@ -430,7 +430,7 @@ class Transcript:
         if entry.key in self._entries:
             return self._replace(entry)
         pending = self._pending.get((entry.turn, entry.step), {})
-        positions = [self._position(key) for key in pending.values()]
+        positions = [self.index(key) for key in pending.values()]
         if not positions:
             return self._add(entry)
         self._order.insert(min(positions), entry.key)
@@ -451,8 +451,9 @@ class Transcript:
         entry = self._entries.get(key)
         return entry.call_id if isinstance(entry, ToolEntry) else ""
 
-    def _position(self, key: str) -> int:
-        """Index of `key` in the order, searched from the end, where changes happen."""
+    def index(self, key: str) -> int:
+        """Where the entry with `key` stands in `entries` (a UI mounts an added entry there);
+        searched from the end, where changes happen. `KeyError` for a key not shown."""
         for index in range(len(self._order) - 1, -1, -1):
             if self._order[index] == key:
                 return index
@@ -470,7 +471,7 @@ class Transcript:
     def _remove(self, keys: list[str]) -> Change:
         removed = tuple(key for key in keys if key in self._entries)
         for key in removed:
-            del self._order[self._position(key)]
+            del self._order[self.index(key)]
             del self._entries[key]
         for pending in self._pending.values():
             for index in [i for i, key in pending.items() if key in removed]:

@@ -7,6 +7,7 @@ from engine.events import (
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
+    Attachment,
     Event,
     LiveEvent,
     Payload,
@@ -24,7 +25,7 @@ from engine.events import (
     make_live_event,
 )
 from engine.message import ToolCall
-from replay.transcript import AssistantEntry, Change, ToolEntry, transcript_of
+from replay.transcript import AssistantEntry, Change, ToolEntry, UserEntry, transcript_of
 
 
 class Feed:
@@ -167,3 +168,27 @@ def test_durable_events_delivered_again_change_nothing() -> None:
         assert not transcript.apply(event)
     assert transcript.entries == before
     assert transcript.last_seq == 2
+
+
+def test_a_rewritten_prompt_keeps_what_the_user_typed_and_its_attachments() -> None:
+    feed = Feed()
+    feed.durable(
+        UserMessage(
+            content="deploy [redacted]",
+            original_content="deploy hunter2",
+            attachments=(Attachment(name="notes.txt", text="remember"),),
+        )
+    )
+    (user,) = transcript_of(feed.events).entries
+    assert isinstance(user, UserEntry)
+    assert (user.content, user.original) == ("deploy [redacted]", "deploy hunter2")
+    assert [a.name for a in user.attachments] == ["notes.txt"]
+
+
+def test_index_says_where_an_added_entry_stands() -> None:
+    feed = started()
+    transcript = transcript_of(feed.events)
+    transcript.apply(feed.live(ToolPending(turn=1, step=1, index=0, call_id="c1", name="ls")))
+    (added,) = transcript.apply(feed.live(AssistantDelta(turn=1, step=1, text="hi"))).added
+    assert transcript.index(added) == transcript.index("tool:1.1.c1") - 1
+    assert [e.key for e in transcript.entries].index(added) == transcript.index(added)
