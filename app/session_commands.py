@@ -34,6 +34,7 @@ def max_class_of(text: str | None) -> PrivacyClass | None:
 async def show(args: argparse.Namespace) -> int:
     from app.transcript_text import ANSI, PLAIN, transcript_text
     from replay.transcript import transcript_of
+    from replay.wording import UNTITLED
 
     async with SQLiteStore(sessions_db_path()) as store:
         info = await store.resolve(args.id)
@@ -44,7 +45,7 @@ async def show(args: argparse.Namespace) -> int:
             raise UsageError(f"--at {args.at}: session {info.id} has seqs 0..{last}")
         events = events[: args.at + 1]
     style = ANSI if sys.stdout.isatty() and "NO_COLOR" not in os.environ else PLAIN
-    title = info.title or "Untitled session"
+    title = info.title or UNTITLED
     sys.stdout.write(f"{style.heading}{title}{style.reset}  {style.dim}{info.id}{style.reset}\n")
     sys.stdout.write(transcript_text(transcript_of(events).entries, style))
     return 0

@@ -22,6 +22,7 @@ from replay.entries import (
 from replay.wording import (
     area_line,
     compact_line,
+    cut_short,
     gc_line,
     model_line,
     retry_line,
@@ -94,7 +95,7 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
                 yield from (f"{s.dim}{line}{s.reset}" for line in _indented(entry.reasoning))
             if entry.content:
                 yield from _indented(entry.content)
-            if entry.finish not in (None, "stop", "tool_calls"):
+            if cut_short(entry) is not None:
                 yield f"{s.dim}  (reply ended: {entry.finish}){s.reset}"
         case ToolEntry():
             color = s.error if entry.status in ("error", "cancelled") else s.tool

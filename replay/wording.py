@@ -8,6 +8,7 @@ from typing import Any
 
 from replay.entries import (
     AreaEntry,
+    AssistantEntry,
     CompactEntry,
     GcEntry,
     ModelEntry,
@@ -15,6 +16,8 @@ from replay.entries import (
     ToolEntry,
     TurnEntry,
 )
+
+UNTITLED = "Untitled session"
 
 
 def when(timestamp: float) -> str:
@@ -36,16 +39,23 @@ def turn_line(turn: TurnEntry) -> str:
     return " · ".join(parts)
 
 
+def cut_short(reply: AssistantEntry) -> str | None:
+    """Why a reply ended other than normally (`length`, `cancelled`, ...), or None."""
+    return None if reply.finish in (None, "stop", "tool_calls") else reply.finish
+
+
+def tool_state(tool: ToolEntry) -> str:
+    """`done`, or `error, permission deny`."""
+    return tool.status + (f", permission {tool.permission}" if tool.permission else "")
+
+
 def arguments_text(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
 def tool_line(tool: ToolEntry) -> str:
     """`look {"path": "a"} → done (allowed)`."""
-    line = f"{tool.name} {arguments_text(tool.arguments)} → {tool.status}"
-    if tool.permission is not None:
-        line += f" (permission: {tool.permission})"
-    return line
+    return f"{tool.name} {arguments_text(tool.arguments)} → {tool_state(tool)}"
 
 
 def area_line(area: AreaEntry) -> str:

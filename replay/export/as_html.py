@@ -26,12 +26,15 @@ from replay.entries import (
 )
 from replay.export.view import SessionView
 from replay.wording import (
+    UNTITLED,
     area_line,
     arguments_text,
     compact_line,
+    cut_short,
     gc_line,
     model_line,
     retry_line,
+    tool_state,
     turn_line,
     when,
 )
@@ -113,11 +116,11 @@ def _entry(entry: TranscriptEntry) -> str:
                 parts.append(_text(entry.reasoning, "reasoning"))
             if entry.content:
                 parts.append(_text(entry.content))
-            if entry.finish not in (None, "stop", "tool_calls"):
+            if cut_short(entry) is not None:
                 parts.append(f'<div class="note">Reply ended: {escape(str(entry.finish))}</div>')
             return "".join(parts) + "</div>"
         case ToolEntry():
-            state = entry.status + (f", permission {entry.permission}" if entry.permission else "")
+            state = tool_state(entry)
             parts = [
                 f'<div class="entry card tool {escape(entry.status)}"><div class="who">Tool call · '
                 f"{escape(entry.name)} ({escape(state)})</div>",
@@ -162,7 +165,7 @@ def _header(view: SessionView) -> str:
     if view.max_class is not None:
         rows.append(("Redacted", f"everything above {view.max_class.name}"))
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
-    return f"<header><h1>{escape(view.title or 'Untitled session')}</h1><dl>{items}</dl></header>"
+    return f"<header><h1>{escape(view.title or UNTITLED)}</h1><dl>{items}</dl></header>"
 
 
 def to_html(view: SessionView) -> str:
@@ -170,6 +173,6 @@ def to_html(view: SessionView) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(view.title or 'Untitled session')} · Trellis</title>"
+        f"<title>{escape(view.title or UNTITLED)} · Trellis</title>"
         f"<style>{_STYLE}</style></head>\n<body>{_header(view)}\n<main>\n{body}\n</main></body></html>\n"
     )

@@ -22,12 +22,15 @@ from replay.entries import (
 )
 from replay.export.view import SessionView
 from replay.wording import (
+    UNTITLED,
     area_line,
     arguments_text,
     compact_line,
+    cut_short,
     gc_line,
     model_line,
     retry_line,
+    tool_state,
     turn_line,
     when,
 )
@@ -49,7 +52,7 @@ def quote(text: str) -> str:
 def _header(view: SessionView) -> list[str]:
     info = view.info
     lines = [
-        f"# {view.title or 'Untitled session'}",
+        f"# {view.title or UNTITLED}",
         "",
         f"- Session: `{info.id}`",
         f"- Workspace: `{info.cwd}`",
@@ -93,11 +96,11 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
                 blocks.append(quote(f"*Reasoning*\n\n{entry.reasoning}"))
             if entry.content:
                 blocks.append(entry.content)
-            if entry.finish not in (None, "stop", "tool_calls"):
+            if cut_short(entry) is not None:
                 blocks.append(f"*(reply ended: {entry.finish})*")
             return blocks
         case ToolEntry():
-            state = entry.status + (f", permission {entry.permission}" if entry.permission else "")
+            state = tool_state(entry)
             blocks = [
                 f"**Tool call** `{entry.name}` ({state})",
                 fence(arguments_text(entry.arguments), "json"),
