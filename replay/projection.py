@@ -16,9 +16,10 @@ S_co = TypeVar("S_co", covariant=True)
 
 @runtime_checkable
 class Projection(Protocol[S_co]):
-    """`apply(event)` takes the next durable event in log order; `snapshot()` returns what the
+    """`apply(event)` takes the next durable event in log order (what it returns is the
+    projection's own: the transcript reports which entries changed); `snapshot()` returns what the
     projection shows after the events applied so far, as a value later events do not change."""
 
-    def apply(self, event: Event) -> None: ...
+    def apply(self, event: Event) -> object: ...
 
     def snapshot(self) -> S_co: ...

@@ -132,6 +132,10 @@ class Transcript:
         """The seq of the last durable event applied (-1 before any)."""
         return self._last_seq
 
+    def snapshot(self) -> tuple[TranscriptEntry, ...]:
+        """The entries now, as a value later events do not change (`replay.projection`)."""
+        return tuple(self._entries[key] for key in self._order)
+
     def durable_entries(self) -> list[TranscriptEntry]:
         """The entries a stored log gives: what only a live feed shows is left out."""
         return [entry for entry in self.entries if not is_live_only(entry)]

@@ -15,6 +15,7 @@ import pytest
 
 from app import cli
 from engine.store.sqlite import SQLiteStore
+from tests.agent.test_cli_start import EVENT_MODELS, loaded_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,3 +159,11 @@ def test_bad_ids_formats_classes_and_fork_points_are_one_line(trellis: Cli) -> N
     )
     assert "seq 5" in trellis.fails("fork", session, "--at", "5")  # inside the turn
     assert "seq 0" in trellis.fails("fork", session, "--at", "0")
+
+
+def test_sessions_json_loads_no_event_model(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    loaded = loaded_after(
+        "from app.cli import main\nassert main(['sessions', '--all', '--json']) == 0", tmp_path
+    )
+    assert sorted(loaded & set(EVENT_MODELS)) == []

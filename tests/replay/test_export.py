@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from engine.agent import Agent
 from engine.events import Event
 from engine.gateway.scripted import Reply
 from engine.message import AdditionalContext, Source
@@ -23,10 +24,16 @@ from replay.export import FORMATS, export
 from replay.export.schema import schema_text
 from replay.redaction import redact
 from tests.agent.conftest import FixedTool, FlakyStore, GateTool, MakeAgent, call
-from tests.replay.scenarios import SCENARIOS, Played, finish, watch
+from tests.replay.live_scenarios import NAMES, Played, play
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "session-export.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+async def settle(agent: Agent, store: FlakyStore) -> Played:
+    """An idle agent and its stored log (these tests read no live feed)."""
+    await agent.when_idle()
+    return Played(agent, (), (await store.inspect(agent.session_id)).events)
 
 
 async def _info(store: FlakyStore, played: Played) -> SessionInfo:
@@ -78,11 +85,11 @@ def parse_page(page: str) -> PageCheck:
     return check
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", NAMES)
 async def test_every_format_of_every_scenario(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS[name](make_agent, store)
+    played = await play(name, make_agent, store)
     info = await _info(store, played)
     exported = json.loads(export(info, played.stored, "json"))
     jsonschema.validate(exported, SCHEMA)
@@ -96,14 +103,15 @@ async def test_every_format_of_every_scenario(
 async def test_markdown_and_html_set_context_and_tools_apart(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["tools"](make_agent, store)
+    played = await play("injects", make_agent, store)
     info = await _info(store, played)
     markdown = export(info, played.stored, "md")
-    assert "> **Injected context · ci: main**\n>\n> the build is green" in markdown
-    assert "**Tool call** `look` (done)\n\n```json\n{}\n```\n\n*Result:*\n\n```text\nseen\n```" in (
-        markdown
+    assert "> **Injected context · hook: turn**\n>\n> in-turn note" in markdown
+    assert (
+        "**Tool call** `gate` (done)\n\n```json\n{}\n```\n\n*Result:*\n\n```text\ngate done\n```"
+        in (markdown)
     )
-    assert "> look around" in markdown  # the user's words, quoted as the user's
+    assert "> go" in markdown  # the user's words, quoted as the user's
     page = parse_page(export(info, played.stored, "html"))
     assert {"context", "tool", "user", "assistant"} <= set(page.classes)
 
@@ -114,9 +122,8 @@ async def test_long_tool_output_is_folded(make_agent: MakeAgent, store: FlakySto
     agent = await make_agent(
         [Reply(tool_calls=[call("long", "a"), call("short", "b")]), Reply(text="ok")], tools=tools
     )
-    recorder = watch(agent)
     agent.send("go")
-    played = await finish(agent, recorder, store)
+    played = await settle(agent, store)
     page = export(await _info(store, played), played.stored, "html")
     assert parse_page(page).details == 1
     assert "<details><summary>Result: 200 lines" in page
@@ -148,12 +155,11 @@ async def secrets(make_agent: MakeAgent, store: FlakyStore) -> Played:
         ],
         tools=ToolRegistry([reader, gate]),
     )
-    recorder = watch(agent)
     agent.inject(AdditionalContext("private-note-text", Source("notes"), label=PRIVATE))
     agent.send("show me the environment")
     await gate.started.wait()
     gate.gate.set()
-    return await finish(agent, recorder, store)
+    return await settle(agent, store)
 
 
 def _strings(value: Any) -> set[str]:
@@ -218,11 +224,11 @@ async def test_without_a_limit_everything_is_shown(
         assert "redacted" not in output.replace('"redacted"', "")
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", NAMES)
 async def test_every_scenario_redacts_to_public(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS[name](make_agent, store)
+    played = await play(name, make_agent, store)
     info = await _info(store, played)
     removed = _removed(played.stored, PrivacyClass.public)
     for fmt in FORMATS:

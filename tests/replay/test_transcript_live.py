@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import pytest
 
+from replay.player import Player
 from replay.transcript import (
     AreaEntry,
     AssistantEntry,
@@ -16,22 +17,23 @@ from replay.transcript import (
     ModelEntry,
     RetryEntry,
     ToolEntry,
+    Transcript,
     TranscriptEntry,
     TurnEntry,
     UserEntry,
     transcript_of,
 )
 from tests.agent.conftest import FlakyStore, MakeAgent
-from tests.replay.scenarios import SCENARIOS, SUBTASK_GOAL, Played
+from tests.replay.live_scenarios import NAMES, Played, play
 
 E = TypeVar("E", bound=TranscriptEntry)
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", NAMES)
 async def test_live_transcript_equals_the_stored_one(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS[name](make_agent, store)
+    played = await play(name, make_agent, store)
     live = transcript_of(played.live)
     rebuilt = transcript_of(played.stored)
     assert live.durable_entries() == rebuilt.entries
@@ -45,17 +47,18 @@ def _of(played: Played, kind: type[E]) -> list[E]:
 async def test_a_tool_cancelled_mid_run_and_its_turn_say_so(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["cancel_mid_tool"](make_agent, store)
+    played = await play("cancel_mid_tool", make_agent, store)
     (tool,) = _of(played, ToolEntry)
     assert (tool.status, tool.is_error) == ("cancelled", True)
-    (turn,) = _of(played, TurnEntry)
-    assert (turn.status, turn.reason, turn.repaired) == ("ended", "cancelled", False)
+    cancelled, after = _of(played, TurnEntry)
+    assert (cancelled.status, cancelled.reason, cancelled.repaired) == ("ended", "cancelled", False)
+    assert after.reason == "completed"
 
 
 async def test_a_crashed_turn_is_marked_repaired_and_its_open_call_closed(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["crash_repaired"](make_agent, store)
+    played = await play("crash_repaired", make_agent, store)
     turns = _of(played, TurnEntry)
     assert [(t.reason, t.repaired) for t in turns] == [
         ("completed", False),
@@ -68,52 +71,65 @@ async def test_a_crashed_turn_is_marked_repaired_and_its_open_call_closed(
 async def test_injected_context_is_never_the_users_words(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["inject"](make_agent, store)
+    played = await play("injects", make_agent, store)
     assert [(c.heading, c.content) for c in _of(played, ContextEntry)] == [
-        ("plugin: notes", "idle note"),
-        ("ci", "in-turn note"),
+        ("plugin: idle", "idle note"),
+        ("hook: turn", "in-turn note"),
     ]
-    assert [u.content for u in _of(played, UserEntry)] == ["work"]
+    assert [u.content for u in _of(played, UserEntry)] == ["go"]
 
 
-async def test_retries_are_entries_and_the_withdrawn_text_is_gone(
+async def test_retries_withdraw_streamed_text_and_an_error_is_reported_live_only(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["retries"](make_agent, store)
+    played = await play("model_error_with_retries", make_agent, store)
+    assert any(e.type == "assistant/reset" for e in played.live)  # "partial" was streamed
     live = transcript_of(played.live)
     assert [(r.attempt, r.reason) for r in live.entries if isinstance(r, RetryEntry)] == [
-        (1, "rate limited"),
-        (2, "bad gateway"),
+        (1, "overloaded"),
+        (2, "overloaded"),
     ]
-    assert [a.content for a in live.entries if isinstance(a, AssistantEntry)] == ["made it"]
-
-
-async def test_a_model_error_is_reported_live_only(
-    make_agent: MakeAgent, store: FlakyStore
-) -> None:
-    played = await SCENARIOS["model_error"](make_agent, store)
-    live = transcript_of(played.live)
-    assert [(e.turn, e.message) for e in live.entries if isinstance(e, ErrorEntry)] == [(1, "boom")]
-    (reply,) = _of(played, AssistantEntry)
-    assert (reply.content, reply.finish) == ("par", "error")
+    assert [a.content for a in live.entries if isinstance(a, AssistantEntry)] == ["finally"]
+    errors = [(e.turn, e.message) for e in live.entries if isinstance(e, ErrorEntry)]
+    assert errors == [(2, "broken")]
+    assert [(t.reason, t.message) for t in _of(played, TurnEntry)] == [
+        ("completed", ""),
+        ("error", "broken"),
+    ]
 
 
 async def test_areas_collections_and_compaction_are_entries(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    played = await SCENARIOS["subtask"](make_agent, store)
+    played = await play("subtask", make_agent, store)
     (render,) = _of(played, AreaEntry)
     assert render.area == "subtask#1"
     (gc,) = _of(played, GcEntry)
     assert gc.areas == ("subtask#1",)
-    assert [m.content for m in gc.promoted] == [f"Subtask {SUBTASK_GOAL}: hi"]
-    compacted = await SCENARIOS["compaction"](make_agent, store)
+    assert [m.content for m in gc.promoted] == ["Subtask find x: x is 1"]
+    with_areas = await play("areas", make_agent, store)
+    assert [a.area for a in _of(with_areas, AreaEntry)] == ["plan#1", "notice#2"]
+    (notice,) = _of(with_areas, GcEntry)
+    assert (notice.areas, notice.reclaimed, notice.carried) == (("notice#2",), (4,), (5, 6))
+    compacted = await play("compaction", make_agent, store)
     (marker,) = _of(compacted, CompactEntry)
     assert (marker.groups, marker.done, marker.carried) == (2, True, (4, 5))
-    assert marker.summary.endswith("the gist")
+    assert marker.summary.endswith("gist")
 
 
 async def test_a_model_switch_shows_both_models(make_agent: MakeAgent, store: FlakyStore) -> None:
-    played = await SCENARIOS["model_switch"](make_agent, store)
+    played = await play("model_switch", make_agent, store)
     assert [m.model for m in _of(played, ModelEntry)] == ["remote", "local"]
     assert [a.model for a in _of(played, AssistantEntry)] == ["remote-model", "local"]
+
+
+async def test_the_player_drives_a_transcript_both_ways(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    played = await play("tools", make_agent, store)
+    player: Player[tuple[TranscriptEntry, ...]] = Player(played.stored, Transcript)
+    player.seek(len(played.stored))
+    assert list(player.state()) == transcript_of(played.stored).entries
+    turn_two = next(e.seq for e in played.stored if e.type == "turn/start" and e.seq > 5)
+    player.seek(turn_two)
+    assert list(player.state()) == transcript_of(played.stored[:turn_two]).entries
