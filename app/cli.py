@@ -40,6 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
         description="An agent console that shows what the model is actually given.",
     )
     parser.add_argument("--version", action=_PrintVersion, help="print the version and exit")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="open the console on a stored session (no ID: the newest of this directory)",
+    )
+    parser.add_argument("--model", help="the console's model entry (default: default_model)")
+    parser.add_argument(
+        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
+    )
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="apply the project's .trellis/config.toml whole for this run, without recording trust",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     config = _config_options()
 
@@ -86,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     _stored_session_commands(sub)
 
     sub.add_parser("models", parents=[config], help="list the configured model entries")
+
+    replay = sub.add_parser(
+        "replay", parents=[config], help="play a stored session back in the console"
+    )
+    replay.add_argument("id", help="the session id")
 
     trust = sub.add_parser(
         "trust",
@@ -151,12 +172,11 @@ def _config_options() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_OK
     log_secrets = _log_to_file()
     try:
         match args.command:
+            case None | "replay":
+                return _console(args, log_secrets)
             case "run":
                 return asyncio.run(_run(args, log_secrets))
             case "sessions":
@@ -302,6 +322,60 @@ def _reported(loaded: LoadedConfig) -> Config:
     if notice is not None:
         print(f"trellis: {notice}", file=sys.stderr)
     return loaded.config
+
+
+def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """`trellis` and `trellis --resume [ID]`: the Textual console (imported only here)."""
+    from app.tui.app import TrellisApp
+    from engine.agent.factory import held_secrets
+    from engine.paths import sessions_db_path
+
+    cwd = Path.cwd().resolve()
+    replay = args.id if args.command == "replay" else None
+    session_id, loaded = asyncio.run(_console_session(args, cwd))
+    config = _reported(loaded)
+    if log_secrets is not None:
+        log_secrets.redactor = held_secrets(config)
+    app = TrellisApp(
+        config=config,
+        cwd=cwd,
+        store_path=sessions_db_path(),
+        session_id=session_id,
+        model=getattr(args, "model", None),
+        script=getattr(args, "script", None),
+        replay=replay,
+    )
+    app.run()
+    if app.error is not None:
+        print(f"trellis: {app.error}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | None, LoadedConfig]:
+    """The session to open (None: a new one) and the configuration it runs with."""
+    from engine.agent.session_config import load_session_config
+    from engine.config import load_config_report
+    from engine.paths import sessions_db_path
+    from engine.store.sqlite import SQLiteStore
+
+    if args.command == "replay":
+        return None, await asyncio.to_thread(
+            load_config_report, cwd, trust_project=args.trust_project
+        )
+    if args.resume is None:
+        return None, await asyncio.to_thread(
+            load_config_report, cwd, trust_project=args.trust_project
+        )
+    async with SQLiteStore(sessions_db_path()) as store:
+        session_id: str = args.resume
+        if not session_id:
+            page = await store.list(cwd=str(cwd), limit=1)
+            if not page.sessions:
+                raise TrellisError(f"no stored session in {cwd} to resume")
+            session_id = page.sessions[0].id
+        loaded = await load_session_config(store, session_id, trust_project=args.trust_project)
+    return session_id, loaded
 
 
 async def _sessions(args: argparse.Namespace) -> int:

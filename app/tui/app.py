@@ -1,0 +1,204 @@
+"""The Trellis console: opens (or resumes) a session and shows it live.
+
+The Agent is built by `engine.agent.open_agent` as every front end builds it; the app answers its
+permission questions with a dialog and reads it only through its events and views.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from app.tui.bridge import bridge
+from app.tui.screens.main import MainScreen
+from app.tui.screens.permission import PermissionDialog
+from app.tui.screens.replay import ReplayScreen
+from app.tui.screens.sessions import SessionBrowser, SessionChoice
+from engine.agent import Agent, open_agent
+from engine.config import Config
+from engine.errors import TrellisError
+from engine.events import ModelBind
+from engine.gateway.base import Gateway, GatewayType
+from engine.store.base import SessionInfo
+from engine.store.sqlite import SQLiteStore
+from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
+
+BROWSER_LIMIT = 500
+"""Sessions the browser lists at most (newest first)."""
+
+
+class TrellisApp(App[None]):
+    """One session in the terminal; `run()` returns when the user quits."""
+
+    TITLE = "Trellis"
+    CURSOR_BLINK: ClassVar[bool] = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "show_help_panel", "Help"),
+        Binding("f4", "sessions", "Sessions"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        cwd: Path,
+        store_path: Path,
+        session_id: str | None = None,
+        model: str | None = None,
+        gateway: Gateway | None = None,
+        script: Path | None = None,
+        clock: Callable[[], float] = time.time,
+        tools: ToolRegistry | None = None,
+        replay: str | None = None,
+    ) -> None:
+        super().__init__()
+        self._config = config
+        self._cwd = cwd
+        self._store_path = store_path
+        self._session_id = session_id
+        self._model = model
+        self._gateway = gateway
+        self._script = script
+        self._clock = clock
+        self._tools = tools
+        self._replay = replay
+        self.store: SQLiteStore | None = None
+        self.agent: Agent | None = None
+        self.error: str | None = None  # why the session could not open, shown after exit
+
+    async def on_mount(self) -> None:
+        try:
+            self.store = SQLiteStore(self._store_path)
+            await self.store.open()
+            if self._replay is not None:
+                await self._open_replay(self._replay)
+            else:
+                await self._open_session(self._session_id)
+        except TrellisError as exc:
+            self.error = str(exc)
+            self.exit(return_code=2)
+
+    async def _open_session(self, session_id: str | None) -> None:
+        """Open (or resume) a session and show it live; raises TrellisError when it cannot open."""
+        assert self.store is not None
+        self.agent = await open_agent(
+            config=self._config,
+            cwd=self._cwd,
+            store=self.store,
+            model=self._model,
+            session_id=session_id,
+            gateway=self._gateway,
+            script=self._script,
+            responder=self.ask_permission,
+            clock=self._clock,
+            tools=self._tools,
+        )
+        screen = MainScreen(self.agent)
+        await self.push_screen(screen)
+        bridge(self.agent, screen, from_seq=0)
+
+    async def _open_replay(self, session_id: str) -> None:
+        """A stored session played back, read without its writer lease (`inspect`)."""
+        assert self.store is not None
+        loaded = await self.store.inspect(session_id)
+        events = loaded.events
+        binds = [e.data.model for e in events if isinstance(e.data, ModelBind)]
+        provider = "scripted"
+        if binds and binds[-1] in self._config.models:
+            provider = self._config.models[binds[-1]].provider
+        await self.push_screen(
+            ReplayScreen(
+                events,
+                gateway_type=GatewayType(provider),
+                config=self._config,
+                title=loaded.info.title or session_id,
+            )
+        )
+
+    # --- the session browser ---------------------------------------------------------------------
+
+    async def action_sessions(self) -> None:
+        """F4: this directory's sessions, or every workspace's on a toggle."""
+        if self.store is None:
+            return
+        here = await self.store.list(cwd=str(self._cwd), limit=BROWSER_LIMIT)
+        everywhere = await self.store.list(limit=BROWSER_LIMIT)
+        browser = SessionBrowser(here.sessions, everywhere.sessions, str(self._cwd))
+        await self.push_screen(browser, callback=self._chosen)
+
+    async def _chosen(self, choice: SessionChoice | None) -> None:
+        if choice is None or self.store is None:
+            return
+        info = choice.session
+        current = self.agent.session_id if self.agent is not None else None
+        try:
+            match choice.action:
+                case "resume":
+                    await self._switch_to(info.id)
+                case "replay":
+                    await self._open_replay(info.id)
+                case "fork":
+                    fork = await self.store.fork(info.id, info.event_count)
+                    self.notify(f"forked {info.id[:8]} into {fork.id[:8]}; opening the fork")
+                    await self._switch_to(fork.id)
+                case "export":
+                    path = await self._export(info)
+                    self.notify(f"exported to {path}")
+                case "delete":
+                    if info.id == current:
+                        self.notify("the open session cannot be deleted", severity="error")
+                        return
+                    await self.store.delete(info.id)
+                    self.notify(f"deleted {info.title or info.id[:8]}")
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title=choice.action)
+
+    async def _switch_to(self, session_id: str) -> None:
+        """Close the open session (its lease given back) and open another live."""
+        if self.agent is not None and session_id == self.agent.session_id:
+            return
+        if self.agent is not None:
+            await self.agent.dispose()
+            self.agent = None
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        await self._open_session(session_id)
+
+    async def _export(self, info: SessionInfo) -> Path:
+        from replay.export import export
+
+        assert self.store is not None
+        loaded = await self.store.inspect(info.id)
+        text = export(loaded.info, loaded.events, "md")
+        path = self._cwd / f"trellis-{info.id[:8]}.md"
+        await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+        return path
+
+    async def ask_permission(self, question: PermissionQuestion) -> PermissionAnswer:
+        """The responder the Agent awaits: a dialog; a cancelled turn withdraws it."""
+        answered: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+        dialog = PermissionDialog(question)
+
+        def done(answer: PermissionAnswer | None) -> None:
+            if not answered.done():
+                answered.set_result(answer or PermissionAnswer.deny_once)
+
+        await self.push_screen(dialog, callback=done)
+        try:
+            return await answered
+        except asyncio.CancelledError:
+            if dialog.is_attached:
+                dialog.dismiss(None)
+            raise
+
+    async def on_unmount(self) -> None:
+        if self.agent is not None:
+            await self.agent.dispose()
+        if self.store is not None:
+            await self.store.close()

@@ -1,0 +1,185 @@
+"""The main screen: the live conversation, the prompt, the side panel and the status line.
+
+Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and flow down from here: the
+transcript projection turns them into entry changes, the status line and the side panel take plain
+views. Input goes back only through the Agent's public methods.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from app.tui.bridge import EngineEvent
+from app.tui.screens.inspector import ContextInspector
+from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.side_panel import GcRow, SidePanel
+from app.tui.widgets.status_line import StatusLine
+from app.tui.widgets.transcript_view import TranscriptView
+from engine.agent import Agent
+from engine.agent.views import AssemblyView
+from engine.commands import REGISTRY
+from engine.errors import TrellisError
+from engine.events import (
+    AgentStatus,
+    Event,
+    GcCollect,
+    ModelBind,
+    OutboxChanged,
+    SteerDropped,
+    StepEnd,
+    StepStart,
+)
+from replay.transcript import Transcript
+
+NARROW = 100
+"""Below this many columns the side panel starts hidden, so the conversation keeps its width."""
+PANEL_EVENTS = frozenset(
+    {"area/register", "area/state", "area/render", "area/cursor", "gc/collect"}
+)
+
+
+class MainScreen(Screen[None]):
+    """One session, live."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_turn", "Cancel turn", show=True),
+        Binding("f2", "toggle_panel", "Side panel"),
+        Binding("f3", "inspect", "Inspector"),
+        Binding("ctrl+q", "app.quit", "Quit", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    MainScreen #body, MainScreen #conversation {
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__()
+        self.agent = agent
+        self.transcript = Transcript()
+        self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
+        self._session_tokens = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            with Vertical(id="conversation"):
+                yield TranscriptView(self.transcript, id="transcript")
+                yield PromptInput(id="prompt")
+            yield SidePanel(id="panel")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        model = self.agent.model
+        status = self.query_one(StatusLine)
+        status.model = model.name
+        status.egress = model.egress.name
+        self._refresh_panel()
+        if self.app.size.width < NARROW:
+            self.query_one(SidePanel).add_class("-hidden")  # F2 shows it
+        prompt = self.query_one(PromptInput)
+        prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
+        prompt.focus()
+
+    # --- the event stream ----------------------------------------------------------------------
+
+    @on(EngineEvent)
+    def _engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        change = self.transcript.apply(event)
+        if change:
+            self.query_one(TranscriptView).apply(change)
+        status = self.query_one(StatusLine)
+        panel = self.query_one(SidePanel)
+        match event.data:
+            case AgentStatus(status=state):
+                status.status = state
+            case StepStart(figures=figures):
+                status.chars, status.cap = figures.chars, figures.cap
+                self._note_assembly()
+            case StepEnd(usage=usage):
+                tokens = usage.input_tokens + usage.output_tokens
+                status.step_tokens = tokens
+                self._session_tokens += tokens
+                status.session_tokens = self._session_tokens
+            case ModelBind(model=model):
+                status.model = model
+                status.egress = self.agent.model.egress.name
+            case OutboxChanged():
+                panel.outbox = self.agent.outbox
+            case SteerDropped(text=text):
+                self.query_one(PromptInput).give_back(text)
+                self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
+            case GcCollect() as collected:
+                panel.collections = (*panel.collections, GcRow.of(collected))
+            case _:
+                pass
+        if isinstance(event, Event) and event.type in PANEL_EVENTS:
+            panel.areas = self.agent.areas
+
+    def _note_assembly(self) -> None:
+        assembly = self.agent.last_assembly
+        if assembly is not None:
+            self._assemblies = [*self._assemblies[-1:], assembly]
+            self.query_one(SidePanel).assembly = assembly
+
+    def _refresh_panel(self) -> None:
+        panel = self.query_one(SidePanel)
+        panel.areas = self.agent.areas
+        panel.outbox = self.agent.outbox
+        panel.assembly = self.agent.last_assembly
+
+    # --- input ---------------------------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    def _submitted(self, message: PromptInput.Submitted) -> None:
+        text = message.text
+        if text.strip() in ("/quit", "/exit"):
+            self.app.exit()
+            return
+        if REGISTRY.is_command(text):
+            self._run_command(text)
+            return
+        try:
+            if self.agent.turn_open:
+                self.agent.steer(text)
+                self.notify("Steering: delivered at the next safe point of this turn.")
+            else:
+                self.agent.send(text)
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error")
+
+    @work(group="commands")
+    async def _run_command(self, line: str) -> None:
+        try:
+            result = await REGISTRY.run(self.agent, line)
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title=line.split()[0])
+            return
+        self.notify(
+            result.text, severity="information" if result.ok else "error", title=line.split()[0]
+        )
+        self._refresh_panel()
+
+    # --- actions -------------------------------------------------------------------------------
+
+    def action_cancel_turn(self) -> None:
+        if self.agent.turn_open:
+            self.agent.cancel()
+
+    def action_toggle_panel(self) -> None:
+        self.query_one(SidePanel).toggle_class("-hidden")
+
+    def action_inspect(self) -> None:
+        assemblies = self._assemblies
+        current = assemblies[-1] if assemblies else self.agent.last_assembly
+        previous = assemblies[-2] if len(assemblies) > 1 else None
+        self.app.push_screen(ContextInspector(current, previous))

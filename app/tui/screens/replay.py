@@ -1,0 +1,243 @@
+"""The replay screen: a stored session played back through the same transcript and side panel.
+
+`replay.player` drives `replay.timeline` (seekable through its checkpoints); the transcript projection
+follows forward steps event by event and is rebuilt when the position moves back. The side panel and
+the inspector show the state as of the current seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from app.tui.screens.inspector import ContextInspector
+from app.tui.widgets.side_panel import GcRow, SidePanel
+from app.tui.widgets.status_line import meter
+from app.tui.widgets.transcript_view import TranscriptView
+from engine.config import Config
+from engine.events import Event, TurnStart
+from engine.gateway.base import GatewayType
+from replay.player import Player
+from replay.timeline import Timeline, TimelineState
+from replay.transcript import Transcript
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, float("inf"))
+
+
+class PositionBar(Static):
+    """`▶ 2x  seq 120/450  turn 3/9  ▕██████░░░░▏`: where the replay stands."""
+
+    DEFAULT_CSS = """
+    PositionBar {
+        height: 1;
+        background: $panel;
+        padding: 0 1;
+    }
+    """
+
+
+class ReplayScreen(Screen[None]):
+    """Space plays or pauses, arrows step, [ and ] change the speed, t jumps to the next turn."""
+
+    DEFAULT_CSS = """
+    ReplayScreen #body, ReplayScreen #conversation {
+        height: 1fr;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "toggle_play", "Play/pause"),
+        Binding("right", "step(1)", "Step"),
+        Binding("left", "step(-1)", "Back"),
+        Binding("t", "turn(1)", "Next turn"),
+        Binding("T", "turn(-1)", "Previous turn", show=False),
+        Binding("home", "seek_start", "Start", show=False),
+        Binding("end", "seek_end", "End", show=False),
+        Binding("bracketright", "speed(1)", "Faster", key_display="]"),
+        Binding("bracketleft", "speed(-1)", "Slower", key_display="["),
+        Binding("f2", "toggle_panel", "Side panel"),
+        Binding("f3", "inspect", "Inspector"),
+        Binding("escape,q", "close", "Close"),
+    ]
+
+    playing: reactive[bool] = reactive(False)
+    speed_index: reactive[int] = reactive(1)
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        *,
+        gateway_type: GatewayType = GatewayType.scripted,
+        config: Config | None = None,
+        title: str = "",
+    ) -> None:
+        super().__init__()
+        self.log_events = tuple(events)
+        self.title_text = title
+        self.timeline = Timeline(gateway_type, config=config)
+        self.player: Player[TimelineState] = Player(self.log_events, lambda: self.timeline)
+        self.transcript = Transcript()
+        self._turn_starts = [
+            i for i, e in enumerate(self.log_events) if isinstance(e.data, TurnStart)
+        ]
+        self._play_task: asyncio.Task[None] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            with Vertical(id="conversation"):
+                yield TranscriptView(self.transcript, id="transcript")
+            yield SidePanel(id="panel")
+        yield PositionBar(id="position")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._show()
+
+    # --- moving ----------------------------------------------------------------------------------
+
+    def _forward(self) -> bool:
+        event = self.player.step_forward()
+        if event is None:
+            return False
+        change = self.transcript.apply(event)
+        if change:
+            self.query_one(TranscriptView).apply(change)
+        return True
+
+    def seek(self, position: int) -> None:
+        """Go to `position` events played; backward rebuilds the transcript from the log."""
+        position = max(0, min(position, len(self.log_events)))
+        if position < self.player.position:
+            self.player.seek(position)
+            self.transcript = Transcript()
+            for event in self.log_events[:position]:
+                self.transcript.apply(event)
+            view = self.query_one(TranscriptView)
+            view.transcript = self.transcript
+            view.rebuild()
+        else:
+            while self.player.position < position and self._forward():
+                pass
+        self._show()
+
+    def action_step(self, delta: int) -> None:
+        self._stop()
+        self.seek(self.player.position + delta)
+
+    def action_turn(self, delta: int) -> None:
+        self._stop()
+        here = self.player.position
+        starts = self._turn_starts
+        if delta > 0:
+            later = [s + 1 for s in starts if s + 1 > here]
+            self.seek(later[0] if later else len(self.log_events))
+        else:
+            index = bisect_right([s + 1 for s in starts], here - 1) - 1
+            self.seek(starts[index] + 1 if index >= 0 else 0)
+
+    def action_seek_start(self) -> None:
+        self._stop()
+        self.seek(0)
+
+    def action_seek_end(self) -> None:
+        self._stop()
+        self.seek(len(self.log_events))
+
+    def action_speed(self, delta: int) -> None:
+        self.speed_index = max(0, min(self.speed_index + delta, len(SPEEDS) - 1))
+        self._show()
+
+    def action_toggle_play(self) -> None:
+        if self.playing:
+            self._stop()
+        else:
+            self.playing = True
+            self._play_task = asyncio.create_task(self._play())
+        self._show()
+
+    async def _play(self) -> None:
+        """At the original pace (idle gaps capped by the player) times the speed."""
+        try:
+            while self.playing and not self.player.at_end:
+                position = self.player.position
+                if position > 0:
+                    gap = self.log_events[position].time - self.log_events[position - 1].time
+                    delay = min(max(gap, 0.0), 2.0) / SPEEDS[self.speed_index]
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                if not self.playing:
+                    break
+                self._forward()
+                self._show()
+        finally:
+            self.playing = False
+            self._show()
+
+    def _stop(self) -> None:
+        self.playing = False
+        if self._play_task is not None:
+            self._play_task.cancel()
+            self._play_task = None
+
+    # --- showing ----------------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        if not self.is_mounted:
+            return
+        state = self.player.state()
+        seq = self.player.seq
+        panel = self.query_one(SidePanel)
+        panel.areas = state.areas
+        panel.collections = tuple(
+            GcRow(
+                areas=c.areas,
+                earliest=c.earliest,
+                reclaimed=len(c.reclaimed),
+                promoted=c.promoted,
+                carried=c.carried,
+                compaction=c.compaction,
+            )
+            for c in state.collections
+        )
+        panel.assembly = self.timeline.request_at(seq)
+        total = len(self.log_events)
+        turns = len(self._turn_starts)
+        turn = bisect_right([s for s in self._turn_starts], self.player.position - 1)
+        speed = SPEEDS[self.speed_index]
+        bar = Text.assemble(
+            ("▶ " if self.playing else "⏸ ", "bold"),
+            ("max" if speed == float("inf") else f"{speed:g}x", "bold"),
+            f"  seq {seq}/{total - 1 if total else -1}  turn {turn}/{turns}  ",
+            meter(self.player.position, total, 30),
+            (f"  {self.title_text}" if self.title_text else "", "dim"),
+        )
+        self.query_one(PositionBar).update(bar)
+
+    def action_toggle_panel(self) -> None:
+        self.query_one(SidePanel).toggle_class("-hidden")
+
+    def action_inspect(self) -> None:
+        seq = self.player.seq
+        current = self.timeline.request_at(seq)
+        state = self.player.state()
+        previous = None
+        if state.last_step_seq is not None:
+            previous = self.timeline.request_at(state.last_step_seq - 1)
+        self.app.push_screen(ContextInspector(current, previous))
+
+    def action_close(self) -> None:
+        self._stop()
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit()

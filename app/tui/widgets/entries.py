@@ -1,0 +1,408 @@
+"""One widget per kind of transcript entry; each takes the entry and updates itself from a newer one.
+
+User words, injected context, assistant replies, tool cards, turn rules, and compact notes for Area
+renders, collections, compaction, retries and errors are visually distinct, so injected context never
+looks like the user's words.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets._markdown import MarkdownStream
+
+from app.tui.widgets.status_line import compact_number
+from replay.entries import (
+    AreaEntry,
+    AssistantEntry,
+    CompactEntry,
+    ContextEntry,
+    ErrorEntry,
+    GcEntry,
+    ModelEntry,
+    RetryEntry,
+    ToolEntry,
+    TranscriptEntry,
+    TurnEntry,
+    UserEntry,
+)
+
+COLLAPSE_LINES = 12
+"""Tool output and injected context longer than this start collapsed."""
+
+
+def first_line(text: str, width: int = 70) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+class EntryWidget(Widget):
+    """Base: `show(entry)` renders the entry; `copy_text` is its logical text for the clipboard."""
+
+    DEFAULT_CSS = """
+    EntryWidget {
+        height: auto;
+        margin: 0 0 1 0;
+    }
+    """
+
+    def __init__(self, entry: TranscriptEntry) -> None:
+        super().__init__(id=None)
+        self.entry = entry
+        self.key = entry.key
+
+    def show(self, entry: TranscriptEntry) -> None:
+        self.entry = entry
+
+    @property
+    def copy_text(self) -> str:
+        return ""
+
+
+class LineEntry(EntryWidget):
+    """A compact one-line entry (turn rules, areas, collections, retries, errors, model)."""
+
+    DEFAULT_CSS = """
+    LineEntry {
+        margin: 0;
+    }
+    LineEntry.turn-rule {
+        margin: 1 0 0 0;
+        color: $text-muted;
+    }
+    LineEntry.note {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    LineEntry.error {
+        color: $error;
+        margin: 0 0 1 0;
+    }
+    LineEntry.note {
+        color: $text-muted;
+    }
+    """
+
+    def render(self) -> Text:
+        return self._text(self.entry)
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        self.refresh(layout=True)
+
+    @property
+    def copy_text(self) -> str:
+        return self._text(self.entry).plain
+
+    @staticmethod
+    def _text(entry: TranscriptEntry) -> Text:
+        match entry:
+            case TurnEntry():
+                return turn_rule(entry)
+            case AreaEntry():
+                count = len(entry.messages)
+                return Text.assemble(
+                    ("◇ ", "magenta"),
+                    (entry.area, "bold magenta"),
+                    f" rendered {count} message{'s' if count != 1 else ''} ",
+                    (f"[{entry.earliest}..{entry.latest}]", "dim"),
+                    "  ",
+                    (first_line(entry.messages[0].content, 50) if entry.messages else "", "dim"),
+                )
+            case GcEntry():
+                return Text.assemble(
+                    ("♻ collected ", "green"),
+                    (", ".join(entry.areas), "bold green"),
+                    f": reclaimed {len(entry.reclaimed)}, promoted {len(entry.promoted)}, "
+                    f"carried {len(entry.carried)}",
+                )
+            case CompactEntry():
+                state = "compacted" if entry.done else "compacting"
+                return Text.assemble(
+                    ("⊟ ", "yellow"),
+                    f"{state} {entry.groups} earlier turn(s)",
+                    (f" — {first_line(entry.summary, 60)}" if entry.summary else "", "dim"),
+                )
+            case RetryEntry():
+                return Text.assemble(
+                    ("↻ ", "yellow"), f"retry {entry.attempt}: ", (entry.reason, "dim")
+                )
+            case ErrorEntry():
+                return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
+            case ModelEntry():
+                return Text.assemble(("model ", "dim"), (entry.model, "bold"))
+            case _:
+                return Text(type(entry).__name__)
+
+
+def turn_rule(entry: TurnEntry) -> Text:
+    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs."""
+    parts = [f"turn {entry.number}"]
+    if entry.status == "running":
+        parts.append("running")
+    else:
+        parts.append("repaired (interrupted)" if entry.repaired else str(entry.reason))
+    parts.append(f"{entry.steps} step{'s' if entry.steps != 1 else ''}")
+    tokens = entry.usage.input_tokens + entry.usage.output_tokens
+    if tokens:
+        parts.append(f"{compact_number(tokens)} tok")
+    if entry.end is not None:
+        parts.append(f"{entry.end - entry.start:.1f} s")
+    style = (
+        "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
+    )
+    label = " · ".join(parts)
+    rule = Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
+    if entry.status == "ended" and entry.reason != "completed" and entry.message:
+        # why the turn did not complete, in place: the refused item, the budget's numbers, ...
+        rule.append("\n")
+        rule.append(f"✗ {entry.message}", style="red")
+    return rule
+
+
+class UserMessage(EntryWidget):
+    """The user's own words, with a rewritten prompt's original shown beneath."""
+
+    DEFAULT_CSS = """
+    UserMessage {
+        border-left: thick $accent;
+        padding: 0 1;
+        background: $boost;
+    }
+    UserMessage .original {
+        color: $text-muted;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="words")
+        yield Static(classes="original")
+
+    def on_mount(self) -> None:
+        self.show(self.entry)
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        assert isinstance(entry, UserEntry)
+        self.query_one("#words", Static).update(Text(entry.content))
+        original = self.query_one(".original", Static)
+        names = ", ".join(a.name for a in entry.attachments)
+        notes = []
+        if entry.original is not None:
+            notes.append(
+                f"rewritten by a prompt listener; originally: {first_line(entry.original)}"
+            )
+        if names:
+            notes.append(f"attached: {names}")
+        original.update("\n".join(notes))
+        original.display = bool(notes)
+
+    @property
+    def copy_text(self) -> str:
+        entry = self.entry
+        return entry.content if isinstance(entry, UserEntry) else ""
+
+
+class ContextCard(EntryWidget):
+    """Injected context: a card titled with its source, never styled like the user's words."""
+
+    DEFAULT_CSS = """
+    ContextCard {
+        border: round $secondary;
+        border-title-color: $secondary;
+        border-title-style: bold;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static()
+
+    def on_mount(self) -> None:
+        self.show(self.entry)
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        assert isinstance(entry, ContextEntry)
+        label = f" · {entry.label.cls.name}" if entry.label is not None else ""
+        self.border_title = f"context from {entry.source}{label}"
+        lines = entry.content.splitlines()
+        shown = "\n".join(lines[:COLLAPSE_LINES])
+        if len(lines) > COLLAPSE_LINES:
+            shown += f"\n… {len(lines) - COLLAPSE_LINES} more line(s)"
+        self.query_one(Static).update(Text(shown))
+
+    @property
+    def copy_text(self) -> str:
+        entry = self.entry
+        return entry.content if isinstance(entry, ContextEntry) else ""
+
+
+class AssistantMessage(EntryWidget):
+    """A reply as streaming Markdown (only the last block re-parsed); reasoning collapsed."""
+
+    DEFAULT_CSS = """
+    AssistantMessage {
+        padding: 0 1;
+    }
+    AssistantMessage Collapsible {
+        border: none;
+        padding: 0;
+        color: $text-muted;
+    }
+    AssistantMessage Markdown {
+        margin: 0;
+        padding: 0;
+    }
+    AssistantMessage MarkdownBlock:last-child {
+        margin-bottom: 0;
+    }
+    """
+
+    def __init__(self, entry: TranscriptEntry) -> None:
+        super().__init__(entry)
+        self._shown = ""  # the content the Markdown widget holds
+        self._stream: MarkdownStream | None = None
+
+    def compose(self) -> ComposeResult:
+        with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
+            yield Static(id="reasoning-text")
+        yield Markdown(id="reply")
+
+    def on_mount(self) -> None:
+        self.show(self.entry)
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        assert isinstance(entry, AssistantEntry)
+        reasoning = self.query_one("#reasoning", Collapsible)
+        reasoning.display = bool(entry.reasoning)
+        self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+        markdown = self.query_one("#reply", Markdown)
+        if entry.content.startswith(self._shown) and self._shown:
+            fresh = entry.content[len(self._shown) :]
+            if fresh:
+                if self._stream is None:
+                    self._stream = Markdown.get_stream(markdown)
+                self.run_worker(self._stream.write(fresh), group="stream", exclusive=False)
+        elif entry.content != self._shown:
+            markdown.update(entry.content)
+        self._shown = entry.content
+        if not entry.streaming and self._stream is not None:
+            stream, self._stream = self._stream, None
+            self.run_worker(stream.stop(), group="stream-stop")
+
+    @property
+    def copy_text(self) -> str:
+        entry = self.entry
+        return entry.content if isinstance(entry, AssistantEntry) else ""
+
+
+TOOL_ICON = {"pending": "…", "running": "⟳", "done": "✓", "error": "✗", "cancelled": "⊘"}
+
+
+def call_summary(entry: ToolEntry) -> str:
+    """`read_file(path='a.py')`, or the raw argument text while the call is still streaming."""
+    if entry.status == "pending" and not entry.arguments:
+        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, 50)})"
+    shown = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.arguments.items()
+    )
+    return f"{entry.name}({first_line(shown, 60)})"
+
+
+class ToolCard(EntryWidget):
+    """A tool call from the moment the model starts it: arguments, running state, live output,
+    result or error; long output starts collapsed."""
+
+    DEFAULT_CSS = """
+    ToolCard {
+        border: round $primary 40%;
+        border-title-color: $text;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+        height: auto;
+    }
+    ToolCard.-error {
+        border: round $error;
+    }
+    ToolCard.-asking {
+        border: round $warning;
+    }
+    ToolCard Collapsible {
+        border: none;
+        padding: 0;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="output")
+
+    def on_mount(self) -> None:
+        self.show(self.entry)
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        assert isinstance(entry, ToolEntry)
+        status = entry.status
+        if entry.asking:
+            status_text = "waiting for permission"
+        elif entry.permission in ("deny", "cancelled"):
+            status_text = f"permission {entry.permission}"
+        else:
+            status_text = status
+        self.border_title = f"{TOOL_ICON.get(status, '')} {call_summary(entry)}"
+        self.border_subtitle = status_text
+        self.set_class(entry.is_error or status == "error", "-error")
+        self.set_class(entry.asking, "-asking")
+        body = (entry.result if entry.result is not None else entry.output).rstrip("\n")
+        lines = (body or "").splitlines()
+        if len(lines) > COLLAPSE_LINES:
+            shown = "\n".join(
+                [
+                    *lines[: COLLAPSE_LINES // 2],
+                    f"… {len(lines) - COLLAPSE_LINES} lines …",
+                    *lines[-COLLAPSE_LINES // 2 :],
+                ]
+            )
+        else:
+            shown = body or ""
+        output = self.query_one("#output", Static)
+        output.update(Text(shown, style="red" if entry.is_error else ""))
+        output.display = bool(shown)
+
+    @property
+    def copy_text(self) -> str:
+        entry = self.entry
+        if not isinstance(entry, ToolEntry):
+            return ""
+        return f"{call_summary(entry)}\n{entry.result or entry.output}"
+
+
+def widget_for(entry: TranscriptEntry) -> EntryWidget:
+    match entry:
+        case UserEntry():
+            return UserMessage(entry)
+        case ContextEntry():
+            return ContextCard(entry)
+        case AssistantEntry():
+            return AssistantMessage(entry)
+        case ToolEntry():
+            return ToolCard(entry)
+        case TurnEntry():
+            line = LineEntry(entry)
+            line.add_class("turn-rule")
+            return line
+        case ErrorEntry():
+            line = LineEntry(entry)
+            line.add_class("error")
+            return line
+        case _:
+            line = LineEntry(entry)
+            line.add_class("note")
+            return line

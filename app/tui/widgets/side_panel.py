@@ -1,0 +1,157 @@
+"""The side panel: the Areas with the cursor, the GC log, the outbox and the budget of the last request.
+
+It shows plain frozen views (`engine.agent.views`) and `gc/collect` payloads; the live screen and the
+replay screen feed it the same types, so it never knows which one it serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
+
+from app.tui.widgets.status_line import compact_number, meter
+from engine.agent.views import AreaView, AssemblyView, OutboxView
+from engine.events import GcCollect
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GcRow:
+    """One collection as the GC tab lists it (from a live `gc/collect` or the replay timeline)."""
+
+    areas: tuple[str, ...]
+    earliest: int
+    reclaimed: int
+    promoted: int
+    carried: int
+    compaction: bool = False
+
+    @classmethod
+    def of(cls, gc: GcCollect) -> GcRow:
+        return cls(
+            areas=gc.areas,
+            earliest=gc.earliest,
+            reclaimed=len(gc.reclaimed),
+            promoted=len(gc.promoted),
+            carried=len(gc.carried),
+        )
+
+
+def _range(view: AreaView) -> str:
+    return "-" if view.earliest is None else f"{view.earliest}..{view.latest}"
+
+
+class SidePanel(Widget):
+    """Tabs: Areas, GC, Outbox, Budget."""
+
+    DEFAULT_CSS = """
+    SidePanel {
+        width: 44;
+        dock: right;
+        border-left: vkey $primary 50%;
+    }
+    SidePanel.-hidden {
+        display: none;
+    }
+    SidePanel DataTable {
+        height: auto;
+        max-height: 100%;
+    }
+    SidePanel .panel-text {
+        padding: 0 1;
+    }
+    """
+
+    areas: reactive[tuple[AreaView, ...]] = reactive((), always_update=True)
+    collections: reactive[tuple[GcRow, ...]] = reactive((), always_update=True)
+    outbox: reactive[OutboxView | None] = reactive(None, always_update=True)
+    assembly: reactive[AssemblyView | None] = reactive(None, always_update=True)
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(id="side-tabs"):
+            with TabPane("Areas", id="tab-areas"):
+                yield DataTable(id="areas-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("GC", id="tab-gc"), VerticalScroll():
+                yield Static("no collection yet", id="gc-log", classes="panel-text")
+            with TabPane("Outbox", id="tab-outbox"), VerticalScroll():
+                yield Static("empty", id="outbox-text", classes="panel-text")
+            with TabPane("Budget", id="tab-budget"), VerticalScroll():
+                yield Static("no request yet", id="budget-text", classes="panel-text")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#areas-table", DataTable)
+        table.add_columns(" ", "id", "name", "life", "flow", "range")
+
+    def watch_areas(self, areas: tuple[AreaView, ...]) -> None:
+        if not self.is_mounted:
+            return
+        table = self.query_one("#areas-table", DataTable)
+        table.clear()
+        for view in areas:
+            marker = Text("▶", style="bold yellow") if view.cursor else Text(" ")
+            life = Text(view.life.value, style="dim" if view.life.value == "retired" else "green")
+            flow = Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else "")
+            table.add_row(marker, view.id, view.name or "", life, flow, _range(view), key=view.id)
+
+    def watch_collections(self, collections: tuple[GcRow, ...]) -> None:
+        if not self.is_mounted:
+            return
+        if not collections:
+            text: Text | str = "no collection yet"
+        else:
+            text = Text()
+            for number, gc in enumerate(collections, 1):
+                text.append(f"#{number} ", style="bold")
+                text.append(("compaction" if gc.compaction else ", ".join(gc.areas)) + "\n")
+                text.append(
+                    f"   from {gc.earliest}: reclaimed {gc.reclaimed}, "
+                    f"promoted {gc.promoted}, carried {gc.carried}\n",
+                    style="dim",
+                )
+        self.query_one("#gc-log", Static).update(text)
+
+    def watch_outbox(self, outbox: OutboxView | None) -> None:
+        if not self.is_mounted:
+            return
+        if outbox is None or (not outbox.contexts and not outbox.steering):
+            self.query_one("#outbox-text", Static).update("empty: nothing waits for a boundary")
+            return
+        text = Text()
+        for content, source in outbox.contexts:
+            text.append(f"[{source}] ", style="bold cyan")
+            text.append(_first_line(content) + "\n")
+        for steering in outbox.steering:
+            text.append("[steer] ", style="bold yellow")
+            text.append(_first_line(steering) + "\n")
+        self.query_one("#outbox-text", Static).update(text)
+
+    def watch_assembly(self, assembly: AssemblyView | None) -> None:
+        if not self.is_mounted:
+            return
+        widget = self.query_one("#budget-text", Static)
+        if assembly is None:
+            widget.update("no request yet")
+            return
+        figures = assembly.figures
+        text = Text()
+        text.append("used ")
+        text.append_text(meter(figures.chars, figures.cap, 16))
+        text.append(f" {compact_number(figures.chars)}/{compact_number(figures.cap)}\n")
+        text.append(f"groups kept {figures.groups_kept}, dropped {figures.groups_dropped}\n")
+        text.append(f"reserved {compact_number(figures.reserved)} chars\n")
+        text.append(f"digest {assembly.prefix_digest[:12]}\n", style="dim")
+        text.append(f"egress {assembly.egress.name}, request {assembly.label.cls.name}\n")
+        text.append("floor\n", style="bold")
+        for block in assembly.floor:
+            text.append(f"  L{block.layer} {block.key}  {compact_number(block.chars)}\n")
+        widget.update(text)
+
+
+def _first_line(text: str, width: int = 60) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,0 +1,101 @@
+"""The console under test: a `TrellisApp` on the scripted model with a fixed clock and workspace.
+
+`ConsoleTestApp` is the real app with what varies between runs pinned down (time, the model's
+replies, the data directory and the workspace, the cursor blink), so Pilot tests assert behaviour and
+snapshot tests compare pixels. Snapshot baselines live in the repository's `snapshots/` folder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+import pytest_textual_snapshot
+from syrupy.location import PyTestLocation
+
+from app.tui.app import TrellisApp
+from app.tui.screens.main import MainScreen
+from engine.agent import Agent
+from engine.config import Config
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.tools import ToolRegistry
+
+REPO = Path(__file__).resolve().parents[2]
+SNAPSHOTS = REPO / "snapshots"
+
+
+def _snapshot_dir(cls: type, *, test_location: PyTestLocation) -> str:
+    """Baselines under `snapshots/<test module>/`, not beside the tests."""
+    return str(SNAPSHOTS / Path(test_location.filepath).stem)
+
+
+pytest_textual_snapshot.SVGImageExtension.dirname = classmethod(_snapshot_dir)
+
+
+def fixed_clock(start: float = 1_796_000_000.0, step: float = 0.25) -> Callable[[], float]:
+    """Each reading a quarter second after the last: durations are the same on every run."""
+    counter = itertools.count()
+    return lambda: start + step * next(counter)
+
+
+class ConsoleTestApp(TrellisApp):
+    """The console with a scripted model, a fixed clock and no cursor blink."""
+
+    CURSOR_BLINK = False
+
+    def __init__(
+        self,
+        workspace: Path,
+        data: Path,
+        replies: Iterable[Reply] = (),
+        *,
+        config: Config | None = None,
+        session_id: str | None = None,
+        tools: ToolRegistry | None = None,
+    ) -> None:
+        self.gateway = ScriptedGateway(replies)
+        super().__init__(
+            config=config or Config(),
+            cwd=workspace,
+            store_path=data / "sessions.sqlite",
+            session_id=session_id,
+            gateway=self.gateway,
+            clock=fixed_clock(),
+            tools=tools,
+        )
+
+    @property
+    def live(self) -> Agent:
+        assert self.agent is not None, "the session is not open yet"
+        return self.agent
+
+    @property
+    def main(self) -> MainScreen:
+        screen = self.screen_stack[1] if len(self.screen_stack) > 1 else self.screen
+        assert isinstance(screen, MainScreen)
+        return screen
+
+
+SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "trellis-console-tests" / "workspace"
+"""One fixed path: the environment floor block names the workspace, so its length shows in the
+character counts on screen, and pytest's own temp paths change length from run to run."""
+
+
+@pytest.fixture
+def workspace() -> Path:
+    root = SNAPSHOT_WORKSPACE
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    (root / "notes.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path

@@ -1,0 +1,269 @@
+"""The console as a person uses it: send and watch the reply stream, tool cards, steering, injected
+context, cancel, permissions, the Areas panel and the inspector (Pilot, on the scripted model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.permission import PermissionDialog
+from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, UserMessage
+from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.side_panel import SidePanel
+from app.tui.widgets.status_line import StatusLine
+from engine.events import PermissionDecision, TurnEnd
+from engine.gateway.scripted import Reply
+from engine.message import ToolCall
+from engine.tools import ToolRegistry
+from engine.tools.builtins.files import ReadFile
+from tests.agent.conftest import FixedTool, GateTool
+from tests.tui.conftest import ConsoleTestApp
+
+
+async def send(app: ConsoleTestApp, pilot: Pilot[None], text: str) -> None:
+    """Type `text` in the prompt and press Enter, as a person does."""
+    prompt = app.main.query_one(PromptInput)
+    prompt.focus()
+    prompt.load_text(text)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def settle(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
+    await app.live.when_idle()
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def test_a_prompt_streams_a_reply_into_the_transcript(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(
+        workspace, data, [Reply(text="Hello **there**, I am streaming.", chunk_delay=0.001)]
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        users = app.main.query(UserMessage)
+        assert [u.copy_text for u in users] == ["hi"]
+        replies = app.main.query(AssistantMessage)
+        assert [r.copy_text for r in replies] == ["Hello **there**, I am streaming."]
+        assert app.main.query_one(StatusLine).status == "idle"
+        assert app.main.query_one(PromptInput).text == ""
+
+
+def gated() -> tuple[GateTool, ToolRegistry]:
+    gate = GateTool()
+    return gate, ToolRegistry([gate, FixedTool("danger", needs_permission=True)])
+
+
+async def test_a_tool_card_appears_before_the_reply_ends(workspace: Path, data: Path) -> None:
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [
+            Reply(
+                text="Let me check the gate first.",
+                tool_calls=[ToolCall("g1", "gate", {})],
+                chunk_delay=0.01,
+            ),
+            Reply(text="It opened."),
+        ],
+        tools=tools,
+    )
+    seen_at_reply: list[int] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+
+        def on_event(event: object) -> None:
+            if getattr(event, "type", "") == "assistant/message" and not seen_at_reply:
+                seen_at_reply.append(len(app.main.query(ToolCard)))
+
+        app.live.subscribe(on_event)
+        await send(app, pilot, "open the gate")
+        await gate.started.wait()
+        await pilot.pause()
+        cards = list(app.main.query(ToolCard))
+        assert len(cards) == 1
+        assert cards[0].border_subtitle == "running"
+        gate.gate.set()
+        await settle(app, pilot)
+        assert seen_at_reply == [1], "the card was on screen before the reply was complete"
+        assert app.main.query_one(ToolCard).border_subtitle == "done"
+
+
+async def test_enter_while_running_steers_and_the_steering_is_delivered(
+    workspace: Path, data: Path
+) -> None:
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [Reply(tool_calls=[ToolCall("g1", "gate", {})]), Reply(text="Steered.")],
+        tools=tools,
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "start")
+        await gate.started.wait()
+        await send(app, pilot, "and be quick")
+        assert app.live.outbox.steering == ("and be quick",)
+        assert app.main.query_one(SidePanel).outbox is not None
+        gate.gate.set()
+        await settle(app, pilot)
+        assert [u.copy_text for u in app.main.query(UserMessage)] == ["start", "and be quick"]
+        assert len([e for e in app.live.log if isinstance(e.data, TurnEnd)]) == 1
+
+
+async def test_inject_while_idle_and_while_running_shows_sourced_cards(
+    workspace: Path, data: Path
+) -> None:
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [Reply(tool_calls=[ToolCall("g1", "gate", {})]), Reply(text="Noted.")],
+        tools=tools,
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "/inject the build is green")
+        await settle(app, pilot)
+        cards = list(app.main.query(ContextCard))
+        assert [c.copy_text for c in cards] == ["the build is green"]
+        assert cards[0].border_title is not None
+        assert "command:inject" in str(cards[0].border_title)
+        await send(app, pilot, "go")
+        await gate.started.wait()
+        await send(app, pilot, "/inject deploy started")
+        gate.gate.set()
+        await settle(app, pilot)
+        texts = [c.copy_text for c in app.main.query(ContextCard)]
+        assert texts == ["the build is green", "deploy started"]
+        order = [type(w).__name__ for w in app.main.query("UserMessage, ContextCard, ToolCard")]
+        # the running turn's context lands after the tool's result, where the log put it
+        assert order == ["ContextCard", "UserMessage", "ToolCard", "ContextCard"]
+
+
+async def test_escape_cancels_and_gives_undelivered_steering_back(
+    workspace: Path, data: Path
+) -> None:
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace, data, [Reply(tool_calls=[ToolCall("g1", "gate", {})])], tools=tools
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "wait for it")
+        await gate.started.wait()
+        await send(app, pilot, "also check the logs")
+        await pilot.press("escape")
+        await settle(app, pilot)
+        ends = [e.data for e in app.live.log if isinstance(e.data, TurnEnd)]
+        assert [end.reason for end in ends] == ["cancelled"]
+        assert app.main.query_one(PromptInput).text == "also check the logs"
+
+
+async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [
+            Reply(tool_calls=[ToolCall("d1", "danger", {})]),
+            Reply(text="first done"),
+            Reply(tool_calls=[ToolCall("d2", "danger", {})]),
+            Reply(text="second done"),
+        ],
+        tools=ToolRegistry([FixedTool("danger", needs_permission=True)]),
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "do it")
+        await pilot.pause()
+        for _ in range(200):
+            if isinstance(app.screen, PermissionDialog):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, PermissionDialog)
+        await pilot.press(key)
+        await settle(app, pilot)
+        await send(app, pilot, "again")
+        await pilot.pause()
+        for _ in range(50):
+            if isinstance(app.screen, PermissionDialog) or app.live.status == "idle":
+                break
+            await pilot.pause(0.01)
+        if isinstance(app.screen, PermissionDialog):
+            await pilot.press("r")
+        await settle(app, pilot)
+        return [e.data.decision for e in app.live.log if isinstance(e.data, PermissionDecision)]
+
+
+async def test_permission_allow_once_allow_always_and_reject(workspace: Path, data: Path) -> None:
+    assert await _permission_run(workspace, data / "once", "a") == ["allow", "deny"]
+    assert await _permission_run(workspace, data / "always", "s") == ["allow", "allow"]
+    assert await _permission_run(workspace, data / "reject", "r") == ["deny", "deny"]
+
+
+async def test_the_areas_panel_follows_a_subtask_and_its_collection(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [
+            Reply(text="working on it"),
+            Reply(tool_calls=[ToolCall("s1", "subtask_done", {"result": "fixed"})]),
+            Reply(text="all done"),
+        ],
+    )
+    async with app.run_test(size=(120, 34)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "/subtask fix the build")
+        await settle(app, pilot)
+        panel = app.main.query_one(SidePanel)
+        assert [(a.kind, a.cursor) for a in panel.areas] == [("subtask", True)]
+        subtask = panel.areas[0].id
+        await send(app, pilot, "finish it")
+        await send(app, pilot, "and report")
+        await settle(app, pilot)
+        assert panel.collections, "the collection shows in the GC tab"
+        assert panel.collections[0].areas == (subtask,)
+        assert subtask not in [a.id for a in panel.areas]
+
+
+async def test_the_meter_and_the_inspector_account_for_every_character(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(
+        workspace,
+        data,
+        [
+            Reply(tool_calls=[ToolCall("r1", "read_file", {"path": "notes.txt"})]),
+            Reply(text="read"),
+        ],
+        tools=ToolRegistry([ReadFile()]),
+    )
+    async with app.run_test(size=(120, 34)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "/inject ci is green")
+        await send(app, pilot, "read notes")
+        await settle(app, pilot)
+        assembly = app.live.last_assembly
+        assert assembly is not None
+        status = app.main.query_one(StatusLine)
+        assert (status.chars, status.cap) == (assembly.figures.chars, assembly.figures.cap)
+        await pilot.press("f3")
+        await pilot.pause()
+        inspector = app.screen
+        assert isinstance(inspector, ContextInspector)
+        table = inspector.query_one("#items", DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        chars = sum(int(str(row[5]).replace(",", "")) for row in rows if str(row[5]))
+        assert chars == assembly.figures.chars
+        sources = " ".join(str(row[1]) for row in rows)
+        assert "injected (command:inject)" in sources
+        assert "tool result (tool:read_file)" in sources

@@ -1,0 +1,146 @@
+"""The replay screen: a stored session played, paused, stepped back and forward, with the side panel
+and the inspector showing the state as of the current seq."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from app.tui.app import TrellisApp
+from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.replay import ReplayScreen
+from app.tui.widgets.entries import UserMessage
+from app.tui.widgets.side_panel import SidePanel
+from engine.agent import open_agent
+from engine.config import Config
+from engine.context.areas import NoticeArea
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.message import ToolCall
+from engine.store.sqlite import SQLiteStore
+from engine.tools import ToolRegistry
+from engine.tools.builtins.files import ReadFile
+from tests.tui.conftest import fixed_clock
+
+
+async def stored_session(workspace: Path, data: Path) -> str:
+    """Two turns: a read with a tool, then a notice Area and a reply."""
+    gateway = ScriptedGateway(
+        [
+            Reply(text="Reading.", tool_calls=[ToolCall("r1", "read_file", {"path": "notes.txt"})]),
+            Reply(text="It says hello."),
+            Reply(text="Noted the notice."),
+        ]
+    )
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        agent = await open_agent(
+            config=Config(),
+            cwd=workspace,
+            store=store,
+            gateway=gateway,
+            tools=ToolRegistry([ReadFile()]),
+            clock=fixed_clock(),
+        )
+        await agent.send("read notes.txt")
+        agent.register_area(NoticeArea("deploy at noon"))
+        await agent.send("anything new?")
+        await agent.dispose()
+        return agent.session_id
+
+
+class ReplayTestApp(TrellisApp):
+    CURSOR_BLINK = False
+
+
+def replay_app(workspace: Path, data: Path, session_id: str) -> TrellisApp:
+    return ReplayTestApp(
+        config=Config(), cwd=workspace, store_path=data / "sessions.sqlite", replay=session_id
+    )
+
+
+async def opened(pilot: Pilot[None]) -> ReplayScreen:
+    for _ in range(500):
+        if isinstance(pilot.app.screen, ReplayScreen):
+            break
+        await pilot.pause(0.01)
+    screen = pilot.app.screen
+    assert isinstance(screen, ReplayScreen)
+    return screen
+
+
+async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await opened(pilot)
+        total = len(screen.log_events)
+        assert screen.player.position == 0
+        await pilot.press("right", "right", "right")
+        assert screen.player.position == 3
+        await pilot.press("left")
+        assert screen.player.position == 2
+        await pilot.press("t")  # to the first turn's start
+        first_turn = screen.player.position
+        await pilot.press("t")
+        assert screen.player.position > first_turn
+        users = [u.copy_text for u in screen.query(UserMessage)]
+        assert users == ["read notes.txt"]
+        await pilot.press("left")  # back across a turn: the transcript is rebuilt to that seq
+        await pilot.pause()
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.player.at_end
+        assert [u.copy_text for u in screen.query(UserMessage)] == [
+            "read notes.txt",
+            "anything new?",
+        ]
+        await pilot.press("home", "bracketright", "bracketright", "bracketright", "bracketright")
+        await pilot.press("bracketright", "bracketright")  # as fast as it goes
+        await pilot.press("space")
+        for _ in range(500):
+            if screen.player.at_end:
+                break
+            await pilot.pause(0.01)
+        assert screen.player.at_end
+        assert screen.player.position == total
+        for _ in range(len(screen.log_events)):  # the slowest speed
+            await pilot.press("bracketleft")
+        await pilot.press("home", "space", "space")  # play, then pause at once
+        assert not screen.playing
+        assert screen.player.position < total
+
+
+async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(
+    workspace: Path, data: Path
+) -> None:
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await opened(pilot)
+        panel = screen.query_one(SidePanel)
+        await pilot.press("t")
+        assert not panel.areas
+        await pilot.press("end")
+        await pilot.pause()
+        assert [a.kind for a in panel.areas] == ["notice"]
+        await pilot.press("f3")
+        await pilot.pause()
+        inspector = app.screen
+        assert isinstance(inspector, ContextInspector)
+        assert inspector.assembly is not None
+        assert inspector.assembly == screen.timeline.request_at(screen.player.seq)
+
+
+def test_replay_paused(snap_compare: object, workspace: Path, data: Path) -> None:
+    import asyncio
+
+    session_id = asyncio.run(stored_session(workspace, data))
+
+    async def run(pilot: Pilot[None]) -> None:
+        await opened(pilot)
+        await pilot.press("t", "t", "right", "right", "right")
+        await pilot.pause()
+
+    assert snap_compare(
+        replay_app(workspace, data, session_id), terminal_size=(110, 30), run_before=run
+    )  # type: ignore[operator]

@@ -1,0 +1,271 @@
+"""How the console looks: SVG snapshots of its screens, compared with the baselines in `snapshots/`.
+
+Every scene runs the real app on the scripted model with a fixed clock, so the pictures are the same
+on every run. Update a baseline only with a deliberate change to the look (`--snapshot-update`), and
+look at the changed SVG first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+
+from app.tui.screens.permission import PermissionDialog
+from app.tui.screens.sessions import SessionBrowser
+from app.tui.widgets.prompt_input import PromptInput
+from engine.config import Config, ContextConfig, ModelEntry
+from engine.gateway.scripted import Reply
+from engine.message import ToolCall
+from engine.store.base import SessionInfo
+from engine.tools import ToolRegistry
+from engine.tools.builtins.files import ReadFile
+from tests.agent.conftest import FixedTool, GateTool
+from tests.tui.conftest import ConsoleTestApp
+
+SnapCompare = Callable[..., bool]
+Scene = Callable[[Pilot[None]], Awaitable[None]]
+
+READ = [
+    Reply(
+        text="I will read the notes.",
+        tool_calls=[ToolCall("r1", "read_file", {"path": "notes.txt"})],
+    ),
+    Reply(text="The notes say **hello world**; the second line is `second line`."),
+]
+
+
+async def opened(pilot: Pilot[None]) -> ConsoleTestApp:
+    app = pilot.app
+    assert isinstance(app, ConsoleTestApp)
+    for _ in range(500):
+        if app.agent is not None and len(app.screen_stack) > 1:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+    return app
+
+
+async def type_and_send(pilot: Pilot[None], text: str) -> None:
+    app = await opened(pilot)
+    prompt = app.main.query_one(PromptInput)
+    prompt.load_text(text)
+    await pilot.press("enter")
+    await app.live.when_idle()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def scene(*prompts: str, keys: tuple[str, ...] = ()) -> Scene:
+    async def run(pilot: Pilot[None]) -> None:
+        await opened(pilot)
+        for text in prompts:
+            await type_and_send(pilot, text)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+
+    return run
+
+
+@pytest.fixture
+def make(workspace: Path, data: Path) -> Callable[..., ConsoleTestApp]:
+    def build(replies: list[Reply], **kwargs: object) -> ConsoleTestApp:
+        return ConsoleTestApp(workspace, data, replies, **kwargs)  # type: ignore[arg-type]
+
+    return build
+
+
+def test_idle(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    assert snap_compare(make([]), terminal_size=(100, 30), run_before=scene())
+
+
+def test_a_reply_with_a_tool_card(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    app = make(READ, tools=ToolRegistry([ReadFile()]))
+    assert snap_compare(app, terminal_size=(100, 30), run_before=scene("read notes.txt"))
+
+
+def test_an_injected_context_card(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    app = make([Reply(text="Thanks, noted that the build is green.")])
+    run = scene("/inject the build is green on main", "what do you know?")
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
+
+
+def test_side_panel_with_areas_and_gc(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    app = make(
+        [
+            Reply(text="Working on the build."),
+            Reply(tool_calls=[ToolCall("s1", "subtask_done", {"result": "fixed the build"})]),
+            Reply(text="The build is fixed."),
+        ]
+    )
+    run = scene("/notice the CI is red", "/subtask fix the build", "finish it", keys=("f2", "f2"))
+    assert snap_compare(app, terminal_size=(120, 34), run_before=run)
+
+
+def test_the_context_inspector(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    app = make(READ, tools=ToolRegistry([ReadFile()]))
+    run = scene("/inject ci is green", "read notes.txt", keys=("f3",))
+    assert snap_compare(app, terminal_size=(120, 34), run_before=run)
+
+
+def test_the_permission_dialog(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    app = make(
+        [Reply(tool_calls=[ToolCall("d1", "danger", {"command": "rm -rf build && make"})])],
+        tools=ToolRegistry([FixedTool("danger", needs_permission=True)]),
+    )
+
+    async def run(pilot: Pilot[None]) -> None:
+        app = await opened(pilot)
+        app.main.query_one(PromptInput).load_text("clean and build")
+        await pilot.press("enter")
+        for _ in range(500):
+            if isinstance(app.screen, PermissionDialog):
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
+
+
+def test_a_budget_overflow(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    config = Config(context=ContextConfig(char_cap=200))
+    app = make([Reply(text="unreachable")], config=config)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=scene("x" * 400))
+
+
+def test_an_egress_refusal(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp], workspace: Path
+) -> None:
+    (workspace / ".env").write_text("TOKEN=not-for-the-cloud\n", encoding="utf-8")
+    config = Config(
+        default_model="cloud",
+        models={"cloud": ModelEntry(provider="scripted", egress="internal")},
+    )
+    app = make(
+        [
+            Reply(tool_calls=[ToolCall("r1", "read_file", {"path": ".env"})]),
+            Reply(text="never sent"),
+        ],
+        config=config,
+        tools=ToolRegistry([ReadFile()]),
+    )
+    assert snap_compare(app, terminal_size=(100, 30), run_before=scene("read .env"))
+
+
+def test_help(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    assert snap_compare(make([]), terminal_size=(100, 30), run_before=scene(keys=("f1",)))
+
+
+def test_80_by_24(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    app = make(READ, tools=ToolRegistry([ReadFile()]))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=scene("read notes.txt"))
+
+
+class BrowserApp(App[None]):
+    """The browser alone, over fixed sessions: ids, times and paths are the same on every run."""
+
+    CURSOR_BLINK = False
+
+    def on_mount(self) -> None:
+        here = [
+            SessionInfo(
+                id=f"{n:x}" * 32,
+                cwd="/home/ada/project",
+                title=title,
+                model=model,
+                created=1_796_000_000.0 + 3600 * n,
+                updated=1_796_000_000.0 + 3600 * n + 600,
+                event_count=20 * n,
+                turns=n,
+            )
+            for n, title, model in (
+                (3, "fix the flaky store test", "local"),
+                (2, "why does the build fail on CI?", "scripted"),
+                (1, "read the README and summarize", "scripted"),
+            )
+        ]
+        elsewhere = SessionInfo(
+            id="a" * 32,
+            cwd="/home/ada/other",
+            title="plan the release",
+            model="cloud",
+            created=1_795_000_000.0,
+            updated=1_795_000_600.0,
+            event_count=44,
+            turns=4,
+        )
+        self.push_screen(SessionBrowser(here, [*here, elsewhere], "/home/ada/project"))
+
+
+def test_the_session_browser(snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")  # the times are shown in local time
+    time.tzset()
+
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press(*"build")
+
+    assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
+
+
+def test_a_turn_in_progress(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    gate = GateTool()
+    app = make(
+        [Reply(text="Building now; this takes a while.", tool_calls=[ToolCall("g1", "gate", {})])],
+        tools=ToolRegistry([gate]),
+    )
+
+    async def run(pilot: Pilot[None]) -> None:
+        app = await opened(pilot)
+        app.main.query_one(PromptInput).load_text("build it")
+        await pilot.press("enter")
+        await gate.started.wait()
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
+
+
+def test_a_long_session_opens_at_its_end(
+    snap_compare: SnapCompare, workspace: Path, data: Path
+) -> None:
+    import asyncio
+
+    from engine.agent import open_agent
+    from engine.gateway.scripted import ScriptedGateway
+    from engine.store.sqlite import SQLiteStore
+    from tests.tui.conftest import fixed_clock
+
+    async def long_session() -> str:
+        replies = [Reply(text=f"Answer number {n}.") for n in range(1, 61)]
+        async with SQLiteStore(data / "sessions.sqlite") as store:
+            agent = await open_agent(
+                config=Config(),
+                cwd=workspace,
+                store=store,
+                gateway=ScriptedGateway(replies),
+                clock=fixed_clock(),
+            )
+            for n in range(1, 61):
+                await agent.send(f"question number {n}")
+            await agent.dispose()
+            return agent.session_id
+
+    session_id = asyncio.run(long_session())
+    app = ConsoleTestApp(workspace, data, [], session_id=session_id)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=scene())
