@@ -333,7 +333,7 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     cwd = Path.cwd().resolve()
     replay = args.id if args.command == "replay" else None
     session_id, loaded = asyncio.run(_console_session(args, cwd))
-    config = _reported(loaded)
+    config = loaded.config  # the console asks about skipped project keys with its trust dialog
     if log_secrets is not None:
         log_secrets.redactor = held_secrets(config)
     app = TrellisApp(
@@ -344,6 +344,7 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
         model=getattr(args, "model", None),
         script=getattr(args, "script", None),
         replay=replay,
+        project=loaded.project,
     )
     app.run()
     if app.error is not None:

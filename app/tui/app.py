@@ -16,18 +16,22 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from app.tui.bridge import bridge
+from app.tui.palette import TrellisCommands
 from app.tui.screens.main import MainScreen
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import SessionBrowser, SessionChoice
+from app.tui.screens.trust import TrustDialog
 from engine.agent import Agent, open_agent
-from engine.config import Config
+from engine.config import Config, load_config_report
 from engine.errors import TrellisError
 from engine.events import ModelBind
 from engine.gateway.base import Gateway, GatewayType
+from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
 from engine.store.sqlite import SQLiteStore
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
+from engine.trust import TrustStore
 
 BROWSER_LIMIT = 500
 """Sessions the browser lists at most (newest first)."""
@@ -37,6 +41,7 @@ class TrellisApp(App[None]):
     """One session in the terminal; `run()` returns when the user quits."""
 
     TITLE = "Trellis"
+    COMMANDS = App.COMMANDS | {TrellisCommands}
     CURSOR_BLINK: ClassVar[bool] = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "show_help_panel", "Help"),
@@ -56,6 +61,7 @@ class TrellisApp(App[None]):
         clock: Callable[[], float] = time.time,
         tools: ToolRegistry | None = None,
         replay: str | None = None,
+        project: ProjectLayer | None = None,
     ) -> None:
         super().__init__()
         self._config = config
@@ -68,6 +74,7 @@ class TrellisApp(App[None]):
         self._clock = clock
         self._tools = tools
         self._replay = replay
+        self._project = project  # the project config as loaded: the trust dialog asks about it
         self.store: SQLiteStore | None = None
         self.agent: Agent | None = None
         self.error: str | None = None  # why the session could not open, shown after exit
@@ -78,8 +85,24 @@ class TrellisApp(App[None]):
             await self.store.open()
             if self._replay is not None:
                 await self._open_replay(self._replay)
+            elif self._project is not None and self._project.skipped:
+                await self.push_screen(TrustDialog(self._project), callback=self._trusted)
             else:
                 await self._open_session(self._session_id)
+        except TrellisError as exc:
+            self.error = str(exc)
+            self.exit(return_code=2)
+
+    async def _trusted(self, trust: bool | None) -> None:
+        """After the trust dialog: record trust and load the whole config, or go on without."""
+        try:
+            if trust and self._project is not None:
+                project = self._project
+                await asyncio.to_thread(TrustStore().trust, project.directory, project.digest)
+                loaded = await asyncio.to_thread(load_config_report, project.directory)
+                self._config = loaded.config
+                self.notify(f"trusted {project.file}")
+            await self._open_session(self._session_id)
         except TrellisError as exc:
             self.error = str(exc)
             self.exit(return_code=2)

@@ -7,7 +7,6 @@ snapshot tests compare pixels. Snapshot baselines live in the repository's `snap
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -22,6 +21,7 @@ from app.tui.screens.main import MainScreen
 from engine.agent import Agent
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.project_config import ProjectLayer
 from engine.tools import ToolRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,10 +36,10 @@ def _snapshot_dir(cls: type, *, test_location: PyTestLocation) -> str:
 pytest_textual_snapshot.SVGImageExtension.dirname = classmethod(_snapshot_dir)
 
 
-def fixed_clock(start: float = 1_796_000_000.0, step: float = 0.25) -> Callable[[], float]:
-    """Each reading a quarter second after the last: durations are the same on every run."""
-    counter = itertools.count()
-    return lambda: start + step * next(counter)
+def fixed_clock(start: float = 1_796_000_000.0) -> Callable[[], float]:
+    """The same instant at every reading: how many readings a run takes (live events vary with
+    timing) never shows on screen."""
+    return lambda: start
 
 
 class ConsoleTestApp(TrellisApp):
@@ -56,6 +56,7 @@ class ConsoleTestApp(TrellisApp):
         config: Config | None = None,
         session_id: str | None = None,
         tools: ToolRegistry | None = None,
+        project: ProjectLayer | None = None,
     ) -> None:
         self.gateway = ScriptedGateway(replies)
         super().__init__(
@@ -66,6 +67,7 @@ class ConsoleTestApp(TrellisApp):
             gateway=self.gateway,
             clock=fixed_clock(),
             tools=tools,
+            project=project,
         )
 
     @property

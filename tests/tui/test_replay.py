@@ -3,6 +3,8 @@ and the inspector showing the state as of the current seq."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -20,7 +22,12 @@ from engine.message import ToolCall
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
-from tests.tui.conftest import fixed_clock
+
+
+def stepping_clock(start: float = 1_796_000_000.0, step: float = 0.25) -> Callable[[], float]:
+    """A quarter second between readings: the replay has gaps to pace."""
+    counter = itertools.count()
+    return lambda: start + step * next(counter)
 
 
 async def stored_session(workspace: Path, data: Path) -> str:
@@ -39,7 +46,7 @@ async def stored_session(workspace: Path, data: Path) -> str:
             store=store,
             gateway=gateway,
             tools=ToolRegistry([ReadFile()]),
-            clock=fixed_clock(),
+            clock=stepping_clock(),
         )
         await agent.send("read notes.txt")
         agent.register_area(NoticeArea("deploy at noon"))

@@ -7,6 +7,8 @@ views. Input goes back only through the Agent's public methods.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -17,7 +19,15 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from app.tui.bridge import EngineEvent
+from app.tui.completion import (
+    Suggestion,
+    attachments_of,
+    command_suggestions,
+    current_mention,
+    path_suggestions,
+)
 from app.tui.screens.inspector import ContextInspector
+from app.tui.widgets.completion_hint import CompletionHint
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import StatusLine
@@ -28,6 +38,7 @@ from engine.commands import REGISTRY
 from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
+    Attachment,
     Event,
     GcCollect,
     ModelBind,
@@ -72,6 +83,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="conversation"):
                 yield TranscriptView(self.transcript, id="transcript")
+                yield CompletionHint(id="hint")
                 yield PromptInput(id="prompt")
             yield SidePanel(id="panel")
         yield StatusLine(id="status")
@@ -139,21 +151,56 @@ class MainScreen(Screen[None]):
 
     # --- input ---------------------------------------------------------------------------------
 
+    @on(PromptInput.Changed, "#prompt")
+    def _typing(self, message: PromptInput.Changed) -> None:
+        text = message.text_area.text
+        mention = current_mention(text)
+        if mention is not None and not text.startswith("/"):
+            self._offer_paths(text, mention)
+        else:
+            self._offer(text, command_suggestions(text, REGISTRY.commands))
+
+    @work(group="complete", exclusive=True)
+    async def _offer_paths(self, text: str, mention: str) -> None:
+        """Workspace files for `@`, looked up off the event loop."""
+        root = Path(self.agent.workspace)
+        self._offer(text, await asyncio.to_thread(path_suggestions, mention, root))
+
+    def _offer(self, text: str, suggestions: list[Suggestion]) -> None:
+        # a command whose name is typed shows its usage; only real completions take Tab
+        self.query_one(PromptInput).suggestions = tuple(
+            s for s in suggestions if s.replacement != text
+        )
+        self.query_one(CompletionHint).suggestions = tuple(suggestions)
+
     @on(PromptInput.Submitted)
     def _submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text
+        self.query_one(CompletionHint).suggestions = ()
         if text.strip() in ("/quit", "/exit"):
             self.app.exit()
             return
         if REGISTRY.is_command(text):
             self._run_command(text)
             return
+        self._deliver(text)
+
+    @work(group="input")
+    async def _deliver(self, text: str) -> None:
+        """Send (or steer) the words, with the files they mention as `@path` attached."""
+        attachments: list[Attachment] = []
+        if "@" in text:
+            attachments, problems = await asyncio.to_thread(
+                attachments_of, text, Path(self.agent.workspace)
+            )
+            for problem in problems:
+                self.notify(f"not attached: {problem}", severity="warning")
         try:
             if self.agent.turn_open:
                 self.agent.steer(text)
                 self.notify("Steering: delivered at the next safe point of this turn.")
             else:
-                self.agent.send(text)
+                self.agent.send(text, attachments)
         except TrellisError as exc:
             self.notify(str(exc), severity="error")
 

@@ -7,6 +7,8 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+from app.tui.completion import Suggestion, complete
+
 
 class PromptInput(TextArea):
     """Posts `PromptInput.Submitted` on Enter; the screen decides whether that sends or steers."""
@@ -34,12 +36,19 @@ class PromptInput(TextArea):
         self.sent: list[str] = []
         self._position: int | None = None  # index into history while walking it
         self._draft = ""
+        self.suggestions: tuple[Suggestion, ...] = ()  # set by the screen; Tab takes the first
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.stop()
             event.prevent_default()
             self._submit()
+            return
+        if event.key == "tab" and self.suggestions:
+            event.stop()
+            event.prevent_default()
+            self.load_text(complete(self.text, self.suggestions[0]))
+            self.move_cursor(self.document.end)
             return
         if event.key in ("shift+enter", "ctrl+j"):
             event.stop()

@@ -1,0 +1,98 @@
+"""What the prompt offers while typing: slash commands from the engine's registry and `@path`
+workspace files, plus reading the attached files when the prompt is sent.
+
+Pure functions over text and the file system (no widgets), so they are tested directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.commands import Command
+from engine.events import Attachment
+from engine.tools.workspace import open_regular, relative_to_workspace, resolve_shown_path
+
+MAX_PATHS = 200
+"""Workspace files the `@` completion looks at, at most, so a huge tree never stalls typing."""
+ATTACHMENT_MAX_BYTES = 256 * 1024
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".trellis"}
+)
+MENTION = re.compile(r"(?:^|\s)@(\S+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A completion: the text that replaces the word being typed, and what it is."""
+
+    replacement: str
+    label: str
+    hint: str = ""
+
+
+def command_suggestions(text: str, commands: tuple[Command, ...]) -> list[Suggestion]:
+    """Commands whose name starts with what follows `/` on the first line (before any space)."""
+    if not text.startswith("/") or "\n" in text:
+        return []
+    name, space, _ = text[1:].partition(" ")
+    if space:  # the name is complete: show its usage only
+        return [Suggestion(text, c.usage, c.description) for c in commands if c.name == name]
+    return [
+        Suggestion(f"/{c.name} ", c.usage, c.description)
+        for c in commands
+        if c.name.startswith(name)
+    ]
+
+
+def current_mention(text: str) -> str | None:
+    """The `@word` being typed at the end of the text (without the `@`), if any."""
+    match = re.search(r"(?:^|\s)@(\S*)$", text)
+    return match.group(1) if match else None
+
+
+def path_suggestions(prefix: str, root: Path, limit: int = 8) -> list[Suggestion]:
+    """Workspace files whose relative path contains `prefix` (prefix matches first)."""
+    found: list[str] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            found.append(relative_to_workspace(root, Path(directory) / name))
+        if len(found) >= MAX_PATHS:
+            break
+    lowered = prefix.lower()
+    starts = [p for p in found if p.lower().startswith(lowered)]
+    contains = [p for p in found if lowered in p.lower() and p not in starts]
+    return [Suggestion(f"@{p} ", p, "file") for p in (starts + contains)[:limit]]
+
+
+def complete(text: str, suggestion: Suggestion) -> str:
+    """The text with the word being typed replaced by the suggestion."""
+    if text.startswith("/") and suggestion.replacement.startswith("/"):
+        return suggestion.replacement
+    mention = current_mention(text)
+    if mention is None:
+        return text
+    return text[: len(text) - len(mention) - 1] + suggestion.replacement
+
+
+def attachments_of(text: str, root: Path) -> tuple[list[Attachment], list[str]]:
+    """The files the prompt mentions as `@path`, read (bounded), and the problems with any that
+    could not be attached (outside the workspace, missing, not a regular file)."""
+    attached: list[Attachment] = []
+    problems: list[str] = []
+    for shown in dict.fromkeys(MENTION.findall(text)):
+        try:
+            path = resolve_shown_path(root, shown)
+            with open_regular(path, shown) as handle:
+                data = handle.read(ATTACHMENT_MAX_BYTES + 1)
+        except (OSError, ValueError) as exc:
+            problems.append(f"@{shown}: {exc}")
+            continue
+        body = data[:ATTACHMENT_MAX_BYTES].decode("utf-8", errors="replace")
+        if len(data) > ATTACHMENT_MAX_BYTES:
+            body += f"\n[attachment cut at {ATTACHMENT_MAX_BYTES} bytes]"
+        attached.append(Attachment(name=shown, uri=path.as_uri(), text=body))
+    return attached, problems
