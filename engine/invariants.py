@@ -55,6 +55,18 @@ def check_storable(event: Event) -> None:
         raise UnstorableEventError(event.seq, event.type, str(exc)) from exc
 
 
+_FIELDS: dict[type[Payload], frozenset[str]] = {}
+
+
+def _fields_of(kind: type[Payload]) -> frozenset[str]:
+    """A payload class's field names, looked up once per class: `getattr(data, name, None)` on a
+    pydantic model that lacks the field costs an exception, and every event is checked."""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = frozenset(kind.model_fields)
+    return fields
+
+
 @dataclass(slots=True)
 class LogState:
     """Where a log stands: next seq, the open turn and step, the open step's tool calls."""
@@ -98,28 +110,38 @@ class LogState:
         self.check_payload(event.seq, event.data)
 
     def check_payload(self, seq: int, data: Payload) -> None:
+        if seq != self.next_seq:
+            raise InvariantError(seq, f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
+        scope = data.scope
+        if scope is Scope.session:
+            return
+        if scope is Scope.live:
+            raise InvariantError(seq, f"{data.event_type} is live-only and is never stored")
+        if isinstance(data, TurnStart):
+            if self.open_turn is not None:
+                raise InvariantError(seq, f"turn/start while turn {self.open_turn} is open")
+            if data.turn != self.last_turn + 1:
+                raise InvariantError(
+                    seq,
+                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)",
+                )
+            return
+        if self.open_turn is None:
+            raise InvariantError(
+                seq, f"{data.event_type} outside a turn (turn-level events need an open turn)"
+            )
+        fields = _fields_of(type(data))
+        turn = data.__dict__["turn"] if "turn" in fields else None
+        if turn is not None and turn != self.open_turn:
+            raise InvariantError(
+                seq, f"{data.event_type} names turn {turn} but turn {self.open_turn} is open"
+            )
+        self._check_step(seq, data, "step" in fields)
+
+    def _check_step(self, seq: int, data: Payload, has_step: bool) -> None:
         def fail(rule: str) -> InvariantError:
             return InvariantError(seq, rule)
 
-        if seq != self.next_seq:
-            raise fail(f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
-        if data.scope is Scope.live:
-            raise fail(f"{data.event_type} is live-only and is never stored")
-        if isinstance(data, TurnStart):
-            if self.open_turn is not None:
-                raise fail(f"turn/start while turn {self.open_turn} is open")
-            if data.turn != self.last_turn + 1:
-                raise fail(
-                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)"
-                )
-            return
-        if data.scope is Scope.session:
-            return
-        if self.open_turn is None:
-            raise fail(f"{data.event_type} outside a turn (turn-level events need an open turn)")
-        turn = getattr(data, "turn", None)
-        if turn is not None and turn != self.open_turn:
-            raise fail(f"{data.event_type} names turn {turn} but turn {self.open_turn} is open")
         match data:
             case TurnEnd():
                 if self.open_step is not None:
@@ -141,8 +163,8 @@ class LogState:
                     )
                 if self.calls[call_id]:
                     raise fail(f"{data.event_type} for {call_id!r} after its result")
-            case _ if hasattr(data, "step"):
-                step = getattr(data, "step")  # noqa: B009 - payloads with a step field
+            case _ if has_step:
+                step = data.__dict__["step"]  # payloads with a step field
                 if self.open_step is None:
                     raise fail(f"{data.event_type} outside a step")
                 if step != self.open_step:
