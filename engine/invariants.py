@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from engine.collector import collector_paused
 from engine.events import (
     Event,
     Payload,
@@ -81,9 +82,10 @@ class LogState:
     @classmethod
     def of(cls, events: Iterable[Event]) -> LogState:
         state = cls()
-        for event in events:
-            state.check(event)
-            state.apply(event)
+        with collector_paused():  # a whole log is checked on load and resume
+            for event in events:
+                state.check_payload(event.seq, event.data)
+                state.apply(event)
         return state
 
     @classmethod

@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from engine.collector import collector_paused
 from engine.context.budget import (
     CHARS_PER_TOKEN,
     DEFAULT_CHAR_CAP,
@@ -171,13 +172,14 @@ class GroupIndex:
             if last is not recorded and last != recorded:
                 self.note_detached(0)  # an unreported rewrite: rebuild rather than trust the index
         self._items = items
-        for index in range(len(self._provenances), count):
-            provenance = provenances[index]
-            self._provenances.append(provenance)
-            self._chars.append(-1)
-            label = label_for_provenance(provenance, shell_class=self.shell_class)
-            self._labels.append(self._interned.setdefault(label, label))
-            self._add(index)
+        with collector_paused():  # the first sync of a resumed session indexes all its history
+            for index in range(len(self._provenances), count):
+                provenance = provenances[index]
+                self._provenances.append(provenance)
+                self._chars.append(-1)
+                label = label_for_provenance(provenance, shell_class=self.shell_class)
+                self._labels.append(self._interned.setdefault(label, label))
+                self._add(index)
 
     def note_detached(self, from_index: int) -> None:
         """The Context's tail from `from_index` was detached; forget it."""
