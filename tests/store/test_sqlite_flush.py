@@ -34,7 +34,7 @@ async def test_a_flush_is_one_round_trip_to_the_database_thread(
         async def counting(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
             nonlocal calls
             calls += 1
-            return await queue(self, fn, *args, **kwargs)
+            return await queue(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
 
         monkeypatch.setattr(aiosqlite.Connection, "_execute", counting)
         await session.flush()
@@ -63,7 +63,7 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
 
         conn = store._db._conn
         assert conn is not None
-        held = asyncio.ensure_future(conn._execute(hold))
+        held = asyncio.ensure_future(conn._execute(hold))  # type: ignore[no-untyped-call]
         await asyncio.to_thread(busy.wait)
         flush = asyncio.ensure_future(store.flush(info.id))
         await asyncio.sleep(0.01)
