@@ -606,7 +606,10 @@ def encode_event(event: Event | LiveEvent) -> str:
 
 
 def encode_data(event: Event | LiveEvent) -> str:
-    return event.data.model_dump_json()
+    """The payload as the store writes it: `model_dump_json()` without its Python wrapper, since
+    every appended event is encoded (once to check it can be stored, once to stage it)."""
+    data = event.data
+    return data.__pydantic_serializer__.to_json(data).decode()
 
 
 def is_turn_level(event: Event) -> bool:

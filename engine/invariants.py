@@ -138,76 +138,73 @@ class LogState:
             raise InvariantError(
                 seq, f"{data.event_type} names turn {turn} but turn {self.open_turn} is open"
             )
-        self._check_step(seq, data, "step" in fields)
-
-    def _check_step(self, seq: int, data: Payload, has_step: bool) -> None:
-        def fail(rule: str) -> InvariantError:
-            return InvariantError(seq, rule)
-
+        if "step" in fields and not isinstance(data, StepStart):
+            self._check_in_step(seq, data, data.__dict__["step"])
+            return
         match data:
             case TurnEnd():
                 if self.open_step is not None:
-                    raise fail(f"turn/end while step {self.open_step} is open")
+                    raise InvariantError(seq, f"turn/end while step {self.open_step} is open")
             case StepStart():
                 if self.open_step is not None:
-                    raise fail(f"step/start while step {self.open_step} is open")
+                    raise InvariantError(seq, f"step/start while step {self.open_step} is open")
                 if data.step != self.last_step + 1:
-                    raise fail(
-                        f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)"
+                    raise InvariantError(
+                        seq,
+                        f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)",
                     )
             case PermissionDecision(call_id=call_id):
                 # asked for a call of the open step before it ran (or resolved as cancelled)
                 if self.open_step is None:
-                    raise fail(f"{data.event_type} outside a step")
+                    raise InvariantError(seq, f"{data.event_type} outside a step")
                 if call_id not in self.calls:
-                    raise fail(
-                        f"{data.event_type} for no tool/call {call_id!r} in step {self.open_step}"
+                    raise InvariantError(
+                        seq,
+                        f"{data.event_type} for no tool/call {call_id!r} in step {self.open_step}",
                     )
                 if self.calls[call_id]:
-                    raise fail(f"{data.event_type} for {call_id!r} after its result")
-            case _ if has_step:
-                step = data.__dict__["step"]  # payloads with a step field
-                if self.open_step is None:
-                    raise fail(f"{data.event_type} outside a step")
-                if step != self.open_step:
-                    raise fail(
-                        f"{data.event_type} names step {step} but step {self.open_step} is open"
-                    )
-                if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
-                    raise fail(f"tool/call {data.call_id!r} repeated in step {step}")
-                if isinstance(data, ToolResultRecord):
-                    if data.call_id not in self.calls:
-                        raise fail(
-                            f"tool/result {data.call_id!r} before its tool/call in this step"
-                        )
-                    if self.calls[data.call_id]:
-                        raise fail(f"tool/result {data.call_id!r} repeated")
+                    raise InvariantError(seq, f"{data.event_type} for {call_id!r} after its result")
             case _:
                 return
+
+    def _check_in_step(self, seq: int, data: Payload, step: int) -> None:
+        """A payload with a step field (other than step/start) needs that step open."""
+        if self.open_step is None:
+            raise InvariantError(seq, f"{data.event_type} outside a step")
+        if step != self.open_step:
+            raise InvariantError(
+                seq, f"{data.event_type} names step {step} but step {self.open_step} is open"
+            )
+        if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
+            raise InvariantError(seq, f"tool/call {data.call_id!r} repeated in step {step}")
+        if isinstance(data, ToolResultRecord):
+            if data.call_id not in self.calls:
+                raise InvariantError(
+                    seq, f"tool/result {data.call_id!r} before its tool/call in this step"
+                )
+            if self.calls[data.call_id]:
+                raise InvariantError(seq, f"tool/result {data.call_id!r} repeated")
 
     def apply(self, event: Event) -> None:
         """Advance past an event that `check` accepted."""
         self.next_seq = event.seq + 1
-        match event.data:
-            case TurnStart(turn=turn):
-                self.open_turn = turn
-                self.last_turn = turn
-                self.last_step = 0
-            case TurnEnd():
-                self.open_turn = None
-            case StepStart(step=step):
-                self.open_step = step
-                self.last_step = step
-                self.calls = {}
-            case StepEnd():
-                self.open_step = None
-                self.calls = {}
-            case ToolCallRecord(call_id=call_id):
-                self.calls[call_id] = False
-            case ToolResultRecord(call_id=call_id):
-                self.calls[call_id] = True
-            case _:
-                pass
+        data = event.data
+        kind = type(data)  # a payload class is never subclassed: each declares its own type
+        if kind is ToolCallRecord:
+            self.calls[data.__dict__["call_id"]] = False
+        elif kind is ToolResultRecord:
+            self.calls[data.__dict__["call_id"]] = True
+        elif kind is StepStart:
+            self.open_step = self.last_step = data.__dict__["step"]
+            self.calls = {}
+        elif kind is StepEnd:
+            self.open_step = None
+            self.calls = {}
+        elif kind is TurnStart:
+            self.open_turn = self.last_turn = data.__dict__["turn"]
+            self.last_step = 0
+        elif kind is TurnEnd:
+            self.open_turn = None
 
     @property
     def dangling_calls(self) -> list[str]:
