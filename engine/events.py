@@ -11,7 +11,7 @@ before them, and are never stored. Readers refuse an unknown type, naming it and
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
@@ -431,6 +431,13 @@ EVENT_TYPES: frozenset[str] = frozenset(
 LIVE_EVENT_TYPES: frozenset[str] = frozenset(
     t for t, p in _PAYLOADS.items() if p.scope is Scope.live
 )
+_DURABLE_VALIDATORS: dict[str, Callable[[str | bytes], Payload]] = {
+    t: p.__pydantic_validator__.validate_json
+    for t, p in _PAYLOADS.items()
+    if p.scope is not Scope.live
+}
+"""Each durable type's JSON validator, called directly: `model_validate_json` without its
+Python-level wrapper, since a whole log is decoded through it."""
 
 
 class UnknownEventTypeError(ValueError):
@@ -508,7 +515,7 @@ def make_event(payload: Payload, seq: int, time: float) -> Event:
     """Wrap a durable payload with its place in the log."""
     if payload.scope is Scope.live:
         raise TypeError(f"{type(payload).__name__} is not a durable event payload")
-    return Event.model_construct(seq=seq, time=time, type=payload.event_type, data=payload)
+    return _envelope(seq, time, payload.event_type, payload)
 
 
 def make_live_event(payload: Payload, time: float, after_seq: int) -> LiveEvent:
@@ -556,7 +563,42 @@ def decode_row(seq: int, time: float, event_type: str, data_json: str | bytes) -
         payload = cls.model_validate_json(data_json)
     except ValidationError as exc:
         raise EventDecodeError(f"invalid {event_type} event at seq {seq}: {exc}") from exc
-    return Event.model_construct(seq=seq, time=time, type=event_type, data=payload)
+    return _envelope(seq, time, event_type, payload)
+
+
+def decode_rows(rows: Iterable[tuple[int, float, str, str | bytes]]) -> list[Event]:
+    """`decode_row` over many rows (a whole log), with the per-row lookups hoisted: loading is
+    what every view of a long session pays first."""
+    durable = _DURABLE_VALIDATORS
+    events: list[Event] = []
+    append = events.append
+    for seq, time, event_type, data_json in rows:
+        validate = durable.get(event_type)
+        if validate is None:  # a live type is no more a stored one than an unknown type
+            raise UnknownEventTypeError(event_type, seq)
+        try:
+            payload = validate(data_json)
+        except ValidationError as exc:
+            raise EventDecodeError(f"invalid {event_type} event at seq {seq}: {exc}") from exc
+        append(_envelope(seq, time, event_type, payload))
+    return events
+
+
+_EVENT_FIELDS = ("seq", "time", "type", "data")
+_set_attribute = object.__setattr__
+
+
+def _envelope(seq: int, time: float, event_type: str, payload: Payload) -> Event:
+    """What `Event.model_construct` builds, without its generic per-field loop, which costs as
+    much as validating the payload itself: every event appended or decoded passes here."""
+    event = Event.__new__(Event)
+    _set_attribute(
+        event, "__dict__", {"seq": seq, "time": time, "type": event_type, "data": payload}
+    )
+    _set_attribute(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
+    _set_attribute(event, "__pydantic_extra__", None)
+    _set_attribute(event, "__pydantic_private__", None)
+    return event
 
 
 def encode_event(event: Event | LiveEvent) -> str:
@@ -564,7 +606,10 @@ def encode_event(event: Event | LiveEvent) -> str:
 
 
 def encode_data(event: Event | LiveEvent) -> str:
-    return event.data.model_dump_json()
+    """The payload as the store writes it: `model_dump_json()` without its Python wrapper, since
+    every appended event is encoded (once to check it can be stored, once to stage it)."""
+    data = event.data
+    return data.__pydantic_serializer__.to_json(data).decode()
 
 
 def is_turn_level(event: Event) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from engine.collector import collector_paused
 from engine.events import (
     Event,
     Payload,
@@ -55,6 +56,18 @@ def check_storable(event: Event) -> None:
         raise UnstorableEventError(event.seq, event.type, str(exc)) from exc
 
 
+_FIELDS: dict[type[Payload], frozenset[str]] = {}
+
+
+def _fields_of(kind: type[Payload]) -> frozenset[str]:
+    """A payload class's field names, looked up once per class: `getattr(data, name, None)` on a
+    pydantic model that lacks the field costs an exception, and every event is checked."""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = frozenset(kind.model_fields)
+    return fields
+
+
 @dataclass(slots=True)
 class LogState:
     """Where a log stands: next seq, the open turn and step, the open step's tool calls."""
@@ -69,9 +82,10 @@ class LogState:
     @classmethod
     def of(cls, events: Iterable[Event]) -> LogState:
         state = cls()
-        for event in events:
-            state.check(event)
-            state.apply(event)
+        with collector_paused():  # a whole log is checked on load and resume
+            for event in events:
+                state.check_payload(event.seq, event.data)
+                state.apply(event)
         return state
 
     @classmethod
@@ -98,92 +112,99 @@ class LogState:
         self.check_payload(event.seq, event.data)
 
     def check_payload(self, seq: int, data: Payload) -> None:
-        def fail(rule: str) -> InvariantError:
-            return InvariantError(seq, rule)
-
         if seq != self.next_seq:
-            raise fail(f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
-        if data.scope is Scope.live:
-            raise fail(f"{data.event_type} is live-only and is never stored")
+            raise InvariantError(seq, f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
+        scope = data.scope
+        if scope is Scope.session:
+            return
+        if scope is Scope.live:
+            raise InvariantError(seq, f"{data.event_type} is live-only and is never stored")
         if isinstance(data, TurnStart):
             if self.open_turn is not None:
-                raise fail(f"turn/start while turn {self.open_turn} is open")
+                raise InvariantError(seq, f"turn/start while turn {self.open_turn} is open")
             if data.turn != self.last_turn + 1:
-                raise fail(
-                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)"
+                raise InvariantError(
+                    seq,
+                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)",
                 )
             return
-        if data.scope is Scope.session:
-            return
         if self.open_turn is None:
-            raise fail(f"{data.event_type} outside a turn (turn-level events need an open turn)")
-        turn = getattr(data, "turn", None)
+            raise InvariantError(
+                seq, f"{data.event_type} outside a turn (turn-level events need an open turn)"
+            )
+        fields = _fields_of(type(data))
+        turn = data.__dict__["turn"] if "turn" in fields else None
         if turn is not None and turn != self.open_turn:
-            raise fail(f"{data.event_type} names turn {turn} but turn {self.open_turn} is open")
+            raise InvariantError(
+                seq, f"{data.event_type} names turn {turn} but turn {self.open_turn} is open"
+            )
+        if "step" in fields and not isinstance(data, StepStart):
+            self._check_in_step(seq, data, data.__dict__["step"])
+            return
         match data:
             case TurnEnd():
                 if self.open_step is not None:
-                    raise fail(f"turn/end while step {self.open_step} is open")
+                    raise InvariantError(seq, f"turn/end while step {self.open_step} is open")
             case StepStart():
                 if self.open_step is not None:
-                    raise fail(f"step/start while step {self.open_step} is open")
+                    raise InvariantError(seq, f"step/start while step {self.open_step} is open")
                 if data.step != self.last_step + 1:
-                    raise fail(
-                        f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)"
+                    raise InvariantError(
+                        seq,
+                        f"step must be {self.last_step + 1}, got {data.step} (steps are contiguous)",
                     )
             case PermissionDecision(call_id=call_id):
                 # asked for a call of the open step before it ran (or resolved as cancelled)
                 if self.open_step is None:
-                    raise fail(f"{data.event_type} outside a step")
+                    raise InvariantError(seq, f"{data.event_type} outside a step")
                 if call_id not in self.calls:
-                    raise fail(
-                        f"{data.event_type} for no tool/call {call_id!r} in step {self.open_step}"
+                    raise InvariantError(
+                        seq,
+                        f"{data.event_type} for no tool/call {call_id!r} in step {self.open_step}",
                     )
                 if self.calls[call_id]:
-                    raise fail(f"{data.event_type} for {call_id!r} after its result")
-            case _ if hasattr(data, "step"):
-                step = getattr(data, "step")  # noqa: B009 - payloads with a step field
-                if self.open_step is None:
-                    raise fail(f"{data.event_type} outside a step")
-                if step != self.open_step:
-                    raise fail(
-                        f"{data.event_type} names step {step} but step {self.open_step} is open"
-                    )
-                if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
-                    raise fail(f"tool/call {data.call_id!r} repeated in step {step}")
-                if isinstance(data, ToolResultRecord):
-                    if data.call_id not in self.calls:
-                        raise fail(
-                            f"tool/result {data.call_id!r} before its tool/call in this step"
-                        )
-                    if self.calls[data.call_id]:
-                        raise fail(f"tool/result {data.call_id!r} repeated")
+                    raise InvariantError(seq, f"{data.event_type} for {call_id!r} after its result")
             case _:
                 return
+
+    def _check_in_step(self, seq: int, data: Payload, step: int) -> None:
+        """A payload with a step field (other than step/start) needs that step open."""
+        if self.open_step is None:
+            raise InvariantError(seq, f"{data.event_type} outside a step")
+        if step != self.open_step:
+            raise InvariantError(
+                seq, f"{data.event_type} names step {step} but step {self.open_step} is open"
+            )
+        if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
+            raise InvariantError(seq, f"tool/call {data.call_id!r} repeated in step {step}")
+        if isinstance(data, ToolResultRecord):
+            if data.call_id not in self.calls:
+                raise InvariantError(
+                    seq, f"tool/result {data.call_id!r} before its tool/call in this step"
+                )
+            if self.calls[data.call_id]:
+                raise InvariantError(seq, f"tool/result {data.call_id!r} repeated")
 
     def apply(self, event: Event) -> None:
         """Advance past an event that `check` accepted."""
         self.next_seq = event.seq + 1
-        match event.data:
-            case TurnStart(turn=turn):
-                self.open_turn = turn
-                self.last_turn = turn
-                self.last_step = 0
-            case TurnEnd():
-                self.open_turn = None
-            case StepStart(step=step):
-                self.open_step = step
-                self.last_step = step
-                self.calls = {}
-            case StepEnd():
-                self.open_step = None
-                self.calls = {}
-            case ToolCallRecord(call_id=call_id):
-                self.calls[call_id] = False
-            case ToolResultRecord(call_id=call_id):
-                self.calls[call_id] = True
-            case _:
-                pass
+        data = event.data
+        kind = type(data)  # a payload class is never subclassed: each declares its own type
+        if kind is ToolCallRecord:
+            self.calls[data.__dict__["call_id"]] = False
+        elif kind is ToolResultRecord:
+            self.calls[data.__dict__["call_id"]] = True
+        elif kind is StepStart:
+            self.open_step = self.last_step = data.__dict__["step"]
+            self.calls = {}
+        elif kind is StepEnd:
+            self.open_step = None
+            self.calls = {}
+        elif kind is TurnStart:
+            self.open_turn = self.last_turn = data.__dict__["turn"]
+            self.last_step = 0
+        elif kind is TurnEnd:
+            self.open_turn = None
 
     @property
     def dangling_calls(self) -> list[str]:

@@ -202,10 +202,10 @@ class Turn:
             steered = rt.drain_outbox()
             rt.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
             self._step_open = False
-            await rt.session.flush()  # checkpoint: step end
-            # steering staged during that checkpoint continues the turn too; context alone does
-            # not ask for a model run (it is settled after turn/end)
-            if not calls and not steered and not rt.outbox.steering:
+            # checkpoint: step end. The flush that follows with no await between takes it: the
+            # next step's, before its model request, or the turn end's; so nothing can happen
+            # between the step's end and its flush, and one transaction does for both.
+            if not calls and not steered:
                 # a reply cut off at the output limit or refused ends the turn with that reason
                 if reply.finish == "length":
                     raise _TurnEnded("max_tokens", "The model stopped at its output limit.")

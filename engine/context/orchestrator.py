@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from engine.collector import collector_paused
 from engine.context.budget import (
     CHARS_PER_TOKEN,
     DEFAULT_CHAR_CAP,
@@ -111,14 +112,16 @@ ALWAYS_RESERVED: frozenset[ItemKind] = frozenset({ItemKind.promoted, ItemKind.su
 class _Group:
     """One complete past-turn group: its members in Context order and what they cost.
 
-    `fixed_chars` is what the members that are never reserved cost; `rendered` are the members
-    an Area rendered, reserved only while they are a retained Area's latest render.
+    `fixed` are the members that are never reserved, `fixed_chars` what they cost (-1 until a
+    budget first asks); `rendered` are the members an Area rendered, reserved only while they are
+    a retained Area's latest render.
     """
 
     turn: int
     start: int
     members: list[int]
-    fixed_chars: int = 0
+    fixed: list[int] = field(default_factory=list)
+    fixed_chars: int = -1
     rendered: list[int] = field(default_factory=list)
 
 
@@ -134,8 +137,10 @@ class GroupIndex:
     are retained is known at the time of assembly, not at the time of append. An Area's earlier
     renders (and anything else it owns) are ordinary history in their turn's group.
 
-    Upkeep: `sync()` indexes only the items appended since the last call (each item's cost and label
-    computed once). Detaching the tail must be reported with `note_detached(index)`: the index drops
+    Upkeep: `sync()` indexes only the items appended since the last call (each item's label
+    computed once). An item is costed when a budget first asks for it, once: the governors look
+    at the current turn and the newest groups only, so a resumed long session does not serialize
+    its whole history again before its first request. Detaching the tail must be reported with `note_detached(index)`: the index drops
     the groups touching the cut and re-indexes the survivors of the last one, a cost proportional to
     the change. As a safety net, `sync()` rebuilds from scratch when the Context shrank below the
     indexed length or its last indexed provenance differs from the recorded one.
@@ -143,7 +148,8 @@ class GroupIndex:
 
     shell_class: PrivacyClass = DEFAULT_SHELL_CLASS
     _provenances: list[Provenance] = field(default_factory=list)
-    _chars: list[int] = field(default_factory=list)
+    _chars: list[int] = field(default_factory=list)  # -1: not costed yet
+    _items: Sequence[NativeContent] = ()  # as of the last sync, to cost items on demand
     _labels: list[PrivatizationLabel] = field(default_factory=list)
     _groups: list[_Group] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list)
@@ -165,13 +171,15 @@ class GroupIndex:
             last, recorded = provenances[indexed - 1], self._provenances[indexed - 1]
             if last is not recorded and last != recorded:
                 self.note_detached(0)  # an unreported rewrite: rebuild rather than trust the index
-        for index in range(len(self._provenances), count):
-            provenance = provenances[index]
-            self._provenances.append(provenance)
-            self._chars.append(item_chars(items[index]))
-            label = label_for_provenance(provenance, shell_class=self.shell_class)
-            self._labels.append(self._interned.setdefault(label, label))
-            self._add(index)
+        self._items = items
+        with collector_paused():  # the first sync of a resumed session indexes all its history
+            for index in range(len(self._provenances), count):
+                provenance = provenances[index]
+                self._provenances.append(provenance)
+                self._chars.append(-1)
+                label = label_for_provenance(provenance, shell_class=self.shell_class)
+                self._labels.append(self._interned.setdefault(label, label))
+                self._add(index)
 
     def note_detached(self, from_index: int) -> None:
         """The Context's tail from `from_index` was detached; forget it."""
@@ -213,7 +221,8 @@ class GroupIndex:
             if _is_render(self._provenances[member]):
                 group.rendered.append(member)
             else:
-                group.fixed_chars += self._chars[member]
+                group.fixed.append(member)
+                group.fixed_chars = -1
 
     def _truncate(self, cut: int) -> None:
         while self._groups and self._groups[-1].start >= cut:
@@ -263,7 +272,9 @@ class GroupIndex:
     def group_chars(self, position: int, reserved: frozenset[int]) -> int:
         """What a history group costs once its reserved renders are already counted."""
         group = self._groups[position]
-        rendered = sum(self._chars[m] for m in group.rendered if m not in reserved)
+        if group.fixed_chars < 0:
+            group.fixed_chars = sum(self.chars(m) for m in group.fixed)
+        rendered = sum(self.chars(m) for m in group.rendered if m not in reserved)
         return group.fixed_chars + rendered
 
     def members(self, start: int, stop: int, reserved: frozenset[int]) -> Iterator[int]:
@@ -292,7 +303,12 @@ class GroupIndex:
         return tuple(s for s in seqs if s is not None)
 
     def chars(self, index: int) -> int:
-        return self._chars[index]
+        """What the item at `index` costs (DESIGN-NOTES: its compact JSON length), from the items
+        of the last `sync()`."""
+        chars = self._chars[index]
+        if chars < 0:
+            chars = self._chars[index] = item_chars(self._items[index])
+        return chars
 
     def label(self, index: int) -> PrivatizationLabel:
         return self._labels[index]

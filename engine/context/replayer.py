@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from engine.collector import collector_paused
 from engine.context.area import AreaFlowState, AreaLifeState, EffectRange
 from engine.context.compaction import apply_compaction
 from engine.context.context import Context
@@ -116,8 +117,9 @@ class ContextReplayer:
     def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextReplayer:
         """A replayer fed every event of `events`."""
         replayer = cls(gateway_type)
-        for event in events:
-            replayer.apply(event)
+        with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+            for event in events:
+                replayer.apply(event)
         return replayer
 
     # --- reading ------------------------------------------------------------------------------

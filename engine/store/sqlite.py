@@ -19,11 +19,12 @@ from typing import Any
 
 import aiosqlite
 
+from engine.collector import collector_paused
 from engine.events import (
     Event,
     EventDecodeError,
     UnknownEventTypeError,
-    decode_row,
+    decode_rows,
     make_event,
 )
 from engine.invariants import InvariantError, LogState
@@ -32,19 +33,17 @@ from engine.store.catalog import INFO_COLUMNS, info_of, list_sessions
 from engine.store.errors import (
     AmbiguousSessionError,
     LeaseError,
-    SequenceError,
     StoreError,
     UnknownSessionError,
 )
 from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
 from engine.store.sqlite_db import SQLiteDatabase
-from engine.store.staging import Batch, StagedLog, rows_of
+from engine.store.sqlite_writes import LogWrites
+from engine.store.staging import StagedLog, rows_of
 
-_INSERT_EVENT = "INSERT INTO events (session_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
 _MAX_SEQ = 2**63 - 1
-_PRIMARY_KEY_VIOLATION = 1555  # SQLITE_CONSTRAINT_PRIMARYKEY
 _AMBIGUOUS_SHOWN = 5  # candidates an ambiguous prefix error names
 
 
@@ -72,6 +71,7 @@ class SQLiteStore:
         )
         self._db = SQLiteDatabase(self.path, busy_timeout=busy_timeout)
         self._writers: dict[str, StagedLog] = {}
+        self._writes = LogWrites(self.path, self._holder.token)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -158,76 +158,27 @@ class SQLiteStore:
         says why; the writer stages its events again.
         """
         ids = list(self._writers) if session_id is None else [session_id]
-        batches = [(sid, w) for sid in ids if (w := self._writers.get(sid)) and w.rows]
+        batches = [w for sid in ids if (w := self._writers.get(sid)) and w.rows]
         if not batches:
             return
-        taken = [(w, w.take()) for _, w in batches]
+        taken = [(w, w.take()) for w in batches]
         now = self._clock()
+        writes = self._writes
+
+        def write(conn: sqlite3.Connection) -> None:
+            for w, batch in taken:
+                writes.extend(
+                    conn, w.session_id, w.stored, batch.rows, now, batch.title, batch.model
+                )
+
         try:
-            async with self._db.transaction("flushing events") as conn:
-                for w, batch in taken:
-                    await self._store_batch(conn, w, batch, now)
+            await self._db.run("flushing events", write)
         except BaseException:
             for w, _ in taken:
                 w.discard()
             raise
         for w, batch in taken:
             w.stored_batch(batch)
-
-    async def _store_batch(
-        self, conn: aiosqlite.Connection, writer: StagedLog, batch: Batch, now: float
-    ) -> None:
-        sid, rows = writer.session_id, batch.rows
-        count = writer.stored + len(rows)
-        await self._advance(conn, sid, writer.stored, count, now, batch.title, batch.model)
-        try:
-            await conn.executemany(_INSERT_EVENT, rows)
-        except sqlite3.IntegrityError as exc:
-            if exc.sqlite_errorcode != _PRIMARY_KEY_VIOLATION:
-                raise
-            raise SequenceError(
-                f"{self.path}: session {sid!r}: seqs {rows[0][1]}..{rows[-1][1]} "
-                f"overlap stored events: {exc}"
-            ) from exc
-
-    async def _advance(
-        self,
-        conn: aiosqlite.Connection,
-        session_id: str,
-        stored: int,
-        count: int,
-        now: float,
-        title: str | None = None,
-        model: str | None = None,
-    ) -> None:
-        """Move a session's count forward, but only if this store still holds its lease and the
-        stored log is the one it extends (another writer may have taken over or deleted it)."""
-        cursor = await conn.execute(
-            "UPDATE sessions SET event_count = ?, updated = ?, lease_heartbeat = ?, "
-            "title = coalesce(?, title), model = coalesce(?, model) "
-            "WHERE id = ? AND lease_token = ? AND event_count = ?",
-            (count, now, now, title, model, session_id, self._holder.token, stored),
-        )
-        if cursor.rowcount == 1:
-            return
-        rows = list(
-            await conn.execute_fetchall(
-                "SELECT lease_token, lease_pid, lease_host, event_count FROM sessions WHERE id = ?",
-                (session_id,),
-            )
-        )
-        if not rows:
-            raise UnknownSessionError(f"{self.path}: session {session_id!r} was deleted")
-        token, pid, host, stored_count = rows[0]
-        if token != self._holder.token:
-            raise LeaseError(
-                f"{self.path}: session {session_id!r} lost its writer lease "
-                f"(now held by process {pid} on {host})"
-            )
-        raise SequenceError(
-            f"{self.path}: session {session_id!r} has {stored_count} stored events, "
-            f"this writer expected {stored}"
-        )
 
     # --- leases ---------------------------------------------------------------------------------
 
@@ -266,9 +217,11 @@ class SQLiteStore:
             if repaired:
                 now = self._clock()
                 stored = len(events)
-                async with self._db.transaction(f"repairing session {session_id}") as conn:
-                    await self._advance(conn, session_id, stored, stored + len(repaired), now)
-                    await conn.executemany(_INSERT_EVENT, rows_of(session_id, repaired))
+                rows = rows_of(session_id, repaired)
+                await self._db.run(
+                    f"repairing session {session_id}",
+                    lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
+                )
                 for event in repaired:
                     state.apply(event)
                 info = replace(info, event_count=stored + len(repaired), updated=now)
@@ -344,7 +297,8 @@ class SQLiteStore:
 
     def _decode(self, session_id: str, rows: Iterable[Any]) -> list[Event]:
         try:
-            return [decode_row(seq, t, event_type, data) for seq, t, event_type, data in rows]
+            with collector_paused():
+                return decode_rows(rows)
         except (UnknownEventTypeError, EventDecodeError) as exc:
             raise StoreError(f"{self.path}: session {session_id!r}: {exc}") from exc
 

@@ -69,7 +69,8 @@ class StagedLog:
 
     def take(self) -> Batch:
         """Move the staged rows into a batch to flush; later appends stage after them."""
-        batch = Batch(rows=self.rows, title=self.title, model=self.model, state=self.state.copy())
+        # `stage` and `discard` replace the state, never change it in place: it can be shared
+        batch = Batch(rows=self.rows, title=self.title, model=self.model, state=self.state)
         self.rows, self.title, self.model = [], None, None
         return batch
 
@@ -80,4 +81,4 @@ class StagedLog:
     def discard(self) -> None:
         """Forget everything staged (the caller still has the events and stages them again)."""
         self.rows, self.title, self.model = [], None, None
-        self.state = self.durable.copy()
+        self.state = self.durable

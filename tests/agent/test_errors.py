@@ -251,9 +251,10 @@ async def test_a_failed_save_at_turn_end_is_reported_and_retried(
     assert error.turn == 1
     assert "Saving the session failed" in error.message
     assert agent.unflushed > 0
-    # the turn-end checkpoint failed: the store holds the turn open (a reader sees it repaired)
+    # the turn-end checkpoint (which also takes the last step's end) failed: the store holds
+    # the last step open (a reader sees it repaired)
     loaded = await store.inspect(agent.session_id)
-    assert [e.type for e in loaded.repaired] == ["turn/end"]
+    assert [e.type for e in loaded.repaired] == ["step/end", "turn/end"]
 
     agent.send("second")
     await agent.when_idle()

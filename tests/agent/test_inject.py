@@ -413,7 +413,7 @@ async def test_inject_during_the_final_checkpoint_is_not_lost(
 
     unsubscribe = agent.subscribe(hold_at_step_end)
     agent.send("go")
-    await store.flush_waiting.wait()  # the step-end checkpoint is in flight
+    await store.flush_waiting.wait()  # the last checkpoint (step and turn end) is in flight
     agent.inject(context("arrived at the very end"))
     store.release_flushes()
     await agent.when_idle()

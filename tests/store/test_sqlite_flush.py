@@ -1,0 +1,82 @@
+"""What a SQLiteStore flush costs and how it ends when its caller is cancelled (issue 10).
+
+A flush is BEGIN IMMEDIATE, the session's count, the rows and COMMIT; sent one statement at a time,
+each was a round trip to aiosqlite's thread, which cost more than the statement. They are now one
+call on that thread; a call handed to the thread cannot be stopped half-way, so a cancelled caller
+waits for its outcome and the store keeps track of what was committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import pytest
+
+from engine.session import Session
+from engine.store.sqlite import SQLiteStore
+from tests.store.conftest import full_turn, inject
+
+
+async def test_a_flush_is_one_round_trip_to_the_database_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with SQLiteStore(tmp_path / "s.sqlite") as store:
+        info = await store.create(cwd="/w")
+        session = Session(info.id, store)
+        full_turn(session)
+        calls = 0
+        queue = aiosqlite.Connection._execute
+
+        async def counting(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return await queue(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counting)
+        await session.flush()
+        assert calls == 1
+        inject(session)
+        await session.flush()
+        assert calls == 2
+        monkeypatch.undo()
+        assert await store.read(info.id) == list(session.events)
+
+
+async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step(
+    tmp_path: Path,
+) -> None:
+    async with SQLiteStore(tmp_path / "s.sqlite") as store:
+        info = await store.create(cwd="/w")
+        session = Session(info.id, store)
+        full_turn(session)
+        await store.append(info.id, session.events)
+        # hold the database thread, so the flush is queued behind it when it is cancelled
+        busy, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            busy.set()
+            release.wait()
+
+        conn = store._db._conn
+        assert conn is not None
+        held = asyncio.ensure_future(conn._execute(hold))  # type: ignore[no-untyped-call]
+        await asyncio.to_thread(busy.wait)
+        flush = asyncio.ensure_future(store.flush(info.id))
+        await asyncio.sleep(0.01)
+        flush.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await flush
+        await held
+        # the transaction ran to its end: the store counts the batch as written, so what
+        # follows continues the log instead of failing on a seq it thinks is free
+        assert await store.read(info.id) == list(session.events)
+        stored = len(session.events)
+        inject(session)
+        await store.append(info.id, session.events[stored:])
+        await store.flush(info.id)
+        assert await store.read(info.id) == list(session.events)
