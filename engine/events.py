@@ -24,6 +24,7 @@ from pydantic import (
     PlainSerializer,
     SerializeAsAny,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -39,6 +40,7 @@ ClassField = Annotated[
     PrivacyClass,
     BeforeValidator(lambda v: PrivacyClass.parse(v) if isinstance(v, str | int) else v),
     PlainSerializer(lambda c: c.name, return_type=str),
+    WithJsonSchema({"type": "string", "enum": [c.name for c in PrivacyClass]}),
 ]
 
 
