@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Markdown
 
 from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.permission import PermissionDialog
@@ -50,6 +50,10 @@ async def test_a_prompt_streams_a_reply_into_the_transcript(workspace: Path, dat
         assert [u.copy_text for u in users] == ["hi"]
         replies = app.main.query(AssistantMessage)
         assert [r.copy_text for r in replies] == ["Hello **there**, I am streaming."]
+        for _ in range(100):  # the writer catches up with the stream
+            await pilot.pause(0.01)
+        shown = replies.first().query_one(Markdown).source
+        assert shown == "Hello **there**, I am streaming."  # streamed once, never twice
         assert app.main.query_one(StatusLine).status == "idle"
         assert app.main.query_one(PromptInput).text == ""
 
@@ -267,3 +271,17 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         sources = " ".join(str(row[1]) for row in rows)
         assert "injected (command:inject)" in sources
         assert "tool result (tool:read_file)" in sources
+
+
+async def test_a_streamed_markdown_reply_is_shown_once(workspace: Path, data: Path) -> None:
+    """The offline model's own reply (several blocks, streamed) ends up on screen exactly once."""
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "hello")
+        await send(app, pilot, "what changed?")
+        await settle(app, pilot)
+        for _ in range(100):
+            await pilot.pause(0.01)
+        for reply in app.main.query(AssistantMessage):
+            assert reply.query_one(Markdown).source == reply.copy_text

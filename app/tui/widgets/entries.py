@@ -7,13 +7,13 @@ looks like the user's words.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownStream
 
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
@@ -244,7 +244,8 @@ class ContextCard(EntryWidget):
 
 
 class AssistantMessage(EntryWidget):
-    """A reply as streaming Markdown (only the last block re-parsed); reasoning collapsed."""
+    """A reply as streaming Markdown: appended text is parsed in batches (Markdown.append re-parses
+    only the last block); reasoning collapsed by default."""
 
     DEFAULT_CSS = """
     AssistantMessage {
@@ -266,8 +267,9 @@ class AssistantMessage(EntryWidget):
 
     def __init__(self, entry: TranscriptEntry) -> None:
         super().__init__(entry)
-        self._shown = ""  # the content the Markdown widget holds
-        self._stream: MarkdownStream | None = None
+        self._wanted = ""  # the content the Markdown widget must end up holding
+        self._written = ""  # what the writer has put into it so far
+        self._changed = asyncio.Event()
 
     def compose(self) -> ComposeResult:
         with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
@@ -276,6 +278,7 @@ class AssistantMessage(EntryWidget):
 
     def on_mount(self) -> None:
         self.show(self.entry)
+        self.run_worker(self._write(), group="markdown", exclusive=True)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -283,19 +286,24 @@ class AssistantMessage(EntryWidget):
         reasoning = self.query_one("#reasoning", Collapsible)
         reasoning.display = bool(entry.reasoning)
         self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+        self._wanted = entry.content
+        self._changed.set()
+
+    async def _write(self) -> None:
+        """The one writer of the Markdown widget, so appends and rewrites never interleave: it
+        appends what streamed since the last write, or rewrites it when the text was withdrawn."""
         markdown = self.query_one("#reply", Markdown)
-        if entry.content.startswith(self._shown) and self._shown:
-            fresh = entry.content[len(self._shown) :]
-            if fresh:
-                if self._stream is None:
-                    self._stream = Markdown.get_stream(markdown)
-                self.run_worker(self._stream.write(fresh), group="stream", exclusive=False)
-        elif entry.content != self._shown:
-            markdown.update(entry.content)
-        self._shown = entry.content
-        if not entry.streaming and self._stream is not None:
-            stream, self._stream = self._stream, None
-            self.run_worker(stream.stop(), group="stream-stop")
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            wanted = self._wanted
+            if wanted == self._written:
+                continue
+            if self._written and wanted.startswith(self._written):
+                await markdown.append(wanted[len(self._written) :])
+            else:
+                await markdown.update(wanted)
+            self._written = wanted
 
     @property
     def copy_text(self) -> str:
