@@ -3,6 +3,9 @@ start, a bad import path is a clear error naming it, and the built-in Areas beha
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -151,6 +154,49 @@ async def test_a_watched_file_is_re_rendered_when_it_changes(tmp_path: Path) -> 
     assert [len(r) for r in renders] == [1, 1, 2]
     assert "red" in renders[0][0]
     assert "green" in renders[2][-1]
+
+
+class BlockedReaders:
+    """Frees whoever waits to read a FIFO (a writer can open it only while a reader waits) and
+    counts them, so a reader blocked on the event loop fails the test instead of hanging it."""
+
+    def __init__(self, fifo: Path) -> None:
+        self.fifo = fifo
+        self.freed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> BlockedReaders:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader waits
+                continue
+            os.close(fd)  # the reader sees end of file and goes on
+            self.freed += 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+async def test_watching_a_fifo_never_opens_it(tmp_path: Path) -> None:
+    async with opened(tmp_path, [Reply(text="a")]) as run:
+        fifo = run.workspace / "pipe"
+        os.mkfifo(fifo)
+        assert (await REGISTRY.run(run.agent, "/watch pipe")).ok
+        with BlockedReaders(fifo) as readers:
+            await asyncio.wait_for(run.run("look at the pipe"), timeout=60)
+        events = await run.events()
+        (request,) = run.gateway.requests
+    assert readers.freed == 0  # nothing ever waited to read it
+    assert "Watched file pipe: (a FIFO, not a regular file; not shown)" in contents(request)
+    assert [end.reason for end in payloads(events, TurnEnd)] == ["completed"]
 
 
 async def test_a_plan_the_user_updates_is_re_rendered(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Reads are small and bounded (at most `max_bytes`, default 64 KiB, however large the file) and
 happen inside observe()/render(), which the agent loop calls on its thread between model
-invocations: a stat per render, and a bounded read when the stat changed.
+invocations: a stat per render, and a bounded read when the stat changed. Only a regular file is
+ever opened (`open_regular`): a FIFO or a device would block the whole loop.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from engine.context.egress import DEFAULT_SECRET_PATTERNS, secret_label
 from engine.gateway.base import NativeContent
 from engine.message import Message, Role, Source
 from engine.privacy import PrivatizationLabel
+from engine.tools.workspace import NotRegularFileError, open_regular
 
 DEFAULT_MAX_BYTES = 64 * 1024
 
@@ -74,7 +76,7 @@ class WatchArea:
         if stat == self._stat and stat is not None:
             return
         read = self._read()
-        digest = "" if read is None else self._hash(*read)
+        digest = self._hash(*read) if isinstance(read, tuple) else ""
         if digest != self._digest:
             self._dirty = True
         self._stat = stat
@@ -92,6 +94,10 @@ class WatchArea:
         if read is None:
             self._digest = ""
             return [Message(Role.user, f"Watched file {self.path}: (missing)", self.source)]
+        if isinstance(read, NotRegularFileError):
+            self._digest = ""
+            text = f"Watched file {self.path}: ({read.kind}, not a regular file; not shown)"
+            return [Message(Role.user, text, self.source)]
         data, size = read
         self._digest = self._hash(data, size)
         shown = data.decode("utf-8", errors="replace")
@@ -148,14 +154,17 @@ class WatchArea:
             return None
         return (stat.st_mtime_ns, stat.st_size)
 
-    def _read(self) -> tuple[bytes, int] | None:
-        """The first `max_bytes` bytes and the file's size; never more is read."""
+    def _read(self) -> tuple[bytes, int] | NotRegularFileError | None:
+        """The first `max_bytes` bytes and the file's size (never more is read); the refusal for
+        a FIFO, device or directory, which is never opened; None for a missing file."""
         if self._escaped():
             return None
         try:
-            with self._target.open("rb") as handle:
+            with open_regular(self._target, self.path) as handle:
                 data = handle.read(self.max_bytes)
                 size = max(os.fstat(handle.fileno()).st_size, len(data))
+        except NotRegularFileError as refused:
+            return refused
         except OSError:
             return None
         return data, size
