@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 command = getattr(session_commands, args.command)
                 return int(asyncio.run(command(args)))
             case "models":
-                return _models(args)
+                return _models(args, log_secrets)
             case "trust":
                 return _trust(args)
             case _:
@@ -230,7 +230,7 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     from app.printers import JsonPrinter, TextPrinter
-    from engine.agent.factory import held_secrets, open_agent
+    from engine.agent.factory import open_agent
     from engine.agent.session_config import load_session_config
     from engine.commands import REGISTRY
     from engine.config import load_config_report
@@ -243,7 +243,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         print("trellis: --cwd and --resume: a resumed session keeps its workspace", file=sys.stderr)
         return EXIT_USAGE
     if not cwd.is_dir():
-        print(f"trellis: --cwd {cwd} is not a directory", file=sys.stderr)
+        print(f"trellis: --cwd {storable_os_text(str(cwd))} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     policy = HeadlessPolicy(
         allow=frozenset(args.allow), approve_all=args.approve_all, deny_all=args.deny_all
@@ -256,9 +256,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         if loaded is None:  # resuming: an id or a unique prefix of one
             resume = (await store.resolve(args.resume)).id
             loaded = await load_session_config(store, resume, trust_project=args.trust_project)
-        config = _reported(loaded)
-        if log_secrets is not None:
-            log_secrets.redactor = held_secrets(config)
+        config = _reported(loaded, log_secrets)
         agent = await open_agent(
             config=config,
             cwd=cwd,
@@ -284,7 +282,9 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             finally:
                 await agent.dispose()
         if not args.json:
-            print(f"[session {agent.session_id}]", file=sys.stderr)
+            # a session enters the store with its first message: a command alone stores nothing
+            stored = "" if agent.stored else ", not stored: it holds no message"
+            print(f"[session {agent.session_id}{stored}]", file=sys.stderr)
         return EXIT_TURN_FAILED if printer.turn_failed else EXIT_OK
 
 
@@ -316,8 +316,13 @@ def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
             loop.remove_signal_handler(signum)
 
 
-def _reported(loaded: LoadedConfig) -> Config:
-    """The config, after one line on stderr naming what an untrusted project file could not set."""
+def _reported(loaded: LoadedConfig, log_secrets: RedactingLogFilter | None) -> Config:
+    """The config, after one line on stderr naming what an untrusted project file could not set;
+    from here on `trellis.log` is kept clear of the secrets it makes Trellis hold."""
+    if log_secrets is not None:
+        from engine.agent.factory import held_secrets
+
+        log_secrets.redactor = held_secrets(loaded.config)
     notice = loaded.project.notice() if loaded.project is not None else None
     if notice is not None:
         print(f"trellis: {notice}", file=sys.stderr)
@@ -386,7 +391,8 @@ async def _sessions(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return EXIT_USAGE
-    cwd = None if args.all else str((args.cwd or Path.cwd()).resolve())
+    # stored as the session's workspace is: a name that is not UTF-8 escaped (engine.os_text)
+    cwd = None if args.all else storable_os_text(str((args.cwd or Path.cwd()).resolve()))
     async with open_catalog(sessions_db_path()) as catalog:
         page = await catalog.list(cwd=cwd, limit=args.limit)
     if args.json:
@@ -406,10 +412,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _models(args: argparse.Namespace) -> int:
+def _models(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     from engine.config import load_config_report
 
-    config = _reported(load_config_report(Path.cwd(), trust_project=args.trust_project))
+    loaded = load_config_report(Path.cwd(), trust_project=args.trust_project)
+    config = _reported(loaded, log_secrets)
     for name, entry in config.models.items():
         marker = "*" if name == config.default_model else " "
         target = entry.model or entry.provider

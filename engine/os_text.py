@@ -9,7 +9,9 @@ was shown leads back to the same bytes.
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 _SURROGATE_ESCAPED = range(0xDC80, 0xDD00)
 """The surrogates `surrogateescape` makes from the bytes 0x80-0xFF."""
@@ -63,3 +65,15 @@ def storable_os_text(text: str) -> str:
     """Free text from the OS (a prompt from argv, a working directory): verbatim when it is
     Unicode, else escaped like a name, so ordinary text keeps its backslashes as typed."""
     return text if is_storable(text) else escape_os_text(text)
+
+
+def stored_os_path(text: str) -> Path:
+    """The path that OS text stored by `storable_os_text` names (a session's working directory).
+
+    The escape is undone; since Unicode text is stored verbatim, a path that exists only as
+    written (a directory literally named `caf\\xe9`) is taken as written. Touches the file system.
+    """
+    raw = unescape_os_text(text)
+    if raw != text and not os.path.lexists(raw) and os.path.lexists(text):
+        return Path(text)
+    return Path(raw)

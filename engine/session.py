@@ -3,6 +3,10 @@
 The event stream contract (DESIGN.md, "Agent"): `subscribe(fn, from_seq=N)` delivers the stored events
 from N and then follows live with no gap and no duplicate; `stream(from_seq)` is the same as an async
 iterator with a bounded queue for consumers that may fall behind.
+
+A new session is stored lazily: it enters the store with its first `user/message` (the events
+before it, a model binding, Areas, pins, are stored together with it), so opening a session and
+leaving it without a word (a failed slash command) leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from engine.events import (
     Event,
@@ -19,6 +23,7 @@ from engine.events import (
     Payload,
     Scope,
     StreamOverflow,
+    UserMessage,
     make_event,
     make_live_event,
 )
@@ -35,12 +40,18 @@ STREAM_QUEUE_SIZE = 10_000
 
 _CATCH_UP_CHUNK = 500
 
+Create = Callable[[], Awaitable[object]]
+"""Creates the session in the store (with its id, leased to this writer)."""
+
 
 class Session:
     """Appends are synchronous and checked; `flush()` makes them durable in one batch.
 
     Subscribers are called after each append, in subscription order; one that raises is logged and
     does not stop the others or the append.
+
+    With `create` the session is not in the store yet: flushes keep the events in memory until
+    one of them is a `user/message`; that flush calls `create`, then stores them all.
     """
 
     def __init__(
@@ -50,6 +61,7 @@ class Session:
         events: Sequence[Event] = (),
         *,
         clock: Callable[[], float] = time.time,
+        create: Create | None = None,
     ) -> None:
         self.id = session_id
         self._store = store
@@ -59,6 +71,14 @@ class Session:
         self._durable = len(self._events)
         self._subscribers: list[Subscriber] = []
         self._flush_lock = asyncio.Lock()
+        self._create = create
+        self._worded = any(isinstance(e.data, UserMessage) for e in self._events)
+
+    @property
+    def stored(self) -> bool:
+        """Whether the session is in the store (false without a store, and until a new
+        session's first `user/message` was flushed)."""
+        return self._store is not None and self._create is None
 
     @property
     def events(self) -> Sequence[Event]:
@@ -89,6 +109,7 @@ class Session:
         check_storable(event)  # an event the store cannot write would wedge every later flush
         self._state.apply(event)
         self._events.append(event)
+        self._worded = self._worded or isinstance(payload, UserMessage)
         self._notify(event)
         return event
 
@@ -172,7 +193,8 @@ class Session:
         """Hand every unacknowledged event to the store and wait until it is durable.
 
         On failure the events stay pending here (the store keeps none of the batch) and the next
-        flush sends them again; the store's error propagates.
+        flush sends them again; the store's error propagates. A session not yet created keeps
+        its events pending until it holds a `user/message`.
         """
         if self._store is None:
             self._durable = len(self._events)
@@ -186,6 +208,11 @@ class Session:
             end = len(self._events)
             if end == self._durable:
                 return
+            if self._create is not None:
+                if not self._worded:
+                    return  # nothing the user said yet: no session to store
+                await self._create()
+                self._create = None
             await store.append(self.id, self._events[self._durable : end])
             await store.flush(self.id)
             self._durable = end

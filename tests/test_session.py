@@ -14,6 +14,8 @@ from engine.events import (
     AssistantMessage,
     Event,
     LiveEvent,
+    ModelBind,
+    PinAdd,
     StepStart,
     TurnEnd,
     TurnStart,
@@ -324,3 +326,68 @@ async def test_without_a_store_flush_only_marks_events_durable() -> None:
     session.append(UserMessage(content="a"))
     await session.flush()
     assert session.pending == 0
+
+
+# --- a new session enters the store with its first user/message ----------------------------------
+
+
+class Creation:
+    """The `create` a new Session is given: counts its calls, fails while `fail` is set."""
+
+    def __init__(self, store: RecordingStore) -> None:
+        self.store = store
+        self.calls = 0
+        self.fail = False
+
+    async def __call__(self) -> None:
+        if self.fail:
+            raise FlushFailed("database locked")
+        assert self.store.batches == []  # created before anything is appended to it
+        self.calls += 1
+
+
+def unstored_session(store: RecordingStore, creation: Creation) -> Session:
+    return Session("s1", as_store(store), create=creation)
+
+
+async def test_a_new_session_keeps_its_events_until_the_first_user_message() -> None:
+    store = RecordingStore()
+    creation = Creation(store)
+    session = unstored_session(store, creation)
+    session.append(ModelBind(model="m", grant_epoch=1))
+    session.append(PinAdd(pin_id="pin1", text="short answers"))
+    await session.flush()
+    assert (creation.calls, store.batches, session.pending, session.stored) == (0, [], 2, False)
+
+    session.append(UserMessage(content="hello"))
+    await session.flush()
+    assert (creation.calls, store.batches, session.pending, session.stored) == (
+        1,
+        [[0, 1, 2]],
+        0,
+        True,
+    )
+    session.append(UserMessage(content="again"))
+    await session.flush()
+    assert (creation.calls, store.batches) == (1, [[0, 1, 2], [3]])
+
+
+async def test_a_failed_creation_stores_nothing_and_the_next_flush_creates_it() -> None:
+    store = RecordingStore()
+    creation = Creation(store)
+    session = unstored_session(store, creation)
+    session.append(UserMessage(content="hello"))
+    creation.fail = True
+    with pytest.raises(FlushFailed):
+        await session.flush()
+    assert (store.batches, session.pending, session.stored) == ([], 1, False)
+    creation.fail = False
+    await session.flush()
+    assert (creation.calls, store.committed_seqs, session.stored) == (1, [0], True)
+
+
+def test_a_session_without_a_store_is_never_stored() -> None:
+    session = make_session()
+    session.append(UserMessage(content="hello"))
+    assert not session.stored
+    assert make_session(RecordingStore()).stored  # opened on a stored session

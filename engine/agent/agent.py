@@ -34,7 +34,6 @@ from engine.context.area import ContextAreaImplementation
 from engine.context.areas import SubtaskArea
 from engine.errors import TrellisError
 from engine.events import (
-    AgentError,
     AgentState,
     Attachment,
     Event,
@@ -114,6 +113,12 @@ class Agent:
     def log(self) -> Sequence[Event]:
         """The session's durable events in seq order (read-only)."""
         return self._rt.session.events
+
+    @property
+    def stored(self) -> bool:
+        """Whether the session is in the store: a new one enters it with its first
+        `user/message` (a prompt or an injected context), so until then it may vanish."""
+        return self._rt.session.stored
 
     @property
     def unflushed(self) -> int:
@@ -389,6 +394,10 @@ class Agent:
         if self._fork is None:
             raise TrellisError("this session is not stored, so it cannot be forked")
         await self._rt.session.flush()
+        if not self._rt.session.stored:
+            raise TrellisError(
+                "this session is not stored yet (it holds no message), so it cannot be forked"
+            )
         return await self._fork(self._rt.session.next_seq)
 
     # --- the runner ------------------------------------------------------------------------------
@@ -445,12 +454,11 @@ class Agent:
             decision = await run_admission(self._listeners, submission)
         except Exception as exc:
             log.exception("prompt listener failed")
-            message = f"A prompt listener failed: {exc}"
-            rt.session.emit(AgentError(turn=None, message=message))
+            message = rt.report_error(None, f"A prompt listener failed: {exc}")
             handle.finish(Blocked(message))
             return
         if isinstance(decision, Reject):
-            rt.session.emit(AgentError(turn=None, message=f"Prompt blocked: {decision.reason}"))
+            rt.report_error(None, f"Prompt blocked: {decision.reason}")
             handle.finish(Blocked(decision.reason))
             return
         if self._closed:
@@ -463,8 +471,7 @@ class Agent:
             # dying with the inbox (and `when_idle`/`dispose` raising).
             rt.assembler.end_turn()
             log.exception("session %s: the turn could not start", self.session_id)
-            message = f"The turn could not start: {exc}"
-            rt.session.emit(AgentError(turn=None, message=message))
+            message = rt.report_error(None, f"The turn could not start: {exc}")
             handle.finish(Dropped(message))
             return
         await self._run_turn(submission, decision, handle)
@@ -527,9 +534,7 @@ class Agent:
                 await rt.session.flush()  # checkpoint: turn end
             except Exception as exc:
                 log.exception("session %s: flush at turn end failed", self.session_id)
-                rt.session.emit(
-                    AgentError(turn=number, message=f"Saving the session failed: {exc}")
-                )
+                rt.report_error(number, f"Saving the session failed: {exc}")
 
     def _title(self, prompt: str) -> None:
         """spec: the title is the first line of the first prompt, trimmed (the admitted prompt,

@@ -20,6 +20,7 @@ from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
 from engine.gateway.base import Gateway
 from engine.gateway.factory import api_key_env_of, make_gateway
+from engine.os_text import storable_os_text, stored_os_path
 from engine.paths import trust_file_path, user_config_file
 from engine.redaction import Redactor
 from engine.session import Session
@@ -67,12 +68,13 @@ async def open_agent(
     clock: Callable[[], float] = time.time,
 ) -> Agent:
     """A ready Agent. With `session_id` the stored session is loaded (its writer lease taken, its
-    tail repaired) and its Context rebuilt from the log; otherwise a new session is created.
+    tail repaired) and its Context rebuilt from the log; otherwise a new session is opened, which
+    enters the store (with its id, leased to this store) at its first `user/message`.
 
     `gateway` replaces the one the model entry would make (tests pass a ScriptedGateway).
     Raises ConfigError for an unknown model, StoreError for store problems, AreaLoadError for a
     configured Area that cannot be loaded, McpServerError for a configured MCP server that fails
-    to start (before a new session is created: a broken server is reported, not silently dropped).
+    to start (a broken server is reported, not silently dropped).
     """
 
     secrets = held_secrets(config)
@@ -90,29 +92,34 @@ async def open_agent(
     events: tuple[Event, ...] = ()
     made: tuple[str, Gateway, str] | None = None
     areas: list[ContextAreaImplementation] = []
+    create: Callable[[], Awaitable[object]] | None = None
     if session_id is not None:
         if store is None:
             raise ValueError("resuming a session needs a store")
         loaded = await store.load(session_id)
         events = loaded.events
-        workspace = Path(loaded.info.cwd)
+        workspace = await asyncio.to_thread(stored_os_path, loaded.info.cwd)
         kinds = restorable_kinds(entry.path for entry in config.areas)
         mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
     else:
         workspace = await asyncio.to_thread(cwd.resolve)
         name, _ = config.model(model)
-        # Everything that can fail on bad input (script, configured Areas) fails before the
-        # session is created, so a mistake leaves no empty session behind.
         if gateway is None:
             made = (name, *gateway_for(name))
         areas = [load_area(entry.path, entry.args) for entry in config.areas]
         kinds = BUILTIN_KINDS
         mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
+        session_id = uuid.uuid4().hex
         if store is not None:
-            session_id = (await store.create(cwd=str(workspace), model=name)).id
-        else:
-            session_id = uuid.uuid4().hex
-    session = Session(session_id, store, events, clock=clock)
+            # stored at its first user/message, so a session left without a word (a failed
+            # slash command) leaves nothing behind; a directory name that is not UTF-8 is escaped
+            created, cwd_text = store, storable_os_text(str(workspace))
+
+            async def create_session() -> object:
+                return await created.create(cwd=cwd_text, model=name, session_id=session.id)
+
+            create = create_session
+    session = Session(session_id, store, events, clock=clock, create=create)
     assembler = Assembler(config=config, session_id=session_id, workspace=workspace, events=events)
     grant = assembler.grants.active
     if grant is None or (model is not None and model != grant.model):
@@ -156,6 +163,7 @@ async def open_agent(
         rebuilt=rebuilt,
         area_kinds=kinds,
         gateway_factory=gateway_for,
+        redact=secrets,
         options=options or agent_options(config, binding.entry.max_retries),
     )
     agent = Agent(

@@ -48,6 +48,7 @@ from engine.events import (
 from engine.gateway.base import Gateway, ToolSpec
 from engine.message import AdditionalContext, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.redaction import Redactor
 from engine.session import Session
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
 from engine.tools.permission import PermissionBroker
@@ -80,8 +81,11 @@ class Runtime:
         rebuilt: RebuiltContext | None = None,
         area_kinds: Mapping[str, type[RestorableArea]] = BUILTIN_KINDS,
         gateway_factory: GatewayFactory | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.session = session
+        self.redact = redact if redact is not None else Redactor()
+        """Every secret the session holds; what a turn ends with or reports passes through it."""
         self.gateway = gateway
         self.model_id = model_id
         self.workspace = workspace
@@ -231,6 +235,13 @@ class Runtime:
             )
         )
 
+    def report_error(self, turn: int | None, message: str) -> str:
+        """Send `agent/error` with `message` redacted (an exception's text may quote a secret);
+        returns the message as sent."""
+        message = self.redact(message)
+        self.session.emit(AgentError(turn=turn, message=message))
+        return message
+
     # --- status --------------------------------------------------------------------------------
 
     def set_status(self, status: AgentState) -> None:
@@ -286,11 +297,7 @@ class Runtime:
                 contexts.extend(hook(call, output))
             except Exception as exc:
                 log.exception("tool hook %r failed", hook)
-                self.session.emit(
-                    AgentError(
-                        turn=self.session.state.open_turn, message=f"A tool hook failed: {exc}"
-                    )
-                )
+                self.report_error(self.session.state.open_turn, f"A tool hook failed: {exc}")
         return contexts
 
     def offer_subtask_done(self, area: SubtaskArea) -> None:

@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 
 from engine.config import LoadedConfig, load_config_report
+from engine.os_text import stored_os_path
 from engine.store.base import SessionStore
 from engine.trust import TrustStore
 
@@ -29,10 +30,13 @@ async def load_session_config(
     `load_config_report` does. The files are read in a worker thread.
     """
     info = await store.info(session_id)
-    return await asyncio.to_thread(
-        load_config_report,
-        Path(info.cwd),
-        user_file=user_file,
-        trust_project=trust_project,
-        trust_store=trust_store,
-    )
+
+    def load() -> LoadedConfig:
+        return load_config_report(
+            stored_os_path(info.cwd),
+            user_file=user_file,
+            trust_project=trust_project,
+            trust_store=trust_store,
+        )
+
+    return await asyncio.to_thread(load)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from engine.agent.retry import with_retries
 from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
 from engine.events import (
-    AgentError,
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
@@ -151,12 +150,12 @@ class Turn:
         except EgressRefusedError as exc:
             reason, message = "egress", str(exc)
         except GatewayError as exc:
-            reason, message = "error", str(exc)
-            self.rt.session.emit(AgentError(turn=self.number, message=message))
+            reason, message = "error", self.rt.report_error(self.number, str(exc))
         except Exception as exc:
             log.exception("turn %d failed", self.number)
-            reason, message = "error", f"{type(exc).__name__}: {exc}"
-            self.rt.session.emit(AgentError(turn=self.number, message=message))
+            reason = "error"
+            message = self.rt.report_error(self.number, f"{type(exc).__name__}: {exc}")
+        message = self.rt.redact(message)  # an exception's text may quote a secret
         self._close(reason, message)
         self.end_reason, self.end_message = reason, message
         return reason

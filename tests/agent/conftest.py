@@ -31,7 +31,7 @@ from engine.gateway.base import GatewayType
 from engine.gateway.codecs import codec_for
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Message, Role, Source, ToolCall
-from engine.store import StoreError
+from engine.store import StoreError, UnknownSessionError
 from engine.store.sqlite import SQLiteStore
 from engine.tools import (
     PermissionQuestion,
@@ -107,8 +107,12 @@ async def store(tmp_path: Path) -> AsyncIterator[FlakyStore]:
 
 
 async def stored_log(store: SQLiteStore, session_id: str) -> tuple[Event, ...]:
-    """The log as the store holds it (read without a lease; an open tail shows its repair)."""
-    return (await store.inspect(session_id)).events
+    """The log as the store holds it (read without a lease; an open tail shows its repair);
+    empty for a session not stored yet (a new session enters the store with its first message)."""
+    try:
+        return (await store.inspect(session_id)).events
+    except UnknownSessionError:
+        return ()
 
 
 # --- building agents ------------------------------------------------------------------------------

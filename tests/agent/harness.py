@@ -50,7 +50,10 @@ class Opened:
         await self.agent.when_idle()
 
     async def events(self) -> tuple[Event, ...]:
+        """What the store holds: nothing for a session not stored yet (it has no message)."""
         await self.agent.when_idle()
+        if not self.agent.stored:
+            return ()
         return (await self.store.inspect(self.agent.session_id)).events
 
 

@@ -18,6 +18,7 @@ from engine.events import (
     PermissionDecision,
     SessionTitle,
     ToolCallRecord,
+    ToolResultRecord,
     TurnEnd,
     UserMessage,
     decode_event,
@@ -270,6 +271,21 @@ def test_an_unknown_command_as_the_prompt(inproc: InProcess) -> None:
     assert "pinned pin1" in out
 
 
+def test_a_failed_command_leaves_no_session_behind(env: Env) -> None:
+    failed = env.run("run", "-p", "/bogus")
+    assert failed.code == 2
+    assert "unknown command /bogus" in failed.stderr
+    pinned = env.run("run", "-p", "/pin short answers")  # a command alone says nothing either
+    assert pinned.code == 0, pinned.stderr
+    assert "not stored: it holds no message" in pinned.stderr
+    listed = env.run("sessions")
+    assert listed.code == 0
+    assert listed.stdout.startswith("no sessions")
+    assert env.sessions() == []
+    injected = env.run("run", "-p", "/inject the build is green")  # a message: stored
+    assert env.sessions() == [session_of(injected.stderr)]
+
+
 def test_sessions_lists_the_stored_sessions(env: Env) -> None:
     done = env.run("run", "-p", "First prompt line\nmore")
     session_id = session_of(done.stderr)
@@ -293,6 +309,28 @@ def test_sessions_by_workspace(inproc: InProcess, tmp_path: Path) -> None:
     code, out, _ = inproc.main("sessions", "--all", "--cwd", str(elsewhere))
     assert session_id in out
     assert "stored here" in out
+
+
+def test_a_workspace_whose_name_is_not_utf8(env: Env, tmp_path: Path) -> None:
+    workspace = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("remember the milk\n")
+    (workspace / ".trellis").mkdir()  # untrusted: its model entry is skipped, and said so
+    (workspace / ".trellis" / "config.toml").write_text('[models.x]\nprovider = "scripted"\n')
+    empty = env.run("sessions", cwd=workspace)
+    assert (empty.code, empty.stderr) == (0, "")
+    assert empty.stdout.startswith(f"no sessions in {tmp_path}/caf\\xe9 ")
+    done = env.run("run", "-p", "hello", cwd=workspace)
+    assert done.code == 0, done.stderr
+    session_id = session_of(done.stderr)
+    listed = env.run("sessions", cwd=workspace)
+    assert (listed.code, listed.stdout.split()[:1]) == (0, [session_id])
+    # resumed from elsewhere, it runs in its own workspace: the tool reads the file there
+    resumed = env.run("run", "--resume", session_id, "-p", "read notes.txt", cwd=tmp_path)
+    assert resumed.code == 0, resumed.stderr
+    assert "skipped models.x" in resumed.stderr  # with its own workspace's config
+    results = payloads(env.stored(session_id), ToolResultRecord)
+    assert [(r.is_error, "remember the milk" in r.content) for r in results] == [(False, True)]
 
 
 def test_models_lists_the_configured_entries(env: Env) -> None:
