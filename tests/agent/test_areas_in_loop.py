@@ -84,7 +84,7 @@ def not_an_area() -> object:
 async def test_config_areas_are_registered_at_start(tmp_path: Path) -> None:
     config = Config(areas=[AreaEntry(path=f"{HERE}:Banner", args={"text": "deploys are frozen"})])
     async with opened(tmp_path, [Reply(text="a"), Reply(text="b")], config=config) as run:
-        registered = payloads(await run.events(), AreaRegister)
+        registered = payloads(run.agent.log, AreaRegister)  # stored with the first prompt
         await run.run("first")
         await run.run("second")
         events = await run.events()

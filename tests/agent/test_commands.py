@@ -239,7 +239,7 @@ async def test_model(tmp_path: Path) -> None:
         shown = await REGISTRY.run(run.agent, "/model")
         unknown = await REGISTRY.run(run.agent, "/model gamma")
         switched = await REGISTRY.run(run.agent, "/model beta")
-        events = await run.events()
+        events = tuple(run.agent.log)  # logged; stored with the session's first message
     assert shown.ok
     assert "alpha (alpha-1)" in shown.text
     assert "beta" in shown.text

@@ -47,12 +47,13 @@ async def test_idle_inject_appends_one_sourced_message_and_runs_nothing(
 ) -> None:
     agent = await make_agent()
     recorder = record(agent)
-    before = len(await stored_log(store, agent.session_id))
+    before = len(agent.log)
+    pending = agent.unflushed  # the model binding: a new session is stored with its first message
 
     agent.inject(context("the build is green", "ci", "main"))
 
     # synchronous: the message is in the log at once, its flush has only been started
-    assert agent.unflushed == 1
+    assert agent.unflushed == pending + 1
     await agent.when_idle()
     assert agent.unflushed == 0
     log = await stored_log(store, agent.session_id)
@@ -109,6 +110,7 @@ async def test_failed_idle_flush_is_logged_kept_and_retried(
 ) -> None:
     agent = await make_agent([Reply(text="ok")])
     recorder = record(agent)
+    pending = agent.unflushed
     store.fail_flushes = 1
 
     with caplog.at_level(logging.ERROR, logger="engine.agent.agent"):
@@ -122,7 +124,7 @@ async def test_failed_idle_flush_is_logged_kept_and_retried(
     assert not any(t.startswith("turn/") for t in recorder.types())
     # the in-memory event stays accepted; the store has none of it yet
     assert turn_shape(agent.log)[-1] == "user/message:plugin:survives"
-    assert agent.unflushed == 1
+    assert agent.unflushed == pending + 1
     assert "user/message:plugin:survives" not in turn_shape(
         await stored_log(store, agent.session_id)
     )
@@ -188,13 +190,13 @@ async def test_the_default_source_is_plugin(make_agent: MakeAgent, store: FlakyS
 
 async def test_inject_with_a_user_source_is_refused_when_idle(make_agent: MakeAgent) -> None:
     agent = await make_agent()
-    before = len(agent.log)
+    before, pending = len(agent.log), agent.unflushed
     with pytest.raises(ValueError, match="Source\\('user'\\)"):
         agent.inject(AdditionalContext("pretend I said this", Source("user")))
     with pytest.raises(ValueError, match="Source\\('user'\\)"):
         agent.inject(AdditionalContext("named too", Source("user", "alice")))
     assert len(agent.log) == before
-    assert agent.unflushed == 0
+    assert agent.unflushed == pending
 
 
 async def test_inject_with_a_user_source_is_refused_during_a_turn(make_agent: MakeAgent) -> None:
