@@ -27,6 +27,7 @@ from engine.config import Config, load_config_report
 from engine.errors import TrellisError
 from engine.events import ModelBind
 from engine.gateway.base import Gateway, GatewayType
+from engine.os_text import storable_os_text
 from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
 from engine.store.sqlite import SQLiteStore
@@ -150,7 +151,8 @@ class TrellisApp(App[None]):
         """F4: this directory's sessions, or every workspace's on a toggle."""
         if self.store is None:
             return
-        here = await self.store.list(cwd=str(self._cwd), limit=BROWSER_LIMIT)
+        # stored as the workspace is: a name that is not UTF-8 escaped (engine.os_text)
+        here = await self.store.list(cwd=storable_os_text(str(self._cwd)), limit=BROWSER_LIMIT)
         everywhere = await self.store.list(limit=BROWSER_LIMIT)
         browser = SessionBrowser(here.sessions, everywhere.sessions, str(self._cwd))
         await self.push_screen(browser, callback=self._chosen)
