@@ -269,3 +269,13 @@ def test_a_long_session_opens_at_its_end(
     session_id = asyncio.run(long_session())
     app = ConsoleTestApp(workspace, data, [], session_id=session_id)
     assert snap_compare(app, terminal_size=(100, 30), run_before=scene())
+
+
+def test_a_light_theme(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
+    app = make(READ, tools=ToolRegistry([ReadFile()]))
+
+    async def run(pilot: Pilot[None]) -> None:
+        pilot.app.theme = "textual-light"
+        await scene("/inject the build is green", "read notes.txt")(pilot)
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
