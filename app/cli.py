@@ -300,14 +300,11 @@ def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
     instead of the process dying with the turn open and the command still running."""
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
-    for name in STOP_SIGNALS:
-        signum = getattr(signal, name, None)  # SIGHUP does not exist on Windows
-        if signum is None:
-            continue
-        try:
-            loop.add_signal_handler(signum, agent.cancel)
-        except NotImplementedError:  # an event loop without signal support (Windows)
-            continue
+    # Windows event loops take no signal handlers (and have no SIGHUP): Ctrl-C stays the way out
+    names = () if sys.platform == "win32" else STOP_SIGNALS
+    for name in names:
+        signum: signal.Signals = getattr(signal, name)
+        loop.add_signal_handler(signum, agent.cancel)
         handled.append(signum)
     try:
         yield
