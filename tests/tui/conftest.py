@@ -7,9 +7,10 @@ snapshot tests compare pixels. Snapshot baselines live in the repository's `snap
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,17 @@ character counts on screen, and pytest's own temp paths change length from run t
 
 
 @pytest.fixture
-def workspace() -> Path:
+def workspace() -> Iterator[Path]:
+    """The fixed path is shared by every test run on this machine (several checkouts may run their
+    suites at once), so a test holds an exclusive lock on it for its whole run."""
     root = SNAPSHOT_WORKSPACE
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    (root / "notes.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
-    return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        (root / "notes.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
+        yield root
 
 
 @pytest.fixture
