@@ -267,7 +267,8 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             responder=policy,
         )
         printer = JsonPrinter() if args.json else TextPrinter()
-        agent.subscribe(printer, from_seq=0)  # the events of opening (model/bind, areas) first
+        # the events of opening (model/bind, areas) first; a resumed session's from the store
+        await agent.subscribe_from(printer, 0)
         with _cancel_on_stop_signals(agent):
             try:
                 if REGISTRY.is_command(args.prompt):

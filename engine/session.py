@@ -4,6 +4,11 @@ The event stream contract (DESIGN.md, "Agent"): `subscribe(fn, from_seq=N)` deli
 from N and then follows live with no gap and no duplicate; `stream(from_seq)` is the same as an async
 iterator with a bounded queue for consumers that may fall behind.
 
+A session reopened from the store (`Session.reopen`) streams its stored log once, in chunks, through
+the consumers that rebuild the working state (the Context, the grants, the invariants' position),
+and holds only the events appended after: a view that asks for older events (`read`, `chunks`,
+`subscribe_from`, `stream`) reads them from the store by range.
+
 A new session is stored lazily: it enters the store with its first `user/message` (the events
 before it, a model binding, Areas, pins, are stored together with it), so opening a session and
 leaving it without a word (a failed slash command) leaves nothing behind.
@@ -17,18 +22,21 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from engine.collector import collector_paused
 from engine.events import (
     Event,
     LiveEvent,
     Payload,
     Scope,
+    SessionTitle,
     StreamOverflow,
     UserMessage,
     make_event,
     make_live_event,
 )
-from engine.invariants import LogState, check_storable
+from engine.invariants import InvariantError, LogState, check_storable
 from engine.store.base import SessionStore
+from engine.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,8 @@ STREAM_QUEUE_SIZE = 10_000
 """How many events an `events()` consumer may fall behind before it gets `stream/overflow`."""
 
 _CATCH_UP_CHUNK = 500
+READ_CHUNK = 4_096
+"""Events per range read of the stored log (resume, a rebind's replay, catch-up)."""
 
 Create = Callable[[], Awaitable[object]]
 """Creates the session in the store (with its id, leased to this writer)."""
@@ -66,13 +76,52 @@ class Session:
         self.id = session_id
         self._store = store
         self._clock = clock
-        self._events: list[Event] = list(events)
-        self._state = LogState.of(self._events)
-        self._durable = len(self._events)
+        self._held: list[Event] = list(events)
+        self._start = 0  # the seq of the first held event; those before it are in the store only
+        self._state = LogState.of(self._held)
+        self._durable = len(self._held)  # the seq after the last event the store acknowledged
         self._subscribers: list[Subscriber] = []
         self._flush_lock = asyncio.Lock()
         self._create = create
-        self._worded = any(isinstance(e.data, UserMessage) for e in self._events)
+        self._worded = any(isinstance(e.data, UserMessage) for e in self._held)
+        self._titled = any(isinstance(e.data, SessionTitle) for e in self._held)
+
+    @classmethod
+    async def reopen(
+        cls,
+        session_id: str,
+        store: SessionStore,
+        *,
+        follow: Callable[[Event], None],
+        clock: Callable[[], float] = time.time,
+    ) -> Session:
+        """A stored session whose writer lease this store holds (`SessionStore.acquire`): its log
+        is read by range, checked against the invariants (once: the lease did not check it) and
+        passed to `follow` event by event, in chunks, and none of it is held. Raises
+        `StoreError` for a log that breaks an invariant."""
+        session = cls(session_id, store, clock=clock)
+        state = session._state
+        end = (await store.info(session_id)).event_count
+        while state.next_seq < end:
+            last = min(end, state.next_seq + READ_CHUNK) - 1
+            chunk = await store.read(session_id, state.next_seq, last)
+            if not chunk:
+                break
+            with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+                for event in chunk:
+                    try:
+                        state.check_payload(event.seq, event.data)
+                    except InvariantError as exc:
+                        raise StoreError(f"session {session_id!r} is corrupt: {exc}") from exc
+                    state.apply(event)
+                    kind = type(event.data)
+                    session._worded = session._worded or kind is UserMessage
+                    session._titled = session._titled or kind is SessionTitle
+                    follow(event)
+        if state.next_seq != end:
+            raise StoreError(f"session {session_id!r}: {end} events stored, {state.next_seq} read")
+        session._start = session._durable = end
+        return session
 
     @property
     def stored(self) -> bool:
@@ -81,8 +130,19 @@ class Session:
         return self._store is not None and self._create is None
 
     @property
-    def events(self) -> Sequence[Event]:
-        return self._events
+    def held(self) -> Sequence[Event]:
+        """The events held in memory, from seq `held_from` on: the whole log, except for a
+        session reopened from the store, which holds what was appended since."""
+        return self._held
+
+    @property
+    def held_from(self) -> int:
+        return self._start
+
+    @property
+    def titled(self) -> bool:
+        """Whether the log carries a `session/title`."""
+        return self._titled
 
     @property
     def state(self) -> LogState:
@@ -96,7 +156,7 @@ class Session:
     @property
     def pending(self) -> int:
         """Events appended but not yet acknowledged by the store."""
-        return len(self._events) - self._durable
+        return self._state.next_seq - self._durable
 
     def append(self, payload: Payload) -> Event:
         """Check and append one durable event; raises `InvariantError` (`UnstorableEventError` for
@@ -108,8 +168,9 @@ class Session:
         event = make_event(payload, seq, self._clock())
         check_storable(event)  # an event the store cannot write would wedge every later flush
         self._state.apply(event)
-        self._events.append(event)
+        self._held.append(event)
         self._worded = self._worded or isinstance(payload, UserMessage)
+        self._titled = self._titled or isinstance(payload, SessionTitle)
         self._notify(event)
         return event
 
@@ -119,9 +180,27 @@ class Session:
         self._notify(event)
         return event
 
-    def read(self, start: int, end: int) -> Sequence[Event]:
-        """The durable events with `start <= seq < end` (clamped to the log)."""
-        return self._events[max(start, 0) : max(end, 0)]
+    async def read(self, start: int, end: int) -> Sequence[Event]:
+        """The durable events with `start <= seq < end` (clamped to the log); those not held are
+        read from the store."""
+        start, end = max(start, 0), min(max(end, 0), self._state.next_seq)
+        if start >= end:
+            return ()
+        stored: list[Event] = []
+        if start < self._start:
+            assert self._store is not None  # only a reopened session holds less than its log
+            stored = await self._store.read(self.id, start, min(end, self._start) - 1)
+        held = self._held[max(start - self._start, 0) : end - self._start]
+        return [*stored, *held] if stored else held
+
+    async def chunks(self, start: int = 0) -> AsyncIterator[Sequence[Event]]:
+        """The log from `start` to its end, in chunks read by range; it ends at the log's end as
+        it stands after the last chunk (no await between that check and the caller's next step)."""
+        next_seq = max(start, 0)
+        while next_seq < self._state.next_seq:
+            chunk = await self._read_some(next_seq, next_seq + READ_CHUNK)
+            next_seq += len(chunk)
+            yield chunk
 
     def subscribe(
         self, subscriber: Subscriber, *, from_seq: int | None = None
@@ -130,15 +209,16 @@ class Session:
 
         With `from_seq` the stored events from that seq are delivered first, inside this call, and
         live events follow: no gap and no duplicate, because appends happen on this loop only.
+        Only held events can be delivered inside the call (`ValueError` for an earlier
+        `from_seq`); `subscribe_from` catches up from any seq.
         """
         if from_seq is not None:
-            for event in self._events[max(from_seq, 0) :]:
-                try:
-                    subscriber(event)
-                except Exception:
-                    log.exception(
-                        "session %s: subscriber %r failed on catch-up", self.id, subscriber
-                    )
+            if from_seq < self._start:
+                raise ValueError(
+                    f"session {self.id}: events before seq {self._start} are not held; "
+                    "catch up with subscribe_from"
+                )
+            self._catch_up(subscriber, self._held[from_seq - self._start :])
         self._subscribers.append(subscriber)
 
         def unsubscribe() -> None:
@@ -146,6 +226,32 @@ class Session:
                 self._subscribers.remove(subscriber)
 
         return unsubscribe
+
+    async def subscribe_from(self, subscriber: Subscriber, from_seq: int) -> Callable[[], None]:
+        """`subscribe(subscriber, from_seq=...)` from any seq: the events not held are read from
+        the store and delivered first, then the held ones and live ones follow as `subscribe`
+        delivers them, with no gap and no duplicate."""
+        next_seq = max(from_seq, 0)
+        while next_seq < self._start:
+            chunk = await self._read_some(next_seq, min(self._start, next_seq + READ_CHUNK))
+            self._catch_up(subscriber, chunk)
+            next_seq += len(chunk)
+        return self.subscribe(subscriber, from_seq=next_seq)
+
+    def _catch_up(self, subscriber: Subscriber, events: Sequence[Event]) -> None:
+        for event in events:
+            try:
+                subscriber(event)
+            except Exception:
+                log.exception("session %s: subscriber %r failed on catch-up", self.id, subscriber)
+
+    async def _read_some(self, start: int, end: int) -> Sequence[Event]:
+        """`read`, refusing a store that returns nothing where the log has events (a loop over
+        the log would not advance)."""
+        chunk = await self.read(start, end)
+        if not chunk:
+            raise StoreError(f"session {self.id!r}: the store returned no events from seq {start}")
+        return chunk
 
     async def stream(
         self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
@@ -167,7 +273,7 @@ class Session:
             try:
                 while next_seq < boundary:
                     for event in tuple(
-                        self.read(next_seq, min(boundary, next_seq + _CATCH_UP_CHUNK))
+                        await self.read(next_seq, min(boundary, next_seq + _CATCH_UP_CHUNK))
                     ):
                         next_seq = event.seq + 1
                         yield event
@@ -197,7 +303,7 @@ class Session:
         its events pending until it holds a `user/message`.
         """
         if self._store is None:
-            self._durable = len(self._events)
+            self._durable = self._state.next_seq
             return
         # Shielded: a caller cancelled mid-flush (a cancelled turn) must not leave the store with a
         # staged batch this log does not know was written; the next flush waits for this one.
@@ -205,7 +311,7 @@ class Session:
 
     async def _flush_locked(self, store: SessionStore) -> None:
         async with self._flush_lock:
-            end = len(self._events)
+            end = self._state.next_seq
             if end == self._durable:
                 return
             if self._create is not None:
@@ -213,7 +319,7 @@ class Session:
                     return  # nothing the user said yet: no session to store
                 await self._create()
                 self._create = None
-            await store.append(self.id, self._events[self._durable : end])
+            await store.append(self.id, self._held[self._durable - self._start : end - self._start])
             await store.flush(self.id)
             self._durable = end
 

@@ -77,6 +77,6 @@ async def test_loading_decodes_with_the_collector_paused(
         full_turn(session)
         await session.flush()
         loaded = await store.load(info.id)
-    assert loaded.events == tuple(session.events)
+    assert loaded.events == tuple(session.held)
     assert seen == [False]
     assert gc.isenabled()

@@ -98,7 +98,7 @@ def test_append_assigns_seq_and_time() -> None:
     second = session.append(TurnStart(turn=1))
     assert (first.seq, first.time, first.type) == (0, 1000.0, "user/message")
     assert (second.seq, second.time, second.type) == (1, 1000.5, "turn/start")
-    assert list(session.events) == [first, second]
+    assert list(session.held) == [first, second]
     assert session.pending == 2
     assert session.state.open_turn == 1
 
@@ -110,7 +110,7 @@ def test_subscribers_see_each_event_after_it_is_appended_in_order() -> None:
     def subscriber(name: str) -> None:
         def receive(event: Event | LiveEvent) -> None:
             assert isinstance(event, Event)
-            seen.append((name, event.seq, len(session.events)))
+            seen.append((name, event.seq, len(session.held)))
 
         session.subscribe(receive)
 
@@ -137,7 +137,7 @@ def test_a_raising_subscriber_is_logged_and_the_others_still_run(
         event = session.append(UserMessage(content="x"))
     assert event.seq == 0
     assert received == [0]
-    assert list(session.events) == [event]
+    assert list(session.held) == [event]
     assert "subscriber" in caplog.text
     assert "user/message" in caplog.text
     assert "subscriber bug" in caplog.text  # the traceback is kept
@@ -159,7 +159,7 @@ def test_invariant_error_appends_nothing_and_notifies_no_one() -> None:
     session.append(TurnStart(turn=1))
     received: list[Event | LiveEvent] = []
     session.subscribe(received.append)
-    before = (list(session.events), session.pending, session.state)
+    before = (list(session.held), session.pending, session.state)
 
     with pytest.raises(InvariantError) as caught:
         session.append(TurnStart(turn=2))
@@ -167,7 +167,7 @@ def test_invariant_error_appends_nothing_and_notifies_no_one() -> None:
     with pytest.raises(InvariantError, match="outside a step"):
         session.append(AssistantMessage(turn=1, step=1, content="early"))
 
-    assert (list(session.events), session.pending, session.state) == before
+    assert (list(session.held), session.pending, session.state) == before
     assert received == []
     # the next valid event takes the seq the refused one would have had
     assert session.append(TurnEnd(turn=1, reason="completed")).seq == 1
@@ -179,14 +179,14 @@ async def test_an_event_that_cannot_be_stored_is_refused_and_later_flushes_go_on
     session.append(TurnStart(turn=1))
     received: list[Event | LiveEvent] = []
     session.subscribe(received.append)
-    before = (list(session.events), session.pending, session.state)
+    before = (list(session.held), session.pending, session.state)
 
     with pytest.raises(UnstorableEventError, match="user/message cannot be stored") as caught:
         session.append(UserMessage(content="caf\udce9"))  # a lone surrogate: no JSON holds it
     assert isinstance(caught.value, InvariantError)
     assert caught.value.seq == 1
 
-    assert (list(session.events), session.pending, session.state) == before
+    assert (list(session.held), session.pending, session.state) == before
     assert received == []
     session.append(UserMessage(content="caf\\xe9"))
     await session.flush()
@@ -210,7 +210,7 @@ def test_live_events_reach_subscribers_but_never_the_log() -> None:
     assert isinstance(live, LiveEvent)
     assert (live.type, live.time) == ("agent/status", 1000.0)
     assert received == [live]
-    assert list(session.events) == []
+    assert list(session.held) == []
     assert session.pending == 0
     assert session.append(UserMessage(content="x")).seq == 0
 
@@ -221,7 +221,7 @@ def test_the_wrong_kind_of_payload_is_refused() -> None:
         session.append(AgentStatus(status="idle"))
     with pytest.raises(TypeError, match="not a live"):
         session.emit(UserMessage(content="x"))
-    assert list(session.events) == []
+    assert list(session.held) == []
 
 
 def test_opening_on_stored_events_continues_them() -> None:
@@ -253,7 +253,7 @@ async def test_flush_sends_exactly_the_pending_batch() -> None:
     session.append(TurnStart(turn=1))
     await session.flush()
     assert store.batches == [[0, 1]]
-    assert store.committed == list(session.events)
+    assert store.committed == list(session.held)
     assert session.pending == 0
 
     await session.flush()  # nothing pending: the store is not called

@@ -125,7 +125,7 @@ class TrellisApp(App[None]):
         )
         screen = MainScreen(self.agent)
         await self.push_screen(screen)
-        bridge(self.agent, screen, from_seq=0)
+        await bridge(self.agent, screen, from_seq=0)
 
     async def _open_replay(self, session_id: str) -> None:
         """A stored session played back, read without its writer lease (`inspect`)."""

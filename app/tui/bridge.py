@@ -23,10 +23,11 @@ class EngineEvent(Message):
         self.event = event
 
 
-def bridge(agent: Agent, target: MessagePump, *, from_seq: int) -> Callable[[], None]:
-    """Post every event of `agent` from `from_seq` on to `target`; returns the unsubscribe."""
+async def bridge(agent: Agent, target: MessagePump, *, from_seq: int) -> Callable[[], None]:
+    """Post every event of `agent` from `from_seq` on to `target` (a resumed session's older
+    events read from the store first); returns the unsubscribe."""
 
     def post(event: Event | LiveEvent) -> None:
         target.post_message(EngineEvent(event))
 
-    return agent.subscribe(post, from_seq=from_seq)
+    return await agent.subscribe_from(post, from_seq)

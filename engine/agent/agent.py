@@ -101,7 +101,6 @@ class Agent:
         self._turn: Turn | None = None
         self._flushes: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._titled: bool | None = None  # whether the log carries a session/title
 
     # --- identity and state ----------------------------------------------------------------------
 
@@ -111,8 +110,21 @@ class Agent:
 
     @property
     def log(self) -> Sequence[Event]:
-        """The session's durable events in seq order (read-only)."""
-        return self._rt.session.events
+        """The durable events held in memory, in seq order (read-only): the whole log of a
+        session opened in this process; of a resumed one, the events from `log_start` on (what
+        was appended since it was opened). `read_log` reads any range."""
+        return self._rt.session.held
+
+    @property
+    def log_start(self) -> int:
+        """The seq of the first event `log` holds (0 unless the session was resumed)."""
+        return self._rt.session.held_from
+
+    async def read_log(self, start: int = 0, end: int | None = None) -> Sequence[Event]:
+        """The durable events with `start <= seq < end` (`None`: to the end of the log); those
+        `log` does not hold are read from the store by range."""
+        session = self._rt.session
+        return await session.read(start, session.next_seq if end is None else end)
 
     @property
     def stored(self) -> bool:
@@ -222,10 +234,17 @@ class Agent:
     ) -> Callable[[], None]:
         """Every durable and live event of this session, as it happens; returns the unsubscribe.
 
-        With `from_seq` the stored events from that seq come first, then live ones, with no gap and
-        no duplicate. The callback runs inside the append, on the event loop: it must not block.
+        With `from_seq` the stored events from that seq come first, inside this call, then live
+        ones, with no gap and no duplicate; `from_seq` may not precede `log_start` (a resumed
+        session's older events are read from the store: `subscribe_from`). The callback runs
+        inside the append, on the event loop: it must not block.
         """
         return self._rt.session.subscribe(subscriber, from_seq=from_seq)
+
+    async def subscribe_from(self, subscriber: Subscriber, from_seq: int) -> Callable[[], None]:
+        """`subscribe` from any seq: the events `log` does not hold are read from the store and
+        delivered first, then the stream goes on as `subscribe` delivers it."""
+        return await self._rt.session.subscribe_from(subscriber, from_seq)
 
     def events(
         self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
@@ -540,9 +559,7 @@ class Agent:
         """spec: the title is the first line of the first prompt, trimmed (the admitted prompt,
         so a listener's redaction holds), cut to one reasonable line."""
         session = self._rt.session
-        if self._titled is None:  # the log is scanned once; afterwards only our own title counts
-            self._titled = any(isinstance(e.data, SessionTitle) for e in session.events)
-        if self._titled:
+        if session.titled:
             return
         line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
         if line:
@@ -551,4 +568,3 @@ class Agent:
             session.append(
                 SessionTitle(title=line, label=PrivatizationLabel(cls=PrivacyClass.internal))
             )
-            self._titled = True

@@ -7,18 +7,19 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
 from engine.agent.runtime import Runtime
-from engine.config import Config
-from engine.context import RebuiltContext, rebuild_context
+from engine.config import Config, ConfigError
+from engine.context import ContextReplayer, RebuiltContext
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
-from engine.gateway.base import Gateway
+from engine.gateway.base import Gateway, GatewayType
 from engine.gateway.factory import api_key_env_of, make_gateway
 from engine.os_text import storable_os_text, stored_os_path
 from engine.paths import trust_file_path, user_config_file
@@ -89,16 +90,16 @@ async def open_agent(
         )
         return made, entry.model or name
 
-    events: tuple[Event, ...] = ()
     made: tuple[str, Gateway, str] | None = None
     areas: list[ContextAreaImplementation] = []
     create: Callable[[], Awaitable[object]] | None = None
+    stored_model = ""
     if session_id is not None:
         if store is None:
             raise ValueError("resuming a session needs a store")
-        loaded = await store.load(session_id)
-        events = loaded.events
-        workspace = await asyncio.to_thread(stored_os_path, loaded.info.cwd)
+        info = await store.acquire(session_id)  # the log itself is streamed below
+        stored_model = info.model
+        workspace = await asyncio.to_thread(stored_os_path, info.cwd)
         kinds = restorable_kinds(entry.path for entry in config.areas)
         mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
     else:
@@ -119,8 +120,32 @@ async def open_agent(
                 return await created.create(cwd=cwd_text, model=name, session_id=session.id)
 
             create = create_session
-    session = Session(session_id, store, events, clock=clock, create=create)
-    assembler = Assembler(config=config, session_id=session_id, workspace=workspace, events=events)
+    assembler = Assembler(config=config, session_id=session_id, workspace=workspace)
+    permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
+    replayer: ContextReplayer | None = None
+    if store is not None and create is None:
+        # Resume streams the stored log once through what rebuilds the working state. The
+        # Context is replayed in the format of the model the session will be bound to, which
+        # the store's record names (a second pass follows in the rare case it guessed wrong).
+        if gateway is None:
+            guess = model if model is not None else stored_model or None
+            with suppress(ConfigError):
+                name, _ = config.model(guess)
+                made = (name, *gateway_for(name))
+        guessed = gateway if made is None else made[1]
+        replayer = ContextReplayer(
+            GatewayType.scripted if guessed is None else guessed.gateway_type
+        )
+        context = replayer
+
+        def follow(event: Event) -> None:
+            assembler.follow(event.data)
+            permission.follow(event.data)
+            context.apply(event)
+
+        session = await Session.reopen(session_id, store, follow=follow, clock=clock)
+    else:
+        session = Session(session_id, store, clock=clock, create=create)
     grant = assembler.grants.active
     if grant is None or (model is not None and model != grant.model):
         name, _ = config.model(model if model is not None else None)
@@ -132,12 +157,17 @@ async def open_agent(
         if made is not None and made[0] == binding.name:
             _, gateway, model_id = made
         else:
+            if made is not None:
+                await made[1].aclose()
             gateway, model_id = gateway_for(binding.name)
     rebuilt: RebuiltContext | None = None
-    if events:
-        rebuilt = rebuild_context(gateway.gateway_type, events)
-    permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
-    permission.load_rules(events)
+    if replayer is not None and session.held_from > 0:
+        if replayer.context.gateway_type is not gateway.gateway_type:
+            replayer = ContextReplayer(gateway.gateway_type)
+            async for chunk in session.chunks():
+                for event in chunk:
+                    replayer.apply(event)
+        rebuilt = replayer.snapshot()
 
     releases: list[Callable[[], Awaitable[None]]] = []
     if store is not None:

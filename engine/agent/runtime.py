@@ -40,7 +40,6 @@ from engine.events import (
     OutboxChanged,
     Payload,
     SteerDropped,
-    ToolCallRecord,
     ToolResultRecord,
     TurnEndReason,
     UserMessage,
@@ -110,10 +109,9 @@ class Runtime:
         self.last_assembly_length = 0  # how many items the Context held at that assembly
         self.status: AgentState = "idle"
         self._waiting = 0  # tool calls waiting for a permission answer
+        # The names of the calls made since the session was opened: a result follows its call
+        # in the same step, and resume closes any open turn, so no earlier call gets a result.
         self._tool_names: dict[str, str] = {}
-        for event in session.events:
-            if isinstance(event.data, ToolCallRecord):
-                self._tool_names[event.data.call_id] = event.data.name
         for area in self.coop.areas:
             if isinstance(area, SubtaskArea) and area.active:
                 self.offer_subtask_done(area)
@@ -329,7 +327,10 @@ class Runtime:
         self.gateway, self.model_id = gateway, model_id
         self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
-            replayed = ContextReplayer.of(gateway.gateway_type, self.session.events)
+            replayed = ContextReplayer(gateway.gateway_type)
+            async for chunk in self.session.chunks():
+                for event in chunk:
+                    replayed.apply(event)
             self.context.rebind(gateway.gateway_type, replayed.context.entries())
             self.assembler.orchestrator.note_detached(0)
         await old.aclose()

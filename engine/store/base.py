@@ -72,6 +72,13 @@ class SessionStore(Protocol):
 
     async def load(self, session_id: str) -> LoadedSession: ...
 
+    async def acquire(self, session_id: str) -> SessionInfo:
+        """`load` without reading the log: takes the writer lease and commits the repair of an
+        interrupted tail (computed from its last turn alone), and returns the session as stored
+        after it. The writer then reads the log by range (`read`), so reopening a long session
+        never holds all of it."""
+        ...
+
     async def inspect(self, session_id: str) -> LoadedSession: ...
 
     async def read(

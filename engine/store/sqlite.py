@@ -213,24 +213,62 @@ class SQLiteStore:
         await self._take_lease(session_id)
         try:
             info, events, state = await self._read_whole(session_id, "loading")
-            repaired = self._repair(state, self._clock())
-            if repaired:
-                now = self._clock()
-                stored = len(events)
-                rows = rows_of(session_id, repaired)
-                await self._db.run(
-                    f"repairing session {session_id}",
-                    lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
-                )
-                for event in repaired:
-                    state.apply(event)
-                info = replace(info, event_count=stored + len(repaired), updated=now)
+            info, repaired = await self._commit_repair(info, state)
         except BaseException:
             with suppress(StoreError):
                 await self._drop_lease(session_id)
             raise
         self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    async def acquire(self, session_id: str) -> SessionInfo:
+        """Like `load` (the lease taken, an interrupted tail repaired and committed, staged
+        batches dropped), but reads only the log's last turn: the writer's position and the
+        repair follow from it."""
+        self._writers.pop(session_id, None)
+        await self._take_lease(session_id)
+        try:
+            async with self._db.transaction(f"opening session {session_id}", write=False) as conn:
+                info = await self._info(conn, session_id)
+                starts = list(
+                    await conn.execute_fetchall(
+                        "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' "
+                        "ORDER BY seq DESC LIMIT 1",
+                        (session_id,),
+                    )
+                )
+                rows = await conn.execute_fetchall(
+                    f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq",
+                    (session_id, starts[0][0] if starts else info.event_count),
+                )
+            state = LogState.following(self._decode(session_id, rows))
+            state.next_seq = info.event_count
+            info, _ = await self._commit_repair(info, state)
+        except BaseException:
+            with suppress(StoreError):
+                await self._drop_lease(session_id)
+            raise
+        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
+        return info
+
+    async def _commit_repair(
+        self, info: SessionInfo, state: LogState
+    ) -> tuple[SessionInfo, list[Event]]:
+        """Write the repair of an interrupted tail (if any) and advance `state` past it."""
+        session_id = info.id
+        repaired = self._repair(state, self._clock())
+        if not repaired:
+            return info, repaired
+        now = self._clock()
+        stored = info.event_count
+        rows = rows_of(session_id, repaired)
+        await self._db.run(
+            f"repairing session {session_id}",
+            lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
+        )
+        for event in repaired:
+            state.apply(event)
+        return replace(info, event_count=stored + len(repaired), updated=now), repaired
 
     async def inspect(self, session_id: str) -> LoadedSession:
         """The whole log, for reading: no lease; the repair is computed but not written.

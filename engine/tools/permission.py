@@ -95,9 +95,12 @@ class PermissionBroker:
     def load_rules(self, events: Iterable[Event | Payload]) -> None:
         """Restore standing rules from a session's events (later rules for a tool win)."""
         for item in events:
-            payload = item.data if isinstance(item, Event) else item
-            if isinstance(payload, PermissionRule):
-                self._rules[payload.tool] = payload.decision
+            self.follow(item.data if isinstance(item, Event) else item)
+
+    def follow(self, payload: Payload) -> None:
+        """Follow a session's log one event at a time (resume streams it): a rule stands."""
+        if isinstance(payload, PermissionRule):
+            self._rules[payload.tool] = payload.decision
 
     async def decide(
         self, request: PermissionQuestion, on_ask: Callable[[], None] | None = None

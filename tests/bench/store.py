@@ -61,7 +61,7 @@ def make_events(count: int) -> list[Event]:
     out-of-turn messages fill up to `count`, so every prefix a benchmark flushes loads unrepaired."""
     session = Session("bench")
     turn = 0
-    while len(session.events) + _TURN_EVENTS <= count:
+    while len(session.held) + _TURN_EVENTS <= count:
         turn += 1
         session.append(TurnStart(turn=turn))
         session.append(UserMessage(content=f"Please look at module {turn} and fix the tests."))
@@ -79,9 +79,9 @@ def make_events(count: int) -> list[Event]:
             )
             session.append(StepEnd(turn=turn, step=step))
         session.append(TurnEnd(turn=turn, reason="completed"))
-    while len(session.events) < count:
+    while len(session.held) < count:
         session.append(UserMessage(content="Injected while idle.", source=Source("plugin")))
-    return list(session.events)
+    return list(session.held)
 
 
 def raw_connect(path: Path) -> sqlite3.Connection:

@@ -92,7 +92,7 @@ def test_rebuild_replays_a_compaction_item_for_item() -> None:
         CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried)
     )
     loop.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
-    rebuilt = rebuild_context(loop.context.gateway_type, loop.session.events)
+    rebuilt = rebuild_context(loop.context.gateway_type, loop.session.held)
     assert rebuilt.context.entries() == loop.context.entries()
     assert [m.content for m in rebuilt.context.messages()] == ["Summary: q0 a0 q1 a1", "q2", "a2"]
     assert rebuilt.context.provenance(0).source == Source("compaction")

@@ -49,7 +49,7 @@ def scenario(loop: LoggedLoop) -> tuple[SubtaskArea, PlanArea]:
 def test_rebuilding_from_the_events_gives_the_live_context(gateway_type: GatewayType) -> None:
     loop = LoggedLoop(gateway_type)
     scenario(loop)
-    rebuilt = rebuild_context(gateway_type, loop.session.events)
+    rebuilt = rebuild_context(gateway_type, loop.session.held)
     assert rebuilt.context.entries() == loop.context.entries()
     assert rebuilt.garbage == loop.coop.garbage_entries
     assert rebuilt.cursor == loop.coop.cursor_id
@@ -62,7 +62,7 @@ def test_rebuilding_from_the_events_gives_the_live_context(gateway_type: Gateway
 def test_rebuilt_area_records_carry_kind_state_and_range() -> None:
     loop = LoggedLoop()
     _, plan = scenario(loop)
-    record = rebuild_context(GatewayType.scripted, loop.session.events).areas["plan#2"]
+    record = rebuild_context(GatewayType.scripted, loop.session.held).areas["plan#2"]
     assert (record.kind, record.name, record.life, record.flow) == (
         "plan",
         "Plan",
@@ -77,7 +77,7 @@ def test_rebuilt_area_records_carry_kind_state_and_range() -> None:
 def test_resume_restores_areas_and_continues_like_the_live_session() -> None:
     live = LoggedLoop()
     _, plan = scenario(live)
-    rebuilt = rebuild_context(GatewayType.scripted, live.session.events)
+    rebuilt = rebuild_context(GatewayType.scripted, live.session.held)
     resumed = resume_coop_context(rebuilt, BUILTIN_KINDS)
     assert resumed.unrestored == ()
     restored_plan = resumed.coop.area_by_id("plan#2")
@@ -100,7 +100,7 @@ def test_an_area_that_cannot_be_restored_is_retired_and_reported() -> None:
     loop.coop.register(fake)
     loop.render()
     loop.close_turn()
-    rebuilt = rebuild_context(GatewayType.scripted, loop.session.events)
+    rebuilt = rebuild_context(GatewayType.scripted, loop.session.held)
     resumed = resume_coop_context(rebuilt, BUILTIN_KINDS)
     (stand_in,) = resumed.unrestored
     assert isinstance(stand_in, UnrestorableArea)
@@ -120,7 +120,7 @@ def test_an_unrestorable_exclusive_area_takes_nothing_appended_after_the_resume(
     loop.render()
     loop.user("chatter")
     loop.close_turn()
-    rebuilt = rebuild_context(GatewayType.scripted, loop.session.events)
+    rebuilt = rebuild_context(GatewayType.scripted, loop.session.held)
     resumed = resume_coop_context(rebuilt, BUILTIN_KINDS, sink=loop.session.append)
     loop.coop, loop.context = resumed.coop, resumed.coop.context
     loop.user("new prompt")
@@ -131,6 +131,6 @@ def test_an_unrestorable_exclusive_area_takes_nothing_appended_after_the_resume(
         "custom:goal",
         "chatter",
     ]
-    again = rebuild_context(GatewayType.scripted, loop.session.events)
+    again = rebuild_context(GatewayType.scripted, loop.session.held)
     assert again.context.entries() == loop.context.entries()
     assert again.garbage[-2:] == loop.coop.garbage_entries

@@ -231,10 +231,10 @@ class CoopContextMachine(RuleBasedStateMachine):
             assert context[:earliest] == prefix
         # collected components are exactly the fully retired tail components
         collections = [
-            e.data.areas for e in self.loop.session.events if isinstance(e.data, GcCollect)
+            e.data.areas for e in self.loop.session.held if isinstance(e.data, GcCollect)
         ]
         assert collections == self.model.collections
-        rebuilt = rebuild_context(GatewayType.scripted, self.loop.session.events)
+        rebuilt = rebuild_context(GatewayType.scripted, self.loop.session.held)
         assert rebuilt.context.entries() == context.entries()
         assert rebuilt.garbage == self.loop.coop.garbage_entries
 
@@ -242,7 +242,7 @@ class CoopContextMachine(RuleBasedStateMachine):
     def the_incremental_replayer_follows_the_live_context(self) -> None:
         before = self.replayer.copy()
         frozen = before.snapshot()
-        for event in self.loop.session.events[self.replayer.seq + 1 :]:
+        for event in self.loop.session.held[self.replayer.seq + 1 :]:
             self.replayer.apply(event)
         assert self.replayer.context.entries() == self.loop.context.entries()
         assert self.replayer.garbage == self.loop.coop.garbage_entries
@@ -263,7 +263,7 @@ class CoopContextMachine(RuleBasedStateMachine):
     def every_item_is_in_the_context_or_in_garbage_exactly_once(self) -> None:
         appended: Counter[str] = Counter(f"U{i}" for i in range(1, self.said + 1))
         promoted: list[str] = []
-        for event in self.loop.session.events:
+        for event in self.loop.session.held:
             if isinstance(event.data, AreaRender):
                 appended.update(m.content for m in event.data.messages)
             if isinstance(event.data, GcCollect):

@@ -97,7 +97,7 @@ async def play(name: str, make_agent: MakeAgent, store: FlakyStore) -> Played:
     async def watched(*args: Any, **kwargs: Any) -> Agent:
         agent = await make_agent(*args, **kwargs)
         recorders[agent.session_id] = Recorder()
-        agent.subscribe(recorders[agent.session_id], from_seq=0)
+        await agent.subscribe_from(recorders[agent.session_id], 0)
         return agent
 
     if name in SCENARIOS:

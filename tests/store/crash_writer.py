@@ -32,11 +32,11 @@ async def main(path: Path) -> None:
 
     report = {
         "pid": os.getpid(),
-        "sessions": {s.id: [[e.seq, e.type] for e in s.events] for s in (mid_turn, at_rest)},
+        "sessions": {s.id: [[e.seq, e.type] for e in s.held] for s in (mid_turn, at_rest)},
     }
     # Appended and staged but never flushed: the kill may lose it.
     mid_turn.append(ToolResultRecord(turn=turn, step=1, call_id=f"t{turn}s1c1", content="late"))
-    await store.append(mid_turn.id, mid_turn.events[-1:])
+    await store.append(mid_turn.id, mid_turn.held[-1:])
     print(json.dumps(report), flush=True)
     await asyncio.sleep(3600)
 

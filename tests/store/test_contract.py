@@ -61,25 +61,25 @@ async def test_flushed_events_read_back_equal(store: SessionStore) -> None:
     full_turn(session, calls=2)
     inject(session)
     await session.flush()
-    assert await store.read(session.id) == list(session.events)
+    assert await store.read(session.id) == list(session.held)
     info = await store.info(session.id)
-    assert info.event_count == len(session.events)
+    assert info.event_count == len(session.held)
 
 
 async def test_staged_events_are_invisible_until_flushed(store: SessionStore) -> None:
     session = await new_session(store)
     full_turn(session)
-    await store.append(session.id, session.events)
+    await store.append(session.id, session.held)
     assert await store.read(session.id) == []
     await store.flush()
-    assert len(await store.read(session.id)) == len(session.events)
+    assert len(await store.read(session.id)) == len(session.held)
     await store.flush()  # nothing staged: nothing happens
 
 
 async def test_append_refuses_gaps_overlaps_and_broken_invariants(store: SessionStore) -> None:
     session = await new_session(store)
     full_turn(session)
-    events = list(session.events)
+    events = list(session.held)
     with pytest.raises(SequenceError, match="seq"):
         await store.append(session.id, events[1:])
     await store.append(session.id, events[:3])
@@ -126,7 +126,7 @@ async def test_load_repairs_an_open_turn_and_commits_the_repair(
     turn = open_turn(session)
     step(session, turn, calls=3, results=1)
     await session.flush()
-    flushed = list(session.events)
+    flushed = list(session.held)
     await writer.release(session.id)
 
     reader = await store_factory()
@@ -152,7 +152,7 @@ async def test_load_repairs_an_open_turn_and_commits_the_repair(
     await reader.release(session.id)
     again = await writer.load(session.id)
     assert again.repaired == ()
-    assert again.events == tuple(resumed.events)
+    assert again.events == tuple(resumed.held)
 
 
 async def test_an_out_of_turn_message_at_the_tail_is_kept(store: SessionStore) -> None:
@@ -163,7 +163,7 @@ async def test_an_out_of_turn_message_at_the_tail_is_kept(store: SessionStore) -
     await store.release(session.id)
     loaded = await store.load(session.id)
     assert loaded.repaired == ()
-    assert loaded.events == tuple(session.events)
+    assert loaded.events == tuple(session.held)
 
 
 async def test_inspect_repairs_in_memory_without_a_lease(store_factory: StoreFactory) -> None:
@@ -174,9 +174,9 @@ async def test_inspect_repairs_in_memory_without_a_lease(store_factory: StoreFac
     await session.flush()
     inspected = await reader.inspect(session.id)  # the writer still holds the lease
     assert [e.type for e in inspected.repaired] == ["tool/result", "step/end", "turn/end"]
-    assert inspected.events == (*session.events, *inspected.repaired)
-    assert inspected.info.event_count == len(session.events)
-    assert (await reader.info(session.id)).event_count == len(session.events)  # nothing written
+    assert inspected.events == (*session.held, *inspected.repaired)
+    assert inspected.info.event_count == len(session.held)
+    assert (await reader.info(session.id)).event_count == len(session.held)  # nothing written
     assert await reader.inspect(session.id) == inspected  # the same view at every reading
 
 
@@ -191,7 +191,7 @@ async def test_range_reads_show_the_repaired_tail_inspect_shows(
     turn = open_turn(session)
     step(session, turn, calls=2, results=1)
     await session.flush()
-    stored = len(session.events)
+    stored = len(session.held)
     view = list((await reader.inspect(session.id)).events)
     assert [e.type for e in view[stored:]] == ["tool/result", "step/end", "turn/end"]
     assert await reader.read(session.id) == view
@@ -209,15 +209,15 @@ async def test_range_reads_of_a_closed_log_add_nothing(store: SessionStore) -> N
     full_turn(session)
     inject(session, "after the turn")
     await session.flush()
-    assert await store.read(session.id) == list(session.events)
-    assert await store.read_last_turns(session.id, 1) == list(session.events)
+    assert await store.read(session.id) == list(session.held)
+    assert await store.read_last_turns(session.id, 1) == list(session.held)
 
 
 async def test_read_ranges_are_inclusive(store: SessionStore) -> None:
     session = await new_session(store)
     full_turn(session)
     await session.flush()
-    events = list(session.events)
+    events = list(session.held)
     assert await store.read(session.id, 2, 4) == events[2:5]
     assert await store.read(session.id, 3) == events[3:]
     assert await store.read(session.id, len(events)) == []
@@ -235,7 +235,7 @@ async def test_read_last_turns(store: SessionStore) -> None:
         full_turn(session, f"prompt {n}")
     inject(session, "after the last turn")
     await session.flush()
-    events = list(session.events)
+    events = list(session.held)
     assert await store.read_last_turns(session.id, 1) == events[starts[2] :]
     assert await store.read_last_turns(session.id, 2) == events[starts[1] :]
     assert await store.read_last_turns(session.id, 10) == events
@@ -281,7 +281,7 @@ async def test_fork_at_a_turn_end_and_after_an_out_of_turn_message(store: Sessio
     fork = await store.fork(session.id, after_turn)
     assert (fork.parent_id, fork.fork_seq, fork.event_count) == (session.id, after_turn, after_turn)
     assert (fork.cwd, fork.title, fork.model) == ("/w", "first", "a")  # b came after the fork
-    assert await store.read(fork.id) == list(session.events[:after_turn])
+    assert await store.read(fork.id) == list(session.held[:after_turn])
     assert await store.info(fork.id) == fork
 
     later = await store.fork(session.id, after_inject)
@@ -290,8 +290,8 @@ async def test_fork_at_a_turn_end_and_after_an_out_of_turn_message(store: Sessio
     resumed = Session(later.id, store, loaded.events)
     full_turn(resumed)
     await resumed.flush()
-    assert len(await store.read(later.id)) == len(resumed.events)
-    assert len(await store.read(session.id)) == len(session.events)
+    assert len(await store.read(later.id)) == len(resumed.held)
+    assert len(await store.read(session.id)) == len(session.held)
 
 
 async def test_fork_refuses_a_bad_point(store: SessionStore) -> None:
@@ -301,7 +301,7 @@ async def test_fork_refuses_a_bad_point(store: SessionStore) -> None:
     step(session, turn)
     session.append(UserMessage(content="steering"))  # inside the open turn
     await session.flush()
-    count = len(session.events)
+    count = len(session.held)
     for at_seq in (0, count + 1):
         with pytest.raises(ForkPointError, match=rf"seq {at_seq}"):
             await store.fork(session.id, at_seq)
@@ -377,7 +377,7 @@ async def test_close_flushes_and_releases(store_factory: StoreFactory) -> None:
     store, other = await store_factory(), await store_factory()
     session = await new_session(store)
     full_turn(session)
-    await store.append(session.id, session.events)
+    await store.append(session.id, session.held)
     await store.close()
     loaded = await other.load(session.id)
-    assert loaded.events == tuple(session.events)
+    assert loaded.events == tuple(session.held)

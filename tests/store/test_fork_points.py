@@ -52,14 +52,14 @@ async def test_fork_after_out_of_turn_session_events(store: SessionStore) -> Non
     session.append(PinAdd(pin_id="p1", text="remember"))
     await session.flush()
     pinned = await store.fork(session.id, session.state.next_seq)
-    assert pinned.event_count == len(session.events)
+    assert pinned.event_count == len(session.held)
 
     session.append(CompactStart(groups=1, earliest=0))
     session.append(CompactSummary(content="summary"))
     session.append(CompactEnd(earliest=0))
     await session.flush()
     compacted = await store.fork(session.id, session.state.next_seq)
-    assert await store.read(compacted.id) == list(session.events)
+    assert await store.read(compacted.id) == list(session.held)
 
 
 async def test_fork_refuses_a_cut_inside_a_compaction(store: SessionStore) -> None:

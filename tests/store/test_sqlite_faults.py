@@ -64,9 +64,9 @@ async def test_a_locked_flush_keeps_the_events_for_the_next_one(tmp_path: Path) 
             with pytest.raises(DatabaseLockedError, match=str(path)):
                 await session.flush()
             conn.execute("ROLLBACK")
-        assert session.pending == len(session.events)
+        assert session.pending == len(session.held)
         await session.flush()
-        assert await store.read(info.id) == list(session.events)
+        assert await store.read(info.id) == list(session.held)
 
 
 async def test_a_failing_batch_leaves_no_partial_rows(tmp_path: Path) -> None:
@@ -82,8 +82,8 @@ async def test_a_failing_batch_leaves_no_partial_rows(tmp_path: Path) -> None:
                 f"WHEN NEW.session_id = '{second.id}' AND NEW.seq = 5 "
                 "BEGIN SELECT RAISE(ABORT, 'disk trouble'); END"
             )
-        await store.append(first.id, first.events)
-        await store.append(second.id, second.events)
+        await store.append(first.id, first.held)
+        await store.append(second.id, second.held)
         with pytest.raises(StoreError, match="disk trouble"):
             await store.flush()  # one transaction for both sessions
         for session in (first, second):
@@ -94,7 +94,7 @@ async def test_a_failing_batch_leaves_no_partial_rows(tmp_path: Path) -> None:
             conn.execute("DROP TRIGGER fail")
         await first.flush()
         await second.flush()
-        assert await store.read(second.id) == list(second.events)
+        assert await store.read(second.id) == list(second.held)
 
 
 async def test_an_unknown_event_type_is_named_with_its_seq(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ async def test_a_flush_is_one_round_trip_to_the_database_thread(
         await session.flush()
         assert calls == 2
         monkeypatch.undo()
-        assert await store.read(info.id) == list(session.events)
+        assert await store.read(info.id) == list(session.held)
 
 
 async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step(
@@ -53,7 +53,7 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
         info = await store.create(cwd="/w")
         session = Session(info.id, store)
         full_turn(session)
-        await store.append(info.id, session.events)
+        await store.append(info.id, session.held)
         # hold the database thread, so the flush is queued behind it when it is cancelled
         busy, release = threading.Event(), threading.Event()
 
@@ -74,9 +74,9 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
         await held
         # the transaction ran to its end: the store counts the batch as written, so what
         # follows continues the log instead of failing on a seq it thinks is free
-        assert await store.read(info.id) == list(session.events)
-        stored = len(session.events)
+        assert await store.read(info.id) == list(session.held)
+        stored = len(session.held)
         inject(session)
-        await store.append(info.id, session.events[stored:])
+        await store.append(info.id, session.held[stored:])
         await store.flush(info.id)
-        assert await store.read(info.id) == list(session.events)
+        assert await store.read(info.id) == list(session.held)
