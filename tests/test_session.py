@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import cast
 
 import pytest
@@ -25,6 +27,8 @@ from engine.events import (
 from engine.invariants import InvariantError, UnstorableEventError
 from engine.session import Session
 from engine.store.base import SessionStore
+from engine.store.errors import StoreError
+from engine.store.sqlite import SQLiteStore
 
 
 class FlushFailed(Exception):
@@ -241,6 +245,25 @@ def test_opening_on_stored_events_continues_them() -> None:
 def test_opening_on_an_invalid_log_is_refused() -> None:
     with pytest.raises(InvariantError, match="seq must be 0"):
         Session("s1", None, [make_event(UserMessage(content="a"), 4, 1.0)])
+
+
+async def test_reopening_a_log_that_breaks_an_invariant_is_refused(tmp_path: Path) -> None:
+    """Reopening checks the stored log once, as it streams it (the lease reads only its tail)."""
+    async with SQLiteStore(tmp_path / "s.sqlite") as store:
+        info = await store.create(cwd="/w")
+        session = Session(info.id, store)
+        session.append(UserMessage(content="a"))
+        session.append(TurnStart(turn=1))
+        session.append(TurnEnd(turn=1, reason="completed"))
+        session.append(TurnStart(turn=2))
+        session.append(TurnEnd(turn=2, reason="completed"))
+        await session.flush()
+        await store.release(info.id)
+        with sqlite3.connect(store.path) as conn:  # turn 1 becomes turn 3
+            conn.execute("UPDATE events SET data = json_set(data, '$.turn', 3) WHERE seq IN (1, 2)")
+        await store.acquire(info.id)
+        with pytest.raises(StoreError, match=r"corrupt: invariant violated at seq 1"):
+            await Session.reopen(info.id, store, follow=lambda e: None)
 
 
 # --- flushes --------------------------------------------------------------------------------------

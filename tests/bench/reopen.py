@@ -7,7 +7,7 @@ Run `python -m tests.bench.reopen [TURNS]`; prints JSON. The session is the repl
 - Memory (target: at most 100 MB): each round starts a fresh interpreter that imports what
   reopening uses, collects, reads its resident set (the baseline: a bare interpreter that imported
   the same modules), then reopens the session as an Agent with `open_agent` and reads it again.
-  The figure is the difference; the peak (`ru_maxrss`) above the baseline is printed beside it.
+  The figure is the difference; the peak (`VmHWM`) above the baseline is printed beside it.
 - Time (target: at most 2x): in one process, interleaved rounds of the store's own `load` of the
   session (then `release`) and `open_agent` on it (then `dispose`), medians.
 """
@@ -30,13 +30,15 @@ MEMORY_TARGET_MB = 100.0
 TIME_TARGET = 2.0
 TURNS = 10_000
 ROUNDS = 3
-_PAGE = 4096
 
 
-def resident_mb() -> float:
-    """This process's resident set now (Linux `/proc/self/statm`), in MB."""
-    pages = int(Path("/proc/self/statm").read_text(encoding="ascii").split()[1])
-    return pages * _PAGE / 1e6
+def resident_mb(field: str = "VmRSS") -> float:
+    """This process's resident set now (`VmHWM`: its peak), in MB, from Linux's
+    `/proc/self/status` (`ru_maxrss` would count the parent's resident set at the fork)."""
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    raise SystemExit(f"no {field} in /proc/self/status: this benchmark needs Linux")
 
 
 async def _write(path: Path, workspace: Path, turns: int) -> tuple[str, int]:
@@ -68,14 +70,14 @@ async def _reopen(path: Path, workspace: Path, session_id: str) -> None:
 def _child(path: Path, workspace: Path, session_id: str) -> dict[str, float]:
     """Run one memory round in a fresh interpreter; returns its figures."""
     code = (
-        "import asyncio, gc, json, resource\n"
+        "import asyncio, gc, json\n"
         "import engine.agent, engine.config, engine.store.sqlite\n"
         "from tests.bench.reopen import _reopen, resident_mb\n"
         "from pathlib import Path\n"
         "gc.collect()\n"
         "print(json.dumps({'baseline_mb': resident_mb()}))\n"
         f"asyncio.run(_reopen(Path({str(path)!r}), Path({str(workspace)!r}), {session_id!r}))\n"
-        "print(json.dumps({'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6}))\n"
+        "print(json.dumps({'peak_mb': resident_mb('VmHWM')}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:

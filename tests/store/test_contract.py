@@ -155,6 +155,58 @@ async def test_load_repairs_an_open_turn_and_commits_the_repair(
     assert again.events == tuple(resumed.held)
 
 
+async def test_acquire_leases_and_repairs_without_the_log_and_reopen_continues_it(
+    store_factory: StoreFactory,
+) -> None:
+    writer = await store_factory()
+    session = await new_session(writer)
+    full_turn(session)
+    full_turn(session)
+    turn = open_turn(session, "during the crash")
+    step(session, turn, calls=2, results=1)
+    await session.flush()
+    await writer.release(session.id)
+
+    reader = await store_factory()
+    info = await reader.acquire(session.id)
+    with pytest.raises(LeaseError, match=session.id):
+        await writer.acquire(session.id)
+    stored = await reader.inspect(session.id)
+    assert stored.repaired == ()  # the repair is committed, as `load` commits it
+    assert [type(e.data) for e in stored.events[len(session.held) :]] == [
+        ToolResultRecord,
+        StepEnd,
+        TurnEnd,
+    ]
+    assert info.event_count == len(stored.events)
+
+    followed: list[int] = []
+    resumed = await Session.reopen(session.id, reader, follow=lambda e: followed.append(e.seq))
+    assert followed == list(range(info.event_count))
+    assert (list(resumed.held), resumed.held_from, resumed.pending) == ([], info.event_count, 0)
+    assert list(await resumed.read(0, info.event_count)) == list(stored.events)
+    full_turn(resumed)  # the next turn is 4: the writer's position came from the last turn
+    await resumed.flush()
+    after = await reader.inspect(session.id)
+    assert after.events[info.event_count :] == tuple(resumed.held)
+    assert [e.data.turn for e in after.events if isinstance(e.data, TurnStart)] == [1, 2, 3, 4]
+
+
+async def test_acquire_on_a_log_without_turns_continues_it(store: SessionStore) -> None:
+    session = await new_session(store)
+    inject(session, "a note")
+    await session.flush()
+    await store.release(session.id)
+    info = await store.acquire(session.id)
+    resumed = await Session.reopen(session.id, store, follow=lambda e: None)
+    assert resumed.next_seq == info.event_count == 1
+    full_turn(resumed)
+    await resumed.flush()
+    log = await store.read(session.id)
+    assert [e.seq for e in log] == list(range(1 + len(resumed.held)))
+    assert [e.data.turn for e in log if isinstance(e.data, TurnStart)] == [1]
+
+
 async def test_an_out_of_turn_message_at_the_tail_is_kept(store: SessionStore) -> None:
     session = await new_session(store)
     full_turn(session)
