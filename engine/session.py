@@ -6,8 +6,9 @@ iterator with a bounded queue for consumers that may fall behind.
 
 A session reopened from the store (`Session.reopen`) streams its stored log once, in chunks, through
 the consumers that rebuild the working state (the Context, the grants, the invariants' position),
-and holds only the events appended after: a view that asks for older events (`read`, `chunks`,
-`subscribe_from`, `stream`) reads them from the store by range.
+and holds only the events appended after; a stored session holds at most about `2 * HELD_TAIL`
+durable events. A view that asks for older events (`read`, `chunks`, `subscribe_from`, `stream`)
+reads them from the store by range.
 
 A new session is stored lazily: it enters the store with its first `user/message` (the events
 before it, a model binding, Areas, pins, are stored together with it), so opening a session and
@@ -49,6 +50,10 @@ STREAM_QUEUE_SIZE = 10_000
 _CATCH_UP_CHUNK = 500
 READ_CHUNK = 4_096
 """Events per range read of the stored log (resume, a rebind's replay, catch-up)."""
+
+HELD_TAIL = 4_096
+"""Durable events a stored session keeps in memory; once twice as many are held, the older half
+is dropped (views read it from the store), so a long-running session holds a bounded tail."""
 
 Create = Callable[[], Awaitable[object]]
 """Creates the session in the store (with its id, leased to this writer)."""
@@ -131,8 +136,9 @@ class Session:
 
     @property
     def held(self) -> Sequence[Event]:
-        """The events held in memory, from seq `held_from` on: the whole log, except for a
-        session reopened from the store, which holds what was appended since."""
+        """The events held in memory, from seq `held_from` on: the whole log of a session without
+        a store; a stored one holds what it appended since it was opened, and of that the
+        unflushed events and a tail of the durable ones (`HELD_TAIL`)."""
         return self._held
 
     @property
@@ -322,6 +328,10 @@ class Session:
             await store.append(self.id, self._held[self._durable - self._start : end - self._start])
             await store.flush(self.id)
             self._durable = end
+            excess = end - self._start - HELD_TAIL
+            if excess >= HELD_TAIL:
+                del self._held[:excess]
+                self._start += excess
 
 
 class _Follower:

@@ -110,14 +110,15 @@ class Agent:
 
     @property
     def log(self) -> Sequence[Event]:
-        """The durable events held in memory, in seq order (read-only): the whole log of a
-        session opened in this process; of a resumed one, the events from `log_start` on (what
-        was appended since it was opened). `read_log` reads any range."""
+        """The durable events held in memory, from seq `log_start` on (read-only): the whole log
+        of a session without a store; a stored session holds what it appended since it was
+        opened, and of a long one only the newest few thousand events. `read_log` reads any
+        range."""
         return self._rt.session.held
 
     @property
     def log_start(self) -> int:
-        """The seq of the first event `log` holds (0 unless the session was resumed)."""
+        """The seq of the first event `log` holds (0 unless the session was resumed or is long)."""
         return self._rt.session.held_from
 
     async def read_log(self, start: int = 0, end: int | None = None) -> Sequence[Event]:

@@ -114,3 +114,21 @@ async def test_a_wrong_guess_of_the_bound_provider_replays_the_log_again(
         assert second.context.entries() == rebuilt.context.entries()
     finally:
         await second.dispose()
+
+
+async def test_a_long_running_session_holds_a_bounded_tail(
+    make_agent: MakeAgent, store: FlakyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine.session, "HELD_TAIL", 10)
+    agent = await make_agent([Reply(text=f"answer {n}") for n in range(5)])
+    seen: list[Event | LiveEvent] = []
+    agent.subscribe(seen.append, from_seq=0)
+    for n in range(5):
+        await agent.send(f"question {n}")
+    log = await stored_log(store, agent.session_id)
+    assert 0 < agent.log_start and len(agent.log) < 20
+    assert list(agent.log) == list(log[agent.log_start :])
+    assert list(await agent.read_log()) == list(log)
+    caught_up: list[Event | LiveEvent] = []
+    await agent.subscribe_from(caught_up.append, 1)
+    assert caught_up == list(log[1:]) == [e for e in seen if isinstance(e, Event)][1:]
