@@ -126,7 +126,8 @@ async def test_a_long_running_session_holds_a_bounded_tail(
     for n in range(5):
         await agent.send(f"question {n}")
     log = await stored_log(store, agent.session_id)
-    assert 0 < agent.log_start and len(agent.log) < 20
+    assert agent.log_start > 0
+    assert len(agent.log) < 20
     assert list(agent.log) == list(log[agent.log_start :])
     assert list(await agent.read_log()) == list(log)
     caught_up: list[Event | LiveEvent] = []
