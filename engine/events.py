@@ -433,13 +433,19 @@ EVENT_TYPES: frozenset[str] = frozenset(
 LIVE_EVENT_TYPES: frozenset[str] = frozenset(
     t for t, p in _PAYLOADS.items() if p.scope is Scope.live
 )
-_DURABLE_VALIDATORS: dict[str, Callable[[str | bytes], Payload]] = {
-    t: p.__pydantic_validator__.validate_json
-    for t, p in _PAYLOADS.items()
-    if p.scope is not Scope.live
-}
+_DURABLE_VALIDATORS: dict[str, Callable[[str | bytes], Payload]] = {}
 """Each durable type's JSON validator, called directly: `model_validate_json` without its
-Python-level wrapper, since a whole log is decoded through it."""
+Python-level wrapper, since a whole log is decoded through it. Filled at the first decode: the
+models build on first use (`defer_build`), so a command that decodes nothing never builds them."""
+
+
+def _durable_validators() -> dict[str, Callable[[str | bytes], Payload]]:
+    if not _DURABLE_VALIDATORS:
+        for t, p in _PAYLOADS.items():
+            if p.scope is not Scope.live:
+                p.model_rebuild()  # a deferred model's validator is a placeholder until built
+                _DURABLE_VALIDATORS[t] = p.__pydantic_validator__.validate_json
+    return _DURABLE_VALIDATORS
 
 
 class UnknownEventTypeError(ValueError):
@@ -571,7 +577,7 @@ def decode_row(seq: int, time: float, event_type: str, data_json: str | bytes) -
 def decode_rows(rows: Iterable[tuple[int, float, str, str | bytes]]) -> list[Event]:
     """`decode_row` over many rows (a whole log), with the per-row lookups hoisted: loading is
     what every view of a long session pays first."""
-    durable = _DURABLE_VALIDATORS
+    durable = _durable_validators()
     events: list[Event] = []
     append = events.append
     for seq, time, event_type, data_json in rows:

@@ -67,3 +67,29 @@ def test_version_prints_the_installed_package_version(tmp_path: Path) -> None:
     done = trellis(["--version"], home=tmp_path / "home", config=config, cwd=tmp_path)
     assert (done.code, done.stdout, done.stderr) == (0, f"trellis {version('trellis')}\n", "")
     assert not (tmp_path / "home").exists()  # it opens neither the log file nor the store
+
+
+def test_a_run_builds_only_the_event_models_it_uses(tmp_path: Path) -> None:
+    """The payload models build on first use: `run -p` on a new session decodes no stored row,
+    so the models of the events it never writes (compaction, areas, pins, ...) stay unbuilt."""
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    script = (
+        "import json, sys\n"
+        "from app.cli import main\n"
+        "code = main(['run', '-p', 'hi'])\n"
+        "import engine.events as e\n"
+        "built = sorted(t for t, p in e.PAYLOADS.items() if p.__pydantic_complete__)\n"
+        "print(json.dumps([code, built]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    code, built = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0
+    assert "turn/start" in built
+    assert not {"compact/summary", "area/render", "pin/add", "gc/collect"} & set(built)
