@@ -45,6 +45,7 @@ from engine.events import (
     TurnEndReason,
     TurnStart,
 )
+from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import STREAM_QUEUE_SIZE, Subscriber
@@ -109,12 +110,14 @@ class Agent:
         return self._rt.session.id
 
     @property
-    def log(self) -> Sequence[Event]:
-        """The durable events held in memory, from seq `log_start` on (read-only): the whole log
-        of a session without a store; a stored session holds what it appended since it was
-        opened, and of a long one only the newest few thousand events. `read_log` reads any
-        range."""
-        return self._rt.session.held
+    def log(self) -> HeldLog:
+        """The durable events by seq (read-only; `len` is the next seq). Only those held in
+        memory, from `log_start` on, can be read here: the whole log of a session without a
+        store; a stored session holds what it appended since it was opened, and of a long one
+        only the newest few thousand events. Reading an earlier one raises `NotHeldError`;
+        `read_log` reads any range."""
+        session = self._rt.session
+        return HeldLog(session.held, session.held_from)
 
     @property
     def log_start(self) -> int:

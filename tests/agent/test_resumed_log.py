@@ -18,6 +18,7 @@ from engine.context import rebuild_context
 from engine.events import Event, LiveEvent
 from engine.gateway.base import GatewayType
 from engine.gateway.scripted import Reply
+from engine.held_log import NotHeldError
 from tests.agent.conftest import FlakyStore, MakeAgent, stored_log
 
 
@@ -43,11 +44,18 @@ async def test_a_resumed_agent_holds_only_what_it_appends_and_reads_the_rest(
     before = await stored_log(store, session_id)
 
     agent = await make_agent([Reply(text="more")], session_id=session_id)
-    assert agent.log_start == len(before)
-    assert list(agent.log) == []
+    assert agent.log_start == len(agent.log) == len(before)
     await agent.send("once more")
     after = await stored_log(store, session_id)
-    assert list(agent.log) == list(after[len(before) :])
+    assert len(agent.log) == len(after)
+    assert list(agent.log[len(before) :]) == list(after[len(before) :])
+    assert agent.log[-1] == after[-1]
+    with pytest.raises(NotHeldError, match="read_log"):
+        list(agent.log)
+    with pytest.raises(NotHeldError):
+        agent.log[len(before) - 1 :]
+    with pytest.raises(NotHeldError):
+        agent.log[0]
     assert list(await agent.read_log()) == list(after)
     assert list(await agent.read_log(5, 23)) == list(after[5:23])
     assert list(await agent.read_log(len(before) - 3, len(before) + 2)) == list(
@@ -127,8 +135,8 @@ async def test_a_long_running_session_holds_a_bounded_tail(
         await agent.send(f"question {n}")
     log = await stored_log(store, agent.session_id)
     assert agent.log_start > 0
-    assert len(agent.log) < 20
-    assert list(agent.log) == list(log[agent.log_start :])
+    assert len(agent.log) == len(log)
+    assert list(agent.log[agent.log_start :]) == list(log[agent.log_start :])
     assert list(await agent.read_log()) == list(log)
     caught_up: list[Event | LiveEvent] = []
     await agent.subscribe_from(caught_up.append, 1)
