@@ -192,12 +192,12 @@ class Session:
         start, end = max(start, 0), min(max(end, 0), self._state.next_seq)
         if start >= end:
             return ()
-        stored: list[Event] = []
-        if start < self._start:
-            assert self._store is not None  # only a reopened session holds less than its log
-            stored = await self._store.read(self.id, start, min(end, self._start) - 1)
-        held = self._held[max(start - self._start, 0) : end - self._start]
-        return [*stored, *held] if stored else held
+        # the held part first: a flush may drop older held events while the store is read
+        held, first_held = self._held[max(start - self._start, 0) : end - self._start], self._start
+        if start >= first_held:
+            return held
+        assert self._store is not None  # only a stored session holds less than its log
+        return [*await self._store.read(self.id, start, min(end, first_held) - 1), *held]
 
     async def chunks(self, start: int = 0) -> AsyncIterator[Sequence[Event]]:
         """The log from `start` to its end, in chunks read by range; it ends at the log's end as

@@ -11,6 +11,7 @@ from typing import cast
 
 import pytest
 
+import engine.session
 from engine.events import (
     AgentStatus,
     AssistantMessage,
@@ -264,6 +265,38 @@ async def test_reopening_a_log_that_breaks_an_invariant_is_refused(tmp_path: Pat
         await store.acquire(info.id)
         with pytest.raises(StoreError, match=r"corrupt: invariant violated at seq 1"):
             await Session.reopen(info.id, store, follow=lambda e: None)
+
+
+class FlushingWhileReading(SQLiteStore):
+    """A store whose first range read lets the writer flush (and drop held events) meanwhile."""
+
+    session: Session | None = None
+
+    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
+        session, self.session = self.session, None
+        if session is not None:
+            for n in range(6):
+                session.append(UserMessage(content=f"meanwhile {n}"))
+            await session.flush()
+        return await super().read(session_id, start, end)
+
+
+async def test_a_read_across_the_held_tail_misses_nothing_a_flush_drops_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine.session, "HELD_TAIL", 4)
+    async with FlushingWhileReading(tmp_path / "s.sqlite") as store:
+        session = Session((await store.create(cwd="/w")).id, store)
+        for n in range(10):
+            session.append(UserMessage(content=str(n)))
+            await session.flush()
+        start = session.held_from
+        assert start > 2
+        store.session = session
+        read = await session.read(start - 2, start + 3)
+        assert [e.seq for e in read] == list(range(start - 2, start + 3))
+        assert session.held_from > start  # the flush during the read dropped held events
+        assert list(read) == await store.read(session.id, start - 2, start + 2)
 
 
 # --- flushes --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
-from engine.agent.runtime import Runtime
+from engine.agent.runtime import Runtime, replay_log
 from engine.config import Config, ConfigError
 from engine.context import ContextReplayer, RebuiltContext
 from engine.context.area import ContextAreaImplementation
@@ -163,10 +163,7 @@ async def open_agent(
     rebuilt: RebuiltContext | None = None
     if replayer is not None and session.held_from > 0:
         if replayer.context.gateway_type is not gateway.gateway_type:
-            replayer = ContextReplayer(gateway.gateway_type)
-            async for chunk in session.chunks():
-                for event in chunk:
-                    replayer.apply(event)
+            replayer = await replay_log(session, gateway.gateway_type)
         rebuilt = replayer.snapshot()
 
     releases: list[Callable[[], Awaitable[None]]] = []

@@ -44,7 +44,7 @@ from engine.events import (
     TurnEndReason,
     UserMessage,
 )
-from engine.gateway.base import Gateway, ToolSpec
+from engine.gateway.base import Gateway, GatewayType, ToolSpec
 from engine.message import AdditionalContext, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.redaction import Redactor
@@ -61,6 +61,16 @@ GatewayFactory = Callable[[str], tuple[Gateway, str]]
 USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 """The label of injected context whose producer declared none."""
+
+
+async def replay_log(session: Session, gateway_type: GatewayType) -> ContextReplayer:
+    """A replayer fed the session's whole log in `gateway_type`'s format, read by range (a
+    stored session does not hold all of it)."""
+    replayer = ContextReplayer(gateway_type)
+    async for chunk in session.chunks():
+        for event in chunk:
+            replayer.apply(event)
+    return replayer
 
 
 class Runtime:
@@ -327,10 +337,7 @@ class Runtime:
         self.gateway, self.model_id = gateway, model_id
         self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
-            replayed = ContextReplayer(gateway.gateway_type)
-            async for chunk in self.session.chunks():
-                for event in chunk:
-                    replayed.apply(event)
+            replayed = await replay_log(self.session, gateway.gateway_type)
             self.context.rebind(gateway.gateway_type, replayed.context.entries())
             self.assembler.orchestrator.note_detached(0)
         await old.aclose()
