@@ -44,6 +44,9 @@ def export_schema() -> dict[str, Any]:
     )
     defs = definitions["$defs"]
     defs["PrivatizationLabel"]["properties"]["cls"] = {"enum": _CLASSES}
+    # no longer referenced; whether pydantic emits it depends on the order the (lazily built)
+    # payload models were built in, so it is dropped for one schema whatever ran first
+    defs.pop("PrivacyClass", None)
     session = {
         "type": "object",
         "properties": {
