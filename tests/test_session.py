@@ -285,14 +285,15 @@ async def test_a_read_across_the_held_tail_misses_nothing_a_flush_drops_meanwhil
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(engine.session, "HELD_TAIL", 4)
-    async with FlushingWhileReading(tmp_path / "s.sqlite") as store:
+    reading = FlushingWhileReading(tmp_path / "s.sqlite")
+    async with reading as store:
         session = Session((await store.create(cwd="/w")).id, store)
         for n in range(10):
             session.append(UserMessage(content=str(n)))
             await session.flush()
         start = session.held_from
         assert start > 2
-        store.session = session
+        reading.session = session
         read = await session.read(start - 2, start + 3)
         assert [e.seq for e in read] == list(range(start - 2, start + 3))
         assert session.held_from > start  # the flush during the read dropped held events

@@ -10,7 +10,7 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
@@ -209,25 +209,22 @@ class SQLiteStore:
         Reloading a session this store already holds starts again from what is stored; staged
         batches are dropped.
         """
-        self._writers.pop(session_id, None)
-        await self._take_lease(session_id)
-        try:
-            info, events, state = await self._read_whole(session_id, "loading")
-            info, repaired = await self._commit_repair(info, state)
-        except BaseException:
-            with suppress(StoreError):
-                await self._drop_lease(session_id)
-            raise
-        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
+        events: list[Event] = []
+
+        async def whole() -> tuple[SessionInfo, LogState]:
+            info, read, state = await self._read_whole(session_id, "loading")
+            events.extend(read)
+            return info, state
+
+        info, repaired = await self._open_writer(session_id, whole)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
 
     async def acquire(self, session_id: str) -> SessionInfo:
         """Like `load` (the lease taken, an interrupted tail repaired and committed, staged
         batches dropped), but reads only the log's last turn: the writer's position and the
         repair follow from it."""
-        self._writers.pop(session_id, None)
-        await self._take_lease(session_id)
-        try:
+
+        async def last_turn() -> tuple[SessionInfo, LogState]:
             async with self._db.transaction(f"opening session {session_id}", write=False) as conn:
                 info = await self._info(conn, session_id)
                 starts = list(
@@ -243,13 +240,28 @@ class SQLiteStore:
                 )
             state = LogState.following(self._decode(session_id, rows))
             state.next_seq = info.event_count
-            info, _ = await self._commit_repair(info, state)
+            return info, state
+
+        info, _ = await self._open_writer(session_id, last_turn)
+        return info
+
+    async def _open_writer(
+        self, session_id: str, position: Callable[[], Awaitable[tuple[SessionInfo, LogState]]]
+    ) -> tuple[SessionInfo, list[Event]]:
+        """Take the lease, find the log's end (`position`), commit the repair of an interrupted
+        tail and stage from there; returns the session after the repair, and the repair. The
+        lease is given back if any of it fails."""
+        self._writers.pop(session_id, None)
+        await self._take_lease(session_id)
+        try:
+            info, state = await position()
+            info, repaired = await self._commit_repair(info, state)
         except BaseException:
             with suppress(StoreError):
                 await self._drop_lease(session_id)
             raise
         self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
-        return info
+        return info, repaired
 
     async def _commit_repair(
         self, info: SessionInfo, state: LogState
