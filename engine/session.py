@@ -107,12 +107,16 @@ class Session:
         session = cls(session_id, store, clock=clock)
         state = session._state
         end = (await store.info(session_id)).event_count
-        while state.next_seq < end:
-            last = min(end, state.next_seq + READ_CHUNK) - 1
-            chunk = await store.read(session_id, state.next_seq, last)
-            if not chunk:
-                break
-            with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+
+        # The collector stays paused for the whole replay (bulk work that makes no cycles,
+        # engine/collector.py): re-enabled between chunks it would walk the growing Context
+        # again and again.
+        with collector_paused():
+            while state.next_seq < end:
+                last = min(end, state.next_seq + READ_CHUNK) - 1
+                chunk = await store.read(session_id, state.next_seq, last)
+                if not chunk:
+                    break
                 for event in chunk:
                     try:
                         state.check_payload(event.seq, event.data)
