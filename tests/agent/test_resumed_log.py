@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import engine.session
-from engine.agent import open_agent
+from engine.agent import Agent, open_agent
 from engine.config import Config, ModelEntry
 from engine.context import rebuild_context
 from engine.events import Event, LiveEvent
@@ -22,12 +22,16 @@ from engine.held_log import NotHeldError
 from tests.agent.conftest import FlakyStore, MakeAgent, stored_log
 
 
-async def _long_session(make_agent: MakeAgent, turns: int) -> str:
-    agent = await make_agent([Reply(text=f"answer {n}") for n in range(turns)])
+async def _resumed(
+    make_agent: MakeAgent, store: FlakyStore, turns: int
+) -> tuple[Agent, tuple[Event, ...]]:
+    """A session of `turns` turns, resumed (its next reply is "more"), and its stored log."""
+    first = await make_agent([Reply(text=f"answer {n}") for n in range(turns)])
     for n in range(turns):
-        await agent.send(f"question {n}")
-    await agent.dispose()
-    return agent.session_id
+        await first.send(f"question {n}")
+    await first.dispose()
+    before = await stored_log(store, first.session_id)
+    return await make_agent([Reply(text="more")], session_id=first.session_id), before
 
 
 @pytest.fixture
@@ -40,10 +44,8 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_resumed_agent_holds_only_what_it_appends_and_reads_the_rest(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    session_id = await _long_session(make_agent, 6)
-    before = await stored_log(store, session_id)
-
-    agent = await make_agent([Reply(text="more")], session_id=session_id)
+    agent, before = await _resumed(make_agent, store, 6)
+    session_id = agent.session_id
     assert agent.log_start == len(agent.log) == len(before)
     await agent.send("once more")
     after = await stored_log(store, session_id)
@@ -70,9 +72,8 @@ async def test_a_resumed_agent_holds_only_what_it_appends_and_reads_the_rest(
 async def test_catch_up_on_a_resumed_session_reads_the_store_then_follows_live(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    session_id = await _long_session(make_agent, 4)
-    before = await stored_log(store, session_id)
-    agent = await make_agent([Reply(text="more")], session_id=session_id)
+    agent, before = await _resumed(make_agent, store, 4)
+    session_id = agent.session_id
 
     with pytest.raises(ValueError, match="subscribe_from"):
         agent.subscribe(print, from_seq=0)
