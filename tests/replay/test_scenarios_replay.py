@@ -7,7 +7,8 @@ import pytest
 
 from engine.agent import Agent
 from engine.context import ContextReplayer
-from tests.agent.conftest import FlakyStore, MakeAgent, runtime_of
+from engine.events import ModelBind
+from tests.agent.conftest import FlakyStore, MakeAgent, of_type, runtime_of
 from tests.replay.live_scenarios import NAMES, play, reopen
 
 
@@ -40,8 +41,7 @@ async def test_the_cross_provider_switch_rebinds_the_context_to_the_new_format(
 ) -> None:
     played = await play("cross_provider", make_agent, store)
     assert played.agent.context.gateway_type.value == "anthropic"
-    binds = [e.data.model for e in played.stored if e.type == "model/bind"]
-    assert binds == ["gpt", "claude"]
+    assert [b.model for b in of_type(played.stored, ModelBind)] == ["gpt", "claude"]
     # the tool call made on the OpenAI-format model is in the Context, re-encoded for Anthropic
     entries = played.agent.context.entries()
     assert any("call_1" in repr(item) for item, _ in entries)
