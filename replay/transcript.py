@@ -160,21 +160,19 @@ class Transcript:
     def apply(self, event: AnyEvent) -> Change:
         """Take one durable or live event; a durable event seen before (a stream that overflowed
         and delivers the log again) changes nothing."""
-        if isinstance(event, Event):
-            if event.seq <= self._last_seq:
-                return NO_CHANGE
-            self._last_seq = event.seq
-            return self._durable(event)
-        return self._live(event)
-
-    # --- durable events -----------------------------------------------------------------------
-
-    def _durable(self, event: Event) -> Change:
+        if not isinstance(event, Event):
+            return self._live(event)
+        seq = event.seq
+        if seq <= self._last_seq:
+            return NO_CHANGE
+        self._last_seq = seq
         data = event.data
         # by the payload's class (never subclassed): a `match` over a dozen class patterns cost
         # more than the entry it built, on every event of a long log
         handle = _DURABLE.get(type(data))
-        return NO_CHANGE if handle is None else handle(self, event.seq, event.time, data)
+        return NO_CHANGE if handle is None else handle(self, seq, event.time, data)
+
+    # --- durable events -----------------------------------------------------------------------
 
     def _turn_start(self, seq: int, time: float, data: TurnStart) -> Change:
         key = f"turn:{data.turn}"
@@ -183,25 +181,35 @@ class Transcript:
 
     def _step_end(self, seq: int, time: float, data: StepEnd) -> Change:
         change = self._drop_live(data.turn, data.step)
-        usage = data.usage
-        turn_change = self._update_turn(
-            lambda t: evolve(t, steps=t.steps + 1, usage=_plus(t.usage, usage))
-        )
+        turn = self._turn()
+        if turn is None:
+            return change
+        evolved = evolve(turn, steps=turn.steps + 1, usage=_plus(turn.usage, data.usage))
+        turn_change = self._replace(evolved)
         return _merge(change, turn_change) if change else turn_change
 
     def _turn_end(self, seq: int, time: float, data: TurnEnd) -> Change:
-        change = self._update_turn(
-            lambda t: evolve(
-                t,
+        turn = self._turn()
+        self._open_turn = None
+        if turn is None:
+            return NO_CHANGE
+        reason = data.reason
+        return self._replace(
+            evolve(
+                turn,
                 status="ended",
-                reason=data.reason,
+                reason=reason,
                 message=data.message,
                 end=time,
-                repaired=data.reason == "interrupted",
+                repaired=reason == "interrupted",
             )
         )
-        self._open_turn = None
-        return change
+
+    def _turn(self) -> TurnEntry | None:
+        """The open turn's entry (None between turns)."""
+        key = self._open_turn
+        turn = self._entries.get(key) if key is not None else None
+        return turn if isinstance(turn, TurnEntry) else None
 
     def _user_message(self, seq: int, time: float, data: UserMessage) -> Change:
         if data.source.is_user:
@@ -334,33 +342,35 @@ class Transcript:
             status="running",
             label=data.label,
         )
-        pending = self._pending.get((data.turn, data.step), {})
-        for index, pending_key in list(pending.items()):
-            if pending_key == key:
-                del pending[index]
-                return self._replace(entry)
+        pending = self._pending.get((data.turn, data.step))
+        if pending:
+            for index, pending_key in list(pending.items()):
+                if pending_key == key:
+                    del pending[index]
+                    return self._replace(entry)
         return self._add(entry)
 
     def _tool_result(self, seq: int, time: float, data: ToolResultRecord) -> Change:
-        def done(tool: ToolEntry) -> ToolEntry:
-            status: ToolStatus = "done"
-            if tool.permission == "cancelled" or (
-                data.is_error and data.content == CANCELLED_RESULT
-            ):
-                status = "cancelled"
-            elif data.is_error:
-                status = "error"
-            return evolve(
+        tool = self._entries.get(_tool_key(data.turn, data.step, data.call_id))
+        if not isinstance(tool, ToolEntry):
+            return NO_CHANGE
+        status: ToolStatus = "done"
+        is_error, content = data.is_error, data.content
+        if tool.permission == "cancelled" or (is_error and content == CANCELLED_RESULT):
+            status = "cancelled"
+        elif is_error:
+            status = "error"
+        return self._replace(
+            evolve(
                 tool,
                 status=status,
                 output="",
                 asking=False,
-                result=data.content,
-                is_error=data.is_error,
+                result=content,
+                is_error=is_error,
                 result_label=data.label,
             )
-
-        return self._update(_tool_key(data.turn, data.step, data.call_id), ToolEntry, done)
+        )
 
     # --- live events --------------------------------------------------------------------------
 
@@ -455,10 +465,10 @@ class Transcript:
         (which a stream may announce before any text), as in the log."""
         if entry.key in self._entries:
             return self._replace(entry)
-        pending = self._pending.get((entry.turn, entry.step), {})
-        positions = [self.index(key) for key in pending.values()]
-        if not positions:
+        pending = self._pending.get((entry.turn, entry.step))
+        if not pending:
             return self._add(entry)
+        positions = [self.index(key) for key in pending.values()]
         self._order.insert(min(positions), entry.key)
         self._entries[entry.key] = entry
         return _added(entry.key)
@@ -517,9 +527,6 @@ class Transcript:
         if new is current:  # a change function returns the entry itself when nothing changes
             return NO_CHANGE
         return self._replace(new)
-
-    def _update_turn(self, change: Callable[[TurnEntry], TurnEntry]) -> Change:
-        return self._update(self._open_turn, TurnEntry, change)
 
     def _update_compact(self, change: Callable[[CompactEntry], CompactEntry]) -> Change:
         return self._update(self._compact, CompactEntry, change)
