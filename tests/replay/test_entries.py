@@ -55,3 +55,16 @@ def test_evolve_refuses_a_field_the_entry_lacks() -> None:
     entry = TurnEntry(key="turn:1", seq=0, number=1, start=1.0)
     with pytest.raises(TypeError, match=r"TurnEntry has no field \['stepz'\]"):
         evolve(entry, stepz=1)
+
+
+def test_an_entry_is_built_with_its_defaults_and_refuses_missing_or_unknown_fields() -> None:
+    entry = TurnEntry(key="turn:1", seq=0, number=1, start=1.0)
+    assert entry == dataclasses.replace(entry)
+    assert (entry.status, entry.steps, entry.end) == ("running", 0, None)
+    assert repr(entry).startswith("TurnEntry(key='turn:1', seq=0, number=1, status='running'")
+    with pytest.raises(TypeError, match=r"TurnEntry: missing \['start'\], unknown \[\]"):
+        TurnEntry(key="turn:1", seq=0, number=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"missing \[\], unknown \['stepz'\]"):
+        TurnEntry(key="turn:1", seq=0, number=1, start=1.0, stepz=2)  # type: ignore[call-arg]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.steps = 3  # type: ignore[misc]
