@@ -132,6 +132,8 @@ class Transcript:
         self._errors = 0
         # live tool cards of a step, keyed by stream index, until their `tool/call` arrives
         self._pending: dict[tuple[int, int], dict[int, str]] = {}
+        # False until a live event arrives: a stored log has no live-only state to withdraw
+        self._live_seen = False
         self._open_turn: str | None = None
         self._compact: str | None = None
         self.title = ""
@@ -180,7 +182,7 @@ class Transcript:
         return self._add(TurnEntry(key=key, seq=seq, number=data.turn, start=time))
 
     def _step_end(self, seq: int, time: float, data: StepEnd) -> Change:
-        change = self._drop_live(data.turn, data.step)
+        change = self._drop_live(data.turn, data.step) if self._live_seen else NO_CHANGE
         turn = self._turn()
         if turn is None:
             return change
@@ -320,6 +322,8 @@ class Transcript:
             usage=data.usage,
             label=data.label,
         )
+        if not self._live_seen:
+            return self._replace(entry) if key in self._entries else self._add(entry)
         change = self._put_assistant(entry)
         pending = self._pending.get((data.turn, data.step))
         if not pending:
@@ -375,6 +379,7 @@ class Transcript:
     # --- live events --------------------------------------------------------------------------
 
     def _live(self, event: LiveEvent) -> Change:
+        self._live_seen = True
         data, seq = event.data, event.after_seq
         match data:
             case AssistantDelta(turn=turn, step=step, text=text, reasoning=reasoning):
