@@ -168,6 +168,9 @@ class Timeline:
         self._step_seqs: list[int] = []
         self._floor: dict[str, FloorBlock] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
+        # the Context of the last checkpoint restored, gathered from the checkpoints' pieces:
+        # stepping back within one checkpoint's span restores it again and again
+        self._gathered: tuple[int, list[NativeContent], list[Provenance]] | None = None
         self._checkpoint()
 
     @classmethod
@@ -323,6 +326,23 @@ class Timeline:
 
     def _restore(self, position: int) -> _Cursor:
         checkpoint = self._checkpoints[position]
+        gathered = self._gathered
+        if gathered is None or gathered[0] != position:
+            gathered = self._gathered = (position, *self._gather(position))
+        context = Context.restored(self._gateway_type, gathered[1], gathered[2])
+        latest, active, in_turn = checkpoint.grants
+        pins = PinBoard(dict(checkpoint.pins))
+        return _Cursor(
+            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
+            GrantTracker(latest, active, in_turn),
+            pins,
+            checkpoint.last_step,
+        )
+
+    def _gather(self, position: int) -> tuple[list[NativeContent], list[Provenance]]:
+        """The Context's items and provenances at checkpoint `position`, from the pieces each
+        checkpoint keeps (what changed since the one before)."""
+        checkpoint = self._checkpoints[position]
         items: list[Sequence[NativeContent]] = []
         provenances: list[Sequence[Provenance]] = []
         need = checkpoint.length
@@ -333,18 +353,9 @@ class Timeline:
                 items.append(older.items[: need - older.prefix])
                 provenances.append(older.provenances[: need - older.prefix])
                 need = older.prefix
-        context = Context.restored(
-            self._gateway_type,
+        return (
             list(itertools.chain.from_iterable(reversed(items))),
             list(itertools.chain.from_iterable(reversed(provenances))),
-        )
-        latest, active, in_turn = checkpoint.grants
-        pins = PinBoard(dict(checkpoint.pins))
-        return _Cursor(
-            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
-            GrantTracker(latest, active, in_turn),
-            pins,
-            checkpoint.last_step,
         )
 
     # --- views --------------------------------------------------------------------------------
