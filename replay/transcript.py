@@ -95,18 +95,7 @@ class Change(NamedTuple):
 
 
 NO_CHANGE = Change()
-_tuple_new = tuple.__new__
-
-
-def _added(key: str) -> Change:
-    """`Change(added=(key,))` without the keyword handling: one is made for most events."""
-    return _tuple_new(Change, ((key,), (), ()))
-
-
-def _updated(key: str) -> Change:
-    return _tuple_new(Change, ((), (key,), ()))
-
-
+_tuple_new = tuple.__new__  # builds a Change without NamedTuple's keyword handling
 E = TypeVar("E", bound=TranscriptEntry)
 
 
@@ -476,7 +465,7 @@ class Transcript:
         positions = [self.index(key) for key in pending.values()]
         self._order.insert(min(positions), entry.key)
         self._entries[entry.key] = entry
-        return _added(entry.key)
+        return _tuple_new(Change, ((entry.key,), (), ()))
 
     def _drop_live(self, turn: int, step: int) -> Change:
         """Withdraw what only the stream showed for a step (a reset, or the step ended)."""
@@ -507,12 +496,12 @@ class Transcript:
         key = entry.key
         self._order.append(key)
         self._entries[key] = entry
-        return _added(key)
+        return _tuple_new(Change, ((key,), (), ()))
 
     def _replace(self, entry: TranscriptEntry) -> Change:
         key = entry.key
         self._entries[key] = entry
-        return _updated(key)
+        return _tuple_new(Change, ((), (key,), ()))
 
     def _remove(self, keys: list[str]) -> Change:
         removed = tuple(key for key in keys if key in self._entries)
