@@ -19,10 +19,7 @@ machine hits both; a ratio is the median of the rounds' ratios. Targets:
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import gc
-import json
 import random
 import statistics
 import sys
@@ -59,7 +56,7 @@ from replay.export import export
 from replay.player import Player
 from replay.timeline import Timeline, TimelineState
 from replay.transcript import transcript_of
-from tests.bench.store import ROUNDS, TOTAL, bench_load, make_events
+from tests.bench.store import TOTAL, bench_load, bench_main, make_events
 
 SIZES = (1_000, 10_000)
 SAMPLES = 200
@@ -319,14 +316,7 @@ async def run(rounds: int) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.replay")
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("rounds must be at least 1")
-    report = asyncio.run(run(args.rounds))
-    print(json.dumps(report, indent=2))
-    return 0 if report["pass"] else 1
+    return bench_main("tests.bench.replay", run, argv)
 
 
 if __name__ == "__main__":
