@@ -119,13 +119,14 @@ class LogState:
             return
         if scope is Scope.live:
             raise InvariantError(seq, f"{data.event_type} is live-only and is never stored")
-        if isinstance(data, TurnStart):
+        kind = type(data)  # a payload class is never subclassed; `is` spares ABC isinstance misses
+        if kind is TurnStart:
             if self.open_turn is not None:
                 raise InvariantError(seq, f"turn/start while turn {self.open_turn} is open")
-            if data.turn != self.last_turn + 1:
+            turn = data.__dict__["turn"]
+            if turn != self.last_turn + 1:
                 raise InvariantError(
-                    seq,
-                    f"turn must be {self.last_turn + 1}, got {data.turn} (turns are contiguous)",
+                    seq, f"turn must be {self.last_turn + 1}, got {turn} (turns are contiguous)"
                 )
             return
         if self.open_turn is None:
@@ -138,7 +139,7 @@ class LogState:
             raise InvariantError(
                 seq, f"{data.event_type} names turn {turn} but turn {self.open_turn} is open"
             )
-        if "step" in fields and not isinstance(data, StepStart):
+        if "step" in fields and kind is not StepStart:
             self._check_in_step(seq, data, data.__dict__["step"])
             return
         match data:
@@ -175,15 +176,19 @@ class LogState:
             raise InvariantError(
                 seq, f"{data.event_type} names step {step} but step {self.open_step} is open"
             )
-        if isinstance(data, ToolCallRecord) and data.call_id in self.calls:
-            raise InvariantError(seq, f"tool/call {data.call_id!r} repeated in step {step}")
-        if isinstance(data, ToolResultRecord):
-            if data.call_id not in self.calls:
+        kind = type(data)
+        if kind is ToolCallRecord:
+            call_id = data.__dict__["call_id"]
+            if call_id in self.calls:
+                raise InvariantError(seq, f"tool/call {call_id!r} repeated in step {step}")
+        elif kind is ToolResultRecord:
+            call_id = data.__dict__["call_id"]
+            if call_id not in self.calls:
                 raise InvariantError(
-                    seq, f"tool/result {data.call_id!r} before its tool/call in this step"
+                    seq, f"tool/result {call_id!r} before its tool/call in this step"
                 )
-            if self.calls[data.call_id]:
-                raise InvariantError(seq, f"tool/result {data.call_id!r} repeated")
+            if self.calls[call_id]:
+                raise InvariantError(seq, f"tool/result {call_id!r} repeated")
 
     def apply(self, event: Event) -> None:
         """Advance past an event that `check` accepted."""

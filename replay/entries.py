@@ -3,12 +3,15 @@
 Each entry holds the seq it started at (for a live-only entry, the seq of the durable event
 before it) and a `key` that stays the same while the entry is updated, so a UI can update the one
 widget that shows it. Labels are the privacy labels the log recorded (None where it records none).
+
+Entries keep their fields in a `__dict__` (no `__slots__`): `evolve` copies that dict whole,
+which is what makes updating an entry for most events of a long log cheap.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeVar
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Literal, TypeVar, dataclass_transform
 
 from engine.events import Attachment, Decision, Finish, MessageData, TurnEndReason, Usage
 from engine.message import Source
@@ -16,11 +19,39 @@ from engine.privacy import PrivatizationLabel
 
 NO_USAGE = Usage()  # frozen, so one shared default is safe
 
+T = TypeVar("T")
+_new = object.__new__
+_set_attribute = object.__setattr__
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def entry(cls: type[T]) -> type[T]:
+    """A frozen, keyword-only dataclass whose `__init__` sets the instance's `__dict__` in one
+    step, with the same checks (every field without a default given, no unknown field): the
+    generated one assigns each field through `object.__setattr__`, which made building entries
+    a third of a long log's projection."""
+    made = dataclass(frozen=True, kw_only=True)(cls)
+    declared = fields(made)  # type: ignore[arg-type]  # made a dataclass on the line above
+    defaults = {f.name: f.default for f in declared if f.default is not MISSING}
+    names = frozenset(f.name for f in declared)
+    required = names - defaults.keys()
+
+    def __init__(self: object, **values: Any) -> None:
+        given = values.keys()
+        if not (given >= required and given <= names):
+            missing, unknown = sorted(required - given), sorted(given - names)
+            raise TypeError(f"{made.__name__}: missing {missing}, unknown {unknown}")
+        _set_attribute(self, "__dict__", {**defaults, **values})
+
+    made.__init__ = __init__  # type: ignore[method-assign]
+    return made
+
+
 TurnStatus = Literal["running", "ended"]
 ToolStatus = Literal["pending", "running", "done", "error", "cancelled"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class TurnEntry:
     """A turn's header: its number, how it ended and how long it took."""
 
@@ -37,7 +68,7 @@ class TurnEntry:
     repaired: bool = False  # the store closed it after a crash (`turn/end {interrupted}`)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class UserEntry:
     """The user's own words; `original` is what they typed when a listener rewrote it."""
 
@@ -50,7 +81,7 @@ class UserEntry:
     label: PrivatizationLabel | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class ContextEntry:
     """Injected context: shown as its own card with its source, never as the user's words."""
 
@@ -67,7 +98,7 @@ class ContextEntry:
         return f"{self.source.kind}: {self.source.name}" if self.source.name else self.source.kind
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class AssistantEntry:
     """One step's reply; while `streaming` it holds what the stream sent so far."""
 
@@ -84,7 +115,7 @@ class AssistantEntry:
     streaming: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class ToolEntry:
     """A tool call paired with its result and its permission decision."""
 
@@ -106,7 +137,7 @@ class ToolEntry:
     result_label: PrivatizationLabel | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class AreaEntry:
     """An Area rendered messages into the Context."""
 
@@ -119,7 +150,7 @@ class AreaEntry:
     label: PrivatizationLabel | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class GcEntry:
     """A collection: which Areas, what was reclaimed, promoted and carried over."""
 
@@ -133,7 +164,7 @@ class GcEntry:
     label: PrivatizationLabel | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class CompactEntry:
     """A compaction marker: how many groups, the model's summary, what it reclaimed."""
 
@@ -149,7 +180,7 @@ class CompactEntry:
     label: PrivatizationLabel | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class RetryEntry:
     """A failed model request that is tried again."""
 
@@ -161,7 +192,7 @@ class RetryEntry:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class ModelEntry:
     """The session was bound to a model (the first binding, or a switch)."""
 
@@ -170,7 +201,7 @@ class ModelEntry:
     model: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@entry
 class ErrorEntry:
     """A failure the user must hear about (`agent/error`); live only, never stored."""
 
@@ -196,19 +227,25 @@ TranscriptEntry = (
 
 
 E = TypeVar("E", bound=TranscriptEntry)
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def evolve(entry: E, **changes: Any) -> E:
-    """`dataclasses.replace` with the field names looked up once per kind: the projection updates
-    an entry for most events, and a long session has hundreds of thousands."""
+    """`dataclasses.replace` for the projection's frozen entries, several times cheaper: the
+    projection updates an entry for most events of a long log. An entry has no `__post_init__`
+    and keeps its fields in its `__dict__`, so a copy of that dict with the changes is the same
+    value as `replace` builds field by field through the frozen `__setattr__`."""
     kind = type(entry)
     names = _FIELD_NAMES.get(kind)
     if names is None:
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
-    values = {name: getattr(entry, name) for name in names}
-    values.update(changes)
-    return kind(**values)
+        names = _FIELD_NAMES[kind] = frozenset(f.name for f in fields(kind))
+    if not names.issuperset(changes):
+        raise TypeError(f"{kind.__name__} has no field {sorted(set(changes) - names)}")
+    new = _new(kind)
+    _set_attribute(new, "__dict__", {**entry.__dict__, **changes})
+    return new
 
 
 def is_live_only(entry: TranscriptEntry) -> bool:

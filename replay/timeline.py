@@ -168,6 +168,9 @@ class Timeline:
         self._step_seqs: list[int] = []
         self._floor: dict[str, FloorBlock] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
+        # the Context of the last checkpoint restored, gathered from the checkpoints' pieces:
+        # stepping back within one checkpoint's span restores it again and again
+        self._gathered: tuple[int, list[NativeContent], list[Provenance]] | None = None
         self._checkpoint()
 
     @classmethod
@@ -288,7 +291,9 @@ class Timeline:
         if cached is None or not (nearest <= cached.replayer.seq <= seq):
             cached = self._restore(bisect_right(self._checkpoint_seqs, seq) - 1)
         first = self._position(cached.replayer.seq + 1)
-        for event in itertools.islice(self._events, first, self._position(seq + 1)):
+        # a slice, not `islice`: that walks the list from its start, so a step in a long log
+        # cost as many item visits as the events before it
+        for event in self._events[first : self._position(seq + 1)]:
             cached.apply(event)
         self._seek = cached
         return cached
@@ -321,6 +326,23 @@ class Timeline:
 
     def _restore(self, position: int) -> _Cursor:
         checkpoint = self._checkpoints[position]
+        gathered = self._gathered
+        if gathered is None or gathered[0] != position:
+            gathered = self._gathered = (position, *self._gather(position))
+        context = Context.restored(self._gateway_type, gathered[1], gathered[2])
+        latest, active, in_turn = checkpoint.grants
+        pins = PinBoard(dict(checkpoint.pins))
+        return _Cursor(
+            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
+            GrantTracker(latest, active, in_turn),
+            pins,
+            checkpoint.last_step,
+        )
+
+    def _gather(self, position: int) -> tuple[list[NativeContent], list[Provenance]]:
+        """The Context's items and provenances at checkpoint `position`, from the pieces each
+        checkpoint keeps (what changed since the one before)."""
+        checkpoint = self._checkpoints[position]
         items: list[Sequence[NativeContent]] = []
         provenances: list[Sequence[Provenance]] = []
         need = checkpoint.length
@@ -331,18 +353,9 @@ class Timeline:
                 items.append(older.items[: need - older.prefix])
                 provenances.append(older.provenances[: need - older.prefix])
                 need = older.prefix
-        context = Context.restored(
-            self._gateway_type,
+        return (
             list(itertools.chain.from_iterable(reversed(items))),
             list(itertools.chain.from_iterable(reversed(provenances))),
-        )
-        latest, active, in_turn = checkpoint.grants
-        pins = PinBoard(dict(checkpoint.pins))
-        return _Cursor(
-            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
-            GrantTracker(latest, active, in_turn),
-            pins,
-            checkpoint.last_step,
         )
 
     # --- views --------------------------------------------------------------------------------

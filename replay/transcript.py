@@ -9,8 +9,9 @@ the same place. `apply` reports which keys it added, updated or removed, so a UI
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
+from engine.collector import collector_paused
 from engine.events import (
     AgentError,
     AreaRender,
@@ -24,6 +25,7 @@ from engine.events import (
     GcCollect,
     LiveEvent,
     ModelBind,
+    Payload,
     PermissionDecision,
     PermissionRequest,
     Retry,
@@ -93,6 +95,7 @@ class Change(NamedTuple):
 
 
 NO_CHANGE = Change()
+_tuple_new = tuple.__new__  # builds a Change without NamedTuple's keyword handling
 E = TypeVar("E", bound=TranscriptEntry)
 
 
@@ -118,6 +121,8 @@ class Transcript:
         self._errors = 0
         # live tool cards of a step, keyed by stream index, until their `tool/call` arrives
         self._pending: dict[tuple[int, int], dict[int, str]] = {}
+        # False until a live event arrives: a stored log has no live-only state to withdraw
+        self._live_seen = False
         self._open_turn: str | None = None
         self._compact: str | None = None
         self.title = ""
@@ -146,137 +151,153 @@ class Transcript:
     def apply(self, event: AnyEvent) -> Change:
         """Take one durable or live event; a durable event seen before (a stream that overflowed
         and delivers the log again) changes nothing."""
-        if isinstance(event, Event):
-            if event.seq <= self._last_seq:
-                return NO_CHANGE
-            self._last_seq = event.seq
-            return self._durable(event)
-        return self._live(event)
+        if not isinstance(event, Event):
+            return self._live(event)
+        seq = event.seq
+        if seq <= self._last_seq:
+            return NO_CHANGE
+        self._last_seq = seq
+        data = event.data
+        # by the payload's class (never subclassed): a `match` over a dozen class patterns cost
+        # more than the entry it built, on every event of a long log
+        handle = _DURABLE.get(type(data))
+        return NO_CHANGE if handle is None else handle(self, seq, event.time, data)
 
     # --- durable events -----------------------------------------------------------------------
 
-    def _durable(self, event: Event) -> Change:
-        seq, data = event.seq, event.data
-        match data:
-            case TurnStart(turn=turn):
-                key = f"turn:{turn}"
-                self._open_turn = key
-                return self._add(TurnEntry(key=key, seq=seq, number=turn, start=event.time))
-            case StepEnd(turn=turn, step=step, usage=usage):
-                change = self._drop_live(turn, step)
-                turn_change = self._update_turn(
-                    lambda t: evolve(t, steps=t.steps + 1, usage=_plus(t.usage, usage))
-                )
-                return _merge(change, turn_change)
-            case TurnEnd():
-                change = self._update_turn(
-                    lambda t: evolve(
-                        t,
-                        status="ended",
-                        reason=data.reason,
-                        message=data.message,
-                        end=event.time,
-                        repaired=data.reason == "interrupted",
-                    )
-                )
-                self._open_turn = None
-                return change
-            case UserMessage():
-                if data.source.is_user:
-                    return self._add(
-                        UserEntry(
-                            key=f"user:{seq}",
-                            seq=seq,
-                            time=event.time,
-                            content=data.content,
-                            original=data.original_content,
-                            attachments=data.attachments,
-                            label=data.label,
-                        )
-                    )
-                return self._add(
-                    ContextEntry(
-                        key=f"context:{seq}",
-                        seq=seq,
-                        time=event.time,
-                        content=data.content,
-                        source=data.source,
-                        label=data.label,
-                    )
-                )
-            case AssistantMessage():
-                return self._assistant_message(seq, data)
-            case ToolCallRecord():
-                return self._tool_call(seq, data)
-            case PermissionDecision(call_id=call_id, decision=decision):
-                return self._update_tool(
-                    call_id, lambda t: evolve(t, asking=False, permission=decision)
-                )
-            case ToolResultRecord():
-                return self._tool_result(data)
-            case AreaRender():
-                return self._add(
-                    AreaEntry(
-                        key=f"area:{seq}",
-                        seq=seq,
-                        area=data.area,
-                        messages=data.messages,
-                        earliest=data.earliest,
-                        latest=data.latest,
-                        label=data.label,
-                    )
-                )
-            case GcCollect():
-                return self._add(
-                    GcEntry(
-                        key=f"gc:{seq}",
-                        seq=seq,
-                        areas=data.areas,
-                        earliest=data.earliest,
-                        reclaimed=data.reclaimed,
-                        promoted=data.promoted,
-                        carried=data.carried,
-                        label=data.label,
-                    )
-                )
-            case CompactStart(groups=groups, earliest=earliest):
-                self._compact = f"compact:{seq}"
-                return self._add(
-                    CompactEntry(key=self._compact, seq=seq, groups=groups, earliest=earliest)
-                )
-            case CompactSummary(content=content, model=model, label=label):
-                return self._update_compact(
-                    lambda c: evolve(c, summary=content, model=model, label=label)
-                )
-            case CompactEnd(reclaimed=reclaimed, carried=carried):
-                change = self._update_compact(
-                    lambda c: evolve(c, reclaimed=reclaimed, carried=carried, done=True)
-                )
-                self._compact = None
-                return change
-            case Retry(turn=turn, step=step, attempt=attempt, reason=reason):
-                return self._add(
-                    RetryEntry(
-                        key=f"retry:{seq}",
-                        seq=seq,
-                        turn=turn,
-                        step=step,
-                        attempt=attempt,
-                        reason=reason,
-                    )
-                )
-            case ModelBind(model=model):
-                self.model = model
-                return self._add(ModelEntry(key=f"model:{seq}", seq=seq, model=model))
-            case SessionTitle(title=title):
-                self.title = title
-                return NO_CHANGE
-            case _:
-                # area registration and state, cursor moves, floor blocks, pins and permission
-                # rules shape the Context, not what a reader reads
-                return NO_CHANGE
+    def _turn_start(self, seq: int, time: float, data: TurnStart) -> Change:
+        key = f"turn:{data.turn}"
+        self._open_turn = key
+        return self._add(TurnEntry(key=key, seq=seq, number=data.turn, start=time))
 
-    def _assistant_message(self, seq: int, data: AssistantMessage) -> Change:
+    def _step_end(self, seq: int, time: float, data: StepEnd) -> Change:
+        change = self._drop_live(data.turn, data.step) if self._live_seen else NO_CHANGE
+        turn = self._turn()
+        if turn is None:
+            return change
+        evolved = evolve(turn, steps=turn.steps + 1, usage=_plus(turn.usage, data.usage))
+        turn_change = self._replace(evolved)
+        return _merge(change, turn_change) if change else turn_change
+
+    def _turn_end(self, seq: int, time: float, data: TurnEnd) -> Change:
+        turn = self._turn()
+        self._open_turn = None
+        if turn is None:
+            return NO_CHANGE
+        reason = data.reason
+        return self._replace(
+            evolve(
+                turn,
+                status="ended",
+                reason=reason,
+                message=data.message,
+                end=time,
+                repaired=reason == "interrupted",
+            )
+        )
+
+    def _turn(self) -> TurnEntry | None:
+        """The open turn's entry (None between turns)."""
+        key = self._open_turn
+        turn = self._entries.get(key) if key is not None else None
+        return turn if isinstance(turn, TurnEntry) else None
+
+    def _user_message(self, seq: int, time: float, data: UserMessage) -> Change:
+        if data.source.is_user:
+            return self._add(
+                UserEntry(
+                    key=f"user:{seq}",
+                    seq=seq,
+                    time=time,
+                    content=data.content,
+                    original=data.original_content,
+                    attachments=data.attachments,
+                    label=data.label,
+                )
+            )
+        return self._add(
+            ContextEntry(
+                key=f"context:{seq}",
+                seq=seq,
+                time=time,
+                content=data.content,
+                source=data.source,
+                label=data.label,
+            )
+        )
+
+    def _permission_decision(self, seq: int, time: float, data: PermissionDecision) -> Change:
+        decision = data.decision
+        return self._update_tool(
+            data.call_id, lambda t: evolve(t, asking=False, permission=decision)
+        )
+
+    def _area_render(self, seq: int, time: float, data: AreaRender) -> Change:
+        return self._add(
+            AreaEntry(
+                key=f"area:{seq}",
+                seq=seq,
+                area=data.area,
+                messages=data.messages,
+                earliest=data.earliest,
+                latest=data.latest,
+                label=data.label,
+            )
+        )
+
+    def _gc_collect(self, seq: int, time: float, data: GcCollect) -> Change:
+        return self._add(
+            GcEntry(
+                key=f"gc:{seq}",
+                seq=seq,
+                areas=data.areas,
+                earliest=data.earliest,
+                reclaimed=data.reclaimed,
+                promoted=data.promoted,
+                carried=data.carried,
+                label=data.label,
+            )
+        )
+
+    def _compact_start(self, seq: int, time: float, data: CompactStart) -> Change:
+        self._compact = f"compact:{seq}"
+        return self._add(
+            CompactEntry(key=self._compact, seq=seq, groups=data.groups, earliest=data.earliest)
+        )
+
+    def _compact_summary(self, seq: int, time: float, data: CompactSummary) -> Change:
+        return self._update_compact(
+            lambda c: evolve(c, summary=data.content, model=data.model, label=data.label)
+        )
+
+    def _compact_end(self, seq: int, time: float, data: CompactEnd) -> Change:
+        change = self._update_compact(
+            lambda c: evolve(c, reclaimed=data.reclaimed, carried=data.carried, done=True)
+        )
+        self._compact = None
+        return change
+
+    def _retry(self, seq: int, time: float, data: Retry) -> Change:
+        return self._add(
+            RetryEntry(
+                key=f"retry:{seq}",
+                seq=seq,
+                turn=data.turn,
+                step=data.step,
+                attempt=data.attempt,
+                reason=data.reason,
+            )
+        )
+
+    def _model_bind(self, seq: int, time: float, data: ModelBind) -> Change:
+        self.model = data.model
+        return self._add(ModelEntry(key=f"model:{seq}", seq=seq, model=data.model))
+
+    def _session_title(self, seq: int, time: float, data: SessionTitle) -> Change:
+        self.title = data.title
+        return NO_CHANGE
+
+    def _assistant_message(self, seq: int, time: float, data: AssistantMessage) -> Change:
         key = _assistant_key(data.turn, data.step)
         entry = AssistantEntry(
             key=key,
@@ -290,6 +311,8 @@ class Transcript:
             usage=data.usage,
             label=data.label,
         )
+        if not self._live_seen:
+            return self._replace(entry) if key in self._entries else self._add(entry)
         change = self._put_assistant(entry)
         pending = self._pending.get((data.turn, data.step))
         if not pending:
@@ -299,7 +322,7 @@ class Transcript:
         stale = [key for key in pending.values() if self._tool_call_id(key) not in called]
         return _merge(change, self._remove(stale))
 
-    def _tool_call(self, seq: int, data: ToolCallRecord) -> Change:
+    def _tool_call(self, seq: int, time: float, data: ToolCallRecord) -> Change:
         key = _tool_key(data.turn, data.step, data.call_id)
         entry = ToolEntry(
             key=key,
@@ -312,37 +335,40 @@ class Transcript:
             status="running",
             label=data.label,
         )
-        pending = self._pending.get((data.turn, data.step), {})
-        for index, pending_key in list(pending.items()):
-            if pending_key == key:
-                del pending[index]
-                return self._replace(entry)
+        pending = self._pending.get((data.turn, data.step))
+        if pending:
+            for index, pending_key in list(pending.items()):
+                if pending_key == key:
+                    del pending[index]
+                    return self._replace(entry)
         return self._add(entry)
 
-    def _tool_result(self, data: ToolResultRecord) -> Change:
-        def done(tool: ToolEntry) -> ToolEntry:
-            status: ToolStatus = "done"
-            if tool.permission == "cancelled" or (
-                data.is_error and data.content == CANCELLED_RESULT
-            ):
-                status = "cancelled"
-            elif data.is_error:
-                status = "error"
-            return evolve(
+    def _tool_result(self, seq: int, time: float, data: ToolResultRecord) -> Change:
+        tool = self._entries.get(_tool_key(data.turn, data.step, data.call_id))
+        if not isinstance(tool, ToolEntry):
+            return NO_CHANGE
+        status: ToolStatus = "done"
+        is_error, content = data.is_error, data.content
+        if tool.permission == "cancelled" or (is_error and content == CANCELLED_RESULT):
+            status = "cancelled"
+        elif is_error:
+            status = "error"
+        return self._replace(
+            evolve(
                 tool,
                 status=status,
                 output="",
                 asking=False,
-                result=data.content,
-                is_error=data.is_error,
+                result=content,
+                is_error=is_error,
                 result_label=data.label,
             )
-
-        return self._update(_tool_key(data.turn, data.step, data.call_id), ToolEntry, done)
+        )
 
     # --- live events --------------------------------------------------------------------------
 
     def _live(self, event: LiveEvent) -> Change:
+        self._live_seen = True
         data, seq = event.data, event.after_seq
         match data:
             case AssistantDelta(turn=turn, step=step, text=text, reasoning=reasoning):
@@ -433,20 +459,23 @@ class Transcript:
         (which a stream may announce before any text), as in the log."""
         if entry.key in self._entries:
             return self._replace(entry)
-        pending = self._pending.get((entry.turn, entry.step), {})
-        positions = [self.index(key) for key in pending.values()]
-        if not positions:
+        pending = self._pending.get((entry.turn, entry.step))
+        if not pending:
             return self._add(entry)
+        positions = [self.index(key) for key in pending.values()]
         self._order.insert(min(positions), entry.key)
         self._entries[entry.key] = entry
-        return Change(added=(entry.key,))
+        return _tuple_new(Change, ((entry.key,), (), ()))
 
     def _drop_live(self, turn: int, step: int) -> Change:
         """Withdraw what only the stream showed for a step (a reset, or the step ended)."""
-        stale = list(self._pending.pop((turn, step), {}).values())
+        pending = self._pending.pop((turn, step), None)
+        stale = list(pending.values()) if pending else []
         assistant = self._entries.get(_assistant_key(turn, step))
         if isinstance(assistant, AssistantEntry) and assistant.streaming:
             stale.append(assistant.key)
+        if not stale:
+            return NO_CHANGE
         return self._remove(
             [key for key in stale if key in self._entries and is_live_only(self._entries[key])]
         )
@@ -464,13 +493,15 @@ class Transcript:
         raise KeyError(key)
 
     def _add(self, entry: TranscriptEntry) -> Change:
-        self._order.append(entry.key)
-        self._entries[entry.key] = entry
-        return Change(added=(entry.key,))
+        key = entry.key
+        self._order.append(key)
+        self._entries[key] = entry
+        return _tuple_new(Change, ((key,), (), ()))
 
     def _replace(self, entry: TranscriptEntry) -> Change:
-        self._entries[entry.key] = entry
-        return Change(updated=(entry.key,))
+        key = entry.key
+        self._entries[key] = entry
+        return _tuple_new(Change, ((), (key,), ()))
 
     def _remove(self, keys: list[str]) -> Change:
         removed = tuple(key for key in keys if key in self._entries)
@@ -491,9 +522,6 @@ class Transcript:
             return NO_CHANGE
         return self._replace(new)
 
-    def _update_turn(self, change: Callable[[TurnEntry], TurnEntry]) -> Change:
-        return self._update(self._open_turn, TurnEntry, change)
-
     def _update_compact(self, change: Callable[[CompactEntry], CompactEntry]) -> Change:
         return self._update(self._compact, CompactEntry, change)
 
@@ -504,6 +532,29 @@ class Transcript:
             if isinstance(entry, ToolEntry) and entry.call_id == call_id:
                 return self._update(entry.key, ToolEntry, change)
         return NO_CHANGE
+
+
+_DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] = {
+    TurnStart: Transcript._turn_start,
+    StepEnd: Transcript._step_end,
+    TurnEnd: Transcript._turn_end,
+    UserMessage: Transcript._user_message,
+    AssistantMessage: Transcript._assistant_message,
+    ToolCallRecord: Transcript._tool_call,
+    PermissionDecision: Transcript._permission_decision,
+    ToolResultRecord: Transcript._tool_result,
+    AreaRender: Transcript._area_render,
+    GcCollect: Transcript._gc_collect,
+    CompactStart: Transcript._compact_start,
+    CompactSummary: Transcript._compact_summary,
+    CompactEnd: Transcript._compact_end,
+    Retry: Transcript._retry,
+    ModelBind: Transcript._model_bind,
+    SessionTitle: Transcript._session_title,
+}
+"""What each durable payload class does to the transcript; the rest (area registration and
+state, cursor moves, floor blocks, pins, permission rules, step starts) shape the Context, not
+what a reader reads."""
 
 
 def _plus(total: Usage, more: Usage) -> Usage:
@@ -528,8 +579,11 @@ def _merge(*changes: Change) -> Change:
 
 
 def transcript_of(events: Iterable[AnyEvent]) -> Transcript:
-    """The transcript of a whole event sequence (durable, or durable and live)."""
+    """The transcript of a whole event sequence (durable, or durable and live); bulk work that
+    makes no cycles, so the cyclic collector is paused (engine/collector.py)."""
     transcript = Transcript()
-    for event in events:
-        transcript.apply(event)
+    apply = transcript.apply
+    with collector_paused():
+        for event in events:
+            apply(event)
     return transcript

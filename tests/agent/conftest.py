@@ -27,7 +27,7 @@ from engine.agent.admission import Next
 from engine.agent.runtime import Runtime
 from engine.config import Config
 from engine.events import Event, LiveEvent, Payload, UserMessage
-from engine.gateway.base import GatewayType
+from engine.gateway.base import Gateway, GatewayType
 from engine.gateway.codecs import codec_for
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Message, Role, Source, ToolCall
@@ -144,7 +144,7 @@ async def make_agent(tmp_path: Path, store: FlakyStore) -> AsyncIterator[MakeAge
         options: AgentOptions | None = None,
         stored: bool = True,
         session_id: str | None = None,
-        gateway: ScriptedGateway | None = None,
+        gateway: Gateway | None = None,
         config: Config | None = None,
     ) -> Agent:
         agent = await open_agent(

@@ -1,21 +1,34 @@
-"""Benchmark: timeline seeks and player steps on sessions of 1,000 and 10,000 turns.
+"""Benchmark: every figure of the replay issue (issue 11) in one run; prints JSON.
 
-Run as `python -m tests.bench.replay`; prints JSON. Targets (the replay issue): a seek to a random
-seq within 50 ms and a player step forward or back within 10 ms on a 10,000-turn session, with the
-timeline using at most 2x the memory of the Context it replays. Raw baselines in the same run:
-replaying the log from the start with `ContextReplayer` (what a seek costs without checkpoints),
-and the memory of that replayed Context.
+Run `python -m tests.bench.replay [--rounds N]`. Each figure stands beside its baseline, measured
+in the same run in interleaved rounds (the side that goes first alternates), so drift of a shared
+machine hits both; a ratio is the median of the rounds' ratios. Targets:
+
+- `load`: the store's load of a 100,000-event session within 1.5x a raw `SELECT` + `json.loads`
+  of the same rows, the garbage collector in the same state for both (enabled, then disabled);
+  wall-clock seconds (`tests/bench/store.py`'s `bench_load`).
+- `transcript`: loading a session and building its transcript within 1.5x the store's own load,
+  on 1,000 and 10,000 turns, and linear (10x the events in at most 12x the time); CPU seconds of
+  the process (the store's reader threads included), which a busy machine skews least. The HTML
+  export of the 10,000-turn session, with its size.
+- `timeline`: a seek to a random seq within 50 ms and a player step forward or back within 10 ms
+  on a 10,000-turn session, the timeline using at most 2x the memory of the Context it replays;
+  baselines: replaying the log from the start with `ContextReplayer` (what a seek costs without
+  checkpoints) and the memory of that replayed Context.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import random
 import statistics
+import sys
+import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from engine.context import ContextReplayer
 from engine.events import (
@@ -38,11 +51,21 @@ from engine.events import (
 )
 from engine.gateway.base import GatewayType
 from engine.message import Role, Source, ToolCall
+from engine.store.sqlite import SQLiteStore
+from replay.export import export
 from replay.player import Player
 from replay.timeline import Timeline, TimelineState
+from replay.transcript import transcript_of
+from tests.bench.store import TOTAL, bench_load, bench_main, make_events
 
 SIZES = (1_000, 10_000)
 SAMPLES = 200
+TURN_EVENTS = 12  # make_events writes turns of a prompt and two tool steps
+SEEK_TARGET_MS = 50.0
+STEP_TARGET_MS = 10.0
+MEMORY_TARGET = 2.0
+TRANSCRIPT_TARGET = 1.5
+LINEAR_TARGET = 12.0
 
 
 def session(turns: int) -> list[Event]:
@@ -150,7 +173,7 @@ def _allocated(build: Callable[[], object]) -> tuple[object, int]:
     return built, size
 
 
-def measure(turns: int) -> dict[str, object]:
+def measure(turns: int) -> dict[str, Any]:
     events = session(turns)
     rng = random.Random(turns)
     # memory: the replayed Context alone (the raw baseline) against the whole timeline
@@ -189,10 +212,112 @@ def measure(turns: int) -> dict[str, object]:
     }
 
 
-def main() -> None:
-    report = {"sizes": [measure(turns) for turns in SIZES]}
-    print(json.dumps(report, indent=2))
+def timeline_figures(turns: int) -> dict[str, Any]:
+    figures = measure(turns)
+    steps = (figures["player_step_forward"], figures["player_step_back"])
+    figures["met"] = (
+        figures["seek"]["p95_ms"] <= SEEK_TARGET_MS
+        and max(step["p95_ms"] for step in steps) <= STEP_TARGET_MS
+        and figures["timeline_over_context"] <= MEMORY_TARGET
+    )
+    return figures
+
+
+# --- load + transcript ----------------------------------------------------------------------------
+
+
+async def stored(path: Path, events: list[Event]) -> str:
+    async with SQLiteStore(path) as store:
+        info = await store.create(cwd="/bench")
+        for i in range(0, len(events), 1_000):
+            await store.append(info.id, events[i : i + 1_000])
+        await store.flush(info.id)
+        return info.id
+
+
+async def cpu_load(store: SQLiteStore, session_id: str, project: bool) -> float:
+    start = time.process_time()
+    events = (await store.inspect(session_id)).events
+    if project:
+        transcript_of(events)
+    return time.process_time() - start
+
+
+async def alternating(
+    rounds: int, first: Callable[[], Awaitable[float]], second: Callable[[], Awaitable[float]]
+) -> tuple[list[float], list[float]]:
+    """Seconds of each side per round; the side that goes first alternates."""
+    a: list[float] = []
+    b: list[float] = []
+    for number in range(rounds):
+        if number % 2:
+            b.append(await second())
+            a.append(await first())
+        else:
+            a.append(await first())
+            b.append(await second())
+    return a, b
+
+
+async def transcript_figures(turns: int, root: Path, rounds: int) -> dict[str, Any]:
+    events = make_events(turns * TURN_EVENTS)
+    path = root / f"transcript-{turns}.sqlite"
+    session_id = await stored(path, events)
+    async with SQLiteStore(path) as store:
+        load, both = await alternating(
+            rounds,
+            lambda: cpu_load(store, session_id, project=False),
+            lambda: cpu_load(store, session_id, project=True),
+        )
+        info = await store.info(session_id)
+    ratios = [b / a for a, b in zip(load, both, strict=True)]
+    figures: dict[str, Any] = {
+        "turns": turns,
+        "events": len(events),
+        "store_load_s": round(statistics.median(load), 4),
+        "load_and_transcript_s": round(statistics.median(both), 4),
+        "ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+        "target": TRANSCRIPT_TARGET,
+        "met": statistics.median(ratios) <= TRANSCRIPT_TARGET,
+    }
+    if turns == SIZES[-1]:
+        start = time.process_time()
+        page = export(info, events, "html")
+        figures["html_export_s"] = round(time.process_time() - start, 4)
+        figures["html_bytes"] = len(page.encode())
+    return figures
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+async def run(rounds: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+        root = Path(tmp)
+        load = await bench_load(root, make_events(TOTAL), rounds)
+        small, large = [await transcript_figures(turns, root, rounds) for turns in SIZES]
+    linear = large["load_and_transcript_s"] / small["load_and_transcript_s"]
+    timeline = [timeline_figures(turns) for turns in SIZES]
+    met = [row["met"] for row in (*load, small, large, timeline[-1])]
+    return {
+        "benchmark": "replay",
+        "rounds": rounds,
+        "load": load,
+        "transcript": {
+            "sizes": [small, large],
+            "linear_ratio_10x": round(linear, 3),
+            "linear_target": LINEAR_TARGET,
+            "linear_met": linear <= LINEAR_TARGET,
+        },
+        "timeline": timeline,
+        "pass": all(met) and linear <= LINEAR_TARGET,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return bench_main("tests.bench.replay", run, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

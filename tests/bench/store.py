@@ -22,7 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
@@ -256,8 +256,14 @@ async def run(rounds: int) -> dict[str, Any]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.store")
+def bench_main(
+    module: str,
+    run: Callable[[int], Coroutine[Any, Any, dict[str, Any]]],
+    argv: Sequence[str] | None,
+) -> int:
+    """`python -m MODULE [--rounds N]`: runs the bench, prints its report as JSON; exit 1 when a
+    target is missed."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -265,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = asyncio.run(run(args.rounds))
     print(json.dumps(report, indent=2))
     return 0 if report["pass"] else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return bench_main("tests.bench.store", run, argv)
 
 
 if __name__ == "__main__":

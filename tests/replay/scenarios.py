@@ -14,7 +14,7 @@ from engine.agent import Agent, AgentOptions
 from engine.commands import REGISTRY
 from engine.context.areas import NoticeArea, PlanArea
 from engine.gateway.scripted import Reply
-from engine.tools import ToolRegistry
+from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from tests.agent.conftest import FixedTool, GateTool, MakeAgent, call, context
 
 Scenario = Callable[[MakeAgent], Awaitable[Agent]]
@@ -154,6 +154,29 @@ async def compaction(make_agent: MakeAgent) -> Agent:
     return await _run(agent, "q4")
 
 
+async def permission_rule(make_agent: MakeAgent) -> Agent:
+    """A call asked about and answered "always": a standing rule that answers the next call."""
+    asked: list[str] = []
+
+    async def always(question: PermissionQuestion) -> PermissionAnswer:
+        asked.append(question.tool)
+        return PermissionAnswer.allow_always
+
+    agent = await make_agent(
+        [
+            Reply(tool_calls=[call("deploy", "d1")]),
+            Reply(text="deployed"),
+            Reply(tool_calls=[call("deploy", "d2")]),
+            Reply(text="again"),
+        ],
+        tools=_registry(FixedTool("deploy", "shipped", needs_permission=True)),
+        responder=always,
+    )
+    await _run(agent, "deploy it", "once more")
+    assert asked == ["deploy"]
+    return agent
+
+
 SCENARIOS: dict[str, Scenario] = {
     "tools": tools,
     "parallel_tools": parallel_tools,
@@ -164,4 +187,5 @@ SCENARIOS: dict[str, Scenario] = {
     "areas": areas,
     "subtask": subtask,
     "compaction": compaction,
+    "permission_rule": permission_rule,
 }

@@ -12,7 +12,15 @@ from engine.context import ContextReplayer
 from engine.events import Event
 from replay.projection import Projection
 from replay.timeline import Timeline
-from tests.agent.conftest import FlakyStore, MakeAgent, Recorder, record, stored_log
+from tests.agent.conftest import (
+    FlakyStore,
+    MakeAgent,
+    Recorder,
+    record,
+    runtime_of,
+    stored_log,
+)
+from tests.replay.live_scenarios import NAMES, play
 from tests.replay.scenarios import SCENARIOS
 
 
@@ -20,13 +28,14 @@ def _views(agent: Agent) -> tuple[object, ...]:
     return (agent.context.entries(), agent.areas, agent.pins, agent.model, agent.last_assembly)
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", NAMES)
 async def test_the_timeline_at_the_last_seq_is_the_live_agent(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    agent = await SCENARIOS[name](make_agent)
-    log = await stored_log(store, agent.session_id)
-    timeline = Timeline.of(agent.context.gateway_type, log, every=7)
+    played = await play(name, make_agent, store)
+    agent, log = played.agent, played.stored
+    config = runtime_of(agent).assembler.config  # the models the timeline resolves bindings by
+    timeline = Timeline.of(agent.context.gateway_type, log, config=config, every=7)
     state = timeline.at(log[-1].seq)
     request = timeline.request_at(log[-1].seq)
     seen = (state.context.entries(), state.areas, state.pins, state.model, request)
@@ -38,7 +47,9 @@ async def test_the_timeline_at_the_last_seq_is_the_live_agent(
     assert isinstance(timeline, Projection)
 
 
-@pytest.mark.parametrize("name", ["subtask", "compaction", "areas", "cancel_mid_tool"])
+@pytest.mark.parametrize(
+    "name", ["subtask", "compaction", "areas", "cancel_mid_tool", "permission_rule"]
+)
 async def test_every_seq_is_a_replay_of_the_log_up_to_it(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:

@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import pytest
 
+from replay.export import export
 from replay.player import Player
 from replay.transcript import (
     AreaEntry,
@@ -133,3 +134,16 @@ async def test_the_player_drives_a_transcript_both_ways(
     turn_two = next(e.seq for e in played.stored if e.type == "turn/start" and e.seq > 5)
     player.seek(turn_two)
     assert list(player.state()) == transcript_of(played.stored[:turn_two]).entries
+
+
+async def test_a_tool_card_holds_its_permission_decision(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    played = await play("permission_rule", make_agent, store)
+    cards = _of(played, ToolEntry)
+    assert [(t.call_id, t.status, t.permission, t.result) for t in cards] == [
+        ("d1", "done", "allow", "shipped"),
+        ("d2", "done", "allow", "shipped"),
+    ]
+    markdown = export(await store.info(played.agent.session_id), played.stored, "md")
+    assert markdown.count("**Tool call** `deploy` (done, permission allow)") == 2
