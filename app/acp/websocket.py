@@ -1,0 +1,231 @@
+"""ACP over WebSocket (`trellis serve`): a thin transport around the protocol core.
+
+One JSON-RPC message per text frame at `/acp`; binary frames are ignored. The upgrade is checked
+before anything else runs (`UpgradeGate`: 404 off `/acp`, 403 for a browser Origin outside the allow
+list, 401 without the token) and answered with an `Acp-Connection-Id` header. Each connection gets its
+own `AcpConnection` from the one process-wide `AcpServer`; when the socket drops, `close()` cancels
+that connection's running turns (the turns are stored). Served with `websockets`, not the `acp`
+package's ASGI server, which drops invalid JSON silently and checks neither Origin nor size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
+from websockets.http11 import Request, Response
+
+from app.acp.auth import UpgradeGate, authenticate_first_message
+
+if TYPE_CHECKING:
+    from app.acp.core import AcpConnection, AcpServer
+
+ACP_PATH = "/acp"
+CONNECTION_ID_HEADER = "Acp-Connection-Id"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameLimits:
+    """The transport's limits; every one is named here, with its default."""
+
+    max_incoming: int = 16 * 1024 * 1024
+    """Largest incoming message in bytes; a larger one closes the connection with 1009."""
+    max_outgoing: int = 1024 * 1024
+    """Largest outgoing frame in UTF-8 bytes; the core splits long text below it, so a larger
+    frame is a bug: it is logged and not sent (an answer is replaced by an error answer)."""
+    auth_timeout: float = 10.0
+    """Seconds an `?auth=message` connection has to send its `authenticate` frame."""
+
+
+class AcpWebSocketServer:
+    """Serves one `AcpServer` to many WebSocket connections at once."""
+
+    def __init__(
+        self,
+        acp: AcpServer,
+        *,
+        token: str,
+        allowed_origins: Sequence[str] = (),
+        limits: FrameLimits | None = None,
+    ) -> None:
+        self._acp = acp
+        self._token = token
+        self._gate = UpgradeGate.of(token, allowed_origins)
+        self._limits = limits or FrameLimits()
+
+    async def listen(self, host: str, port: int) -> Server:
+        """Bind and start serving; the returned `Server` is closed by `close_server`.
+
+        Raises `OSError` when the address cannot be bound. Compression is off: the peer is
+        usually on the same machine, and deflate would cost CPU on every streamed update.
+        """
+        return await serve(
+            self._handle,
+            host,
+            port,
+            process_request=self._check_upgrade,
+            process_response=self._name_connection,
+            max_size=self._limits.max_incoming,
+            compression=None,
+        )
+
+    def _check_upgrade(self, ws: ServerConnection, request: Request) -> Response | None:
+        """404 off `/acp`, then the gate (403 for Origin, 401 for the token); None accepts."""
+        target = urlsplit(request.path)
+        if target.path != ACP_PATH:
+            return ws.respond(HTTPStatus.NOT_FOUND, f"ACP is served at {ACP_PATH}\n")
+        refusal = self._gate.check(
+            origins=request.headers.get_all("Origin"),
+            authorization=request.headers.get_all("Authorization"),
+            query=target.query,
+        )
+        if refusal is None:
+            return None
+        logger.warning(
+            "refused a WebSocket upgrade from %s: %d %s",
+            _peer(ws),
+            refusal.status.value,
+            refusal.reason,
+        )
+        response = ws.respond(refusal.status, refusal.reason + "\n")
+        if refusal.status is HTTPStatus.UNAUTHORIZED:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="trellis"'
+        return response
+
+    @staticmethod
+    def _name_connection(ws: ServerConnection, request: Request, response: Response) -> None:
+        if response.status_code == HTTPStatus.SWITCHING_PROTOCOLS:
+            response.headers[CONNECTION_ID_HEADER] = str(ws.id)
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        """One connection: authenticate by message when asked to, then pump text frames into the
+        core until the socket closes, and close the core's connection whatever happened."""
+        assert ws.request is not None  # the handler only runs after a handshake
+        request = ws.request
+        if UpgradeGate.needs_message_auth(
+            authorization=request.headers.get_all("Authorization"),
+            query=urlsplit(request.path).query,
+        ) and not await self._authenticate_by_message(ws):
+            return
+        connection_id = str(ws.id)
+        connection = self._acp.connect(
+            FrameSender(ws, self._limits.max_outgoing, connection_id), connection_id=connection_id
+        )
+        try:
+            await self._pump(ws, connection)
+        finally:
+            await connection.close()
+
+    async def _pump(self, ws: ServerConnection, connection: AcpConnection) -> None:
+        try:
+            async for frame in ws:
+                if isinstance(frame, str):  # binary frames carry nothing in ACP
+                    await connection.receive(frame)
+        except ConnectionClosed as closed:
+            if closed.sent is not None and closed.sent.code == CloseCode.MESSAGE_TOO_BIG:
+                logger.warning(
+                    "connection %s sent a message over %d bytes; closed with 1009",
+                    ws.id,
+                    self._limits.max_incoming,
+                )
+
+    async def _authenticate_by_message(self, ws: ServerConnection) -> bool:
+        """The first text frame must be `authenticate` with the token (`app.acp.auth`); anything
+        else, or nothing within `auth_timeout`, closes the connection with 1008."""
+        try:
+            async with asyncio.timeout(self._limits.auth_timeout):
+                frame: str | bytes = b""
+                while isinstance(frame, bytes):
+                    frame = await ws.recv()
+        except TimeoutError:
+            logger.warning("connection %s sent no authenticate message; closed", ws.id)
+            await ws.close(CloseCode.POLICY_VIOLATION, "authentication required")
+            return False
+        except ConnectionClosed:
+            return False
+        outcome = authenticate_first_message(self._token, frame)
+        try:
+            await ws.send(outcome.answer)
+            if not outcome.accepted:
+                logger.warning("connection %s failed to authenticate; closed", ws.id)
+                await ws.close(CloseCode.POLICY_VIOLATION, "authentication failed")
+        except ConnectionClosed:
+            return False
+        return outcome.accepted
+
+
+class FrameSender:
+    """The `Send` the core writes through: one text frame per message, none over the limit.
+
+    A message over `max_outgoing` is never sent: it is logged, and when it is an answer the
+    client is given an error answer with the same id instead, so no request waits forever. A
+    connection that has gone drops what is sent to it: the core learns of the drop from
+    `AcpConnection.close()`, not from its writes.
+    """
+
+    def __init__(self, ws: ServerConnection, max_outgoing: int, connection_id: str) -> None:
+        self._ws = ws
+        self._max = max_outgoing
+        self._connection_id = connection_id
+
+    async def __call__(self, text: str) -> None:
+        size = utf8_size(text)
+        if size > self._max:
+            logger.error(
+                "connection %s: an outgoing message of %d bytes exceeds the %d-byte frame "
+                "limit; not sent",
+                self._connection_id,
+                size,
+                self._max,
+            )
+            text = oversized_answer(text, size, self._max)
+            if not text:
+                return
+        try:
+            await self._ws.send(text)
+        except ConnectionClosed:
+            return
+
+
+def utf8_size(text: str) -> int:
+    """The size of `text` in UTF-8; ASCII text (the usual JSON) is not encoded to learn it."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def oversized_answer(text: str, size: int, limit: int) -> str:
+    """For an answer too large to send, an error answer with its id; "" for anything else."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return ""
+    if not isinstance(message, dict) or "method" in message or "id" not in message:
+        return ""
+    error = {
+        "code": -32603,
+        "message": f"Internal error: the answer is {size} bytes, over the {limit}-byte frame limit",
+        "data": {"size": size, "limit": limit},
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+
+def _peer(ws: ServerConnection) -> str:
+    address = ws.remote_address
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+
+
+async def close_server(server: Server) -> None:
+    """Stop accepting, close every connection with 1001 (going away) and wait for their handlers,
+    each of which closes its core connection (cancelling that connection's turns)."""
+    server.close()
+    await server.wait_closed()
