@@ -116,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dir", nargs="?", type=Path, default=None, help="the project (default: the current one)"
     )
     trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
+
+    serve = sub.add_parser(
+        "serve", parents=[config], help="serve ACP over WebSocket at ws://HOST:PORT/acp"
+    )
+    serve.add_argument("--host", help="the address to bind (default: [serve] host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="the port (default: [serve] port, 8765; 0: any)")
     return parser
 
 
@@ -190,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _models(args, log_secrets)
             case "trust":
                 return _trust(args)
+            case "serve":
+                return asyncio.run(_serve(args, log_secrets))
             case _:
                 parser.error(f"unknown command {args.command}")
     except TrellisError as exc:  # every error a front end must handle (engine.errors)
@@ -420,6 +428,28 @@ def _models(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) ->
         print(
             f"{marker} {name:<16} {entry.provider:<10} {target}  egress<={entry.effective_egress().name}"
         )
+    return EXIT_OK
+
+
+async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """`trellis serve`: ACP over WebSocket (websockets is imported only here)."""
+    from app.acp.serve import serve
+    from engine.config import load_config_report
+
+    cwd = Path.cwd().resolve()
+    if args.port is not None and not 0 <= args.port <= 65535:
+        print(f"trellis: --port must be 0 to 65535, got {args.port}", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
+    config = _reported(loaded, log_secrets)
+    await serve(
+        config.serve,
+        started_in=cwd,
+        host=args.host,
+        port=args.port,
+        trust_project=args.trust_project,
+        log_secrets=log_secrets,
+    )
     return EXIT_OK
 
 

@@ -9,7 +9,6 @@ is decided from header values and message text, without sockets, so it is tested
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import secrets
 import stat
@@ -22,6 +21,7 @@ from acp.exceptions import RequestError
 from acp.schema import AuthenticateRequest, AuthenticateResponse
 from pydantic import ValidationError
 
+from app.acp import rpc
 from engine.errors import TrellisError
 from engine.paths import serve_token_path
 
@@ -187,43 +187,30 @@ class MessageAuthentication:
 
 def authenticate_first_message(token: str, text: str) -> MessageAuthentication:
     """Judge the first text frame of a connection that authenticates by message."""
-    request_id: object = None
     try:
-        message = json.loads(text)
-    except ValueError:
-        return _refused(request_id, "the first message is not JSON")
-    if not isinstance(message, dict):
-        return _refused(request_id, "the first message is not a JSON-RPC request")
-    request_id = message.get("id")
-    if message.get("method") != "authenticate" or request_id is None:
+        message = rpc.parse(text)
+    except RequestError:
+        return _refused(None, "the first message is not a JSON-RPC request")
+    if message.method != "authenticate" or message.id is None:
         return _refused(
-            request_id, "the first message must be an `authenticate` request carrying the token"
+            message.id, "the first message must be an `authenticate` request carrying the token"
         )
     try:
-        params = AuthenticateRequest.model_validate(message.get("params"))
+        params = AuthenticateRequest.model_validate(message.params)
     except ValidationError:
-        return _refused(request_id, "`authenticate` needs params {methodId, _meta}")
-    meta = params.field_meta or {}
-    given = meta.get(TOKEN_META_KEY)
+        return _refused(message.id, "`authenticate` needs params {methodId, _meta}")
+    given = (params.field_meta or {}).get(TOKEN_META_KEY)
     if params.method_id != TOKEN_METHOD_ID or not isinstance(given, str):
         return _refused(
-            request_id,
+            message.id,
             f'`authenticate` needs methodId "{TOKEN_METHOD_ID}" and _meta["{TOKEN_META_KEY}"]',
         )
     if not token_matches(token, given):
-        return _refused(request_id, "the token is wrong")
-    result = AuthenticateResponse().model_dump(mode="json", by_alias=True, exclude_none=True)
-    return MessageAuthentication(
-        True, _frame({"jsonrpc": "2.0", "id": request_id, "result": result})
-    )
+        return _refused(message.id, "the token is wrong")
+    answer = rpc.result_message(message.id, rpc.dump(AuthenticateResponse()))
+    return MessageAuthentication(True, rpc.serialize(answer)[0])
 
 
-def _refused(request_id: object, why: str) -> MessageAuthentication:
-    error = RequestError.auth_required({"reason": why}).to_error_obj()
-    return MessageAuthentication(
-        False, _frame({"jsonrpc": "2.0", "id": request_id, "error": error})
-    )
-
-
-def _frame(message: dict[str, object]) -> str:
-    return json.dumps(message, separators=(",", ":"))
+def _refused(request_id: rpc.RequestId, why: str) -> MessageAuthentication:
+    error = RequestError.auth_required({"reason": why})
+    return MessageAuthentication(False, rpc.serialize(rpc.error_message(request_id, error))[0])

@@ -11,7 +11,6 @@ package's ASGI server, which drops invalid JSON silently and checks neither Orig
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from app.acp.auth import UpgradeGate, authenticate_first_message
+from app.acp.rpc import MAX_INCOMING_BYTES, MAX_OUTGOING_BYTES
 
 if TYPE_CHECKING:
     from app.acp.core import AcpConnection, AcpServer
@@ -39,11 +39,11 @@ logger = logging.getLogger(__name__)
 class FrameLimits:
     """The transport's limits; every one is named here, with its default."""
 
-    max_incoming: int = 16 * 1024 * 1024
+    max_incoming: int = MAX_INCOMING_BYTES
     """Largest incoming message in bytes; a larger one closes the connection with 1009."""
-    max_outgoing: int = 1024 * 1024
-    """Largest outgoing frame in UTF-8 bytes; the core splits long text below it, so a larger
-    frame is a bug: it is logged and not sent (an answer is replaced by an error answer)."""
+    max_outgoing: int = MAX_OUTGOING_BYTES
+    """Largest outgoing frame in UTF-8 bytes; the core keeps below it, so a larger frame is a
+    bug: it is logged and not sent."""
     auth_timeout: float = 10.0
     """Seconds an `?auth=message` connection has to send its `authenticate` frame."""
 
@@ -120,7 +120,7 @@ class AcpWebSocketServer:
             return
         connection_id = str(ws.id)
         connection = self._acp.connect(
-            FrameSender(ws, self._limits.max_outgoing, connection_id), connection_id=connection_id
+            FrameSender(ws, self._limits.max_outgoing), connection_id=connection_id
         )
         try:
             await self._pump(ws, connection)
@@ -168,16 +168,15 @@ class AcpWebSocketServer:
 class FrameSender:
     """The `Send` the core writes through: one text frame per message, none over the limit.
 
-    A message over `max_outgoing` is never sent: it is logged, and when it is an answer the
-    client is given an error answer with the same id instead, so no request waits forever. A
+    The core splits long text and turns an oversized answer into an error answer before it
+    sends; a frame over `max_outgoing` reaching the transport anyway is logged and not sent. A
     connection that has gone drops what is sent to it: the core learns of the drop from
     `AcpConnection.close()`, not from its writes.
     """
 
-    def __init__(self, ws: ServerConnection, max_outgoing: int, connection_id: str) -> None:
+    def __init__(self, ws: ServerConnection, max_outgoing: int) -> None:
         self._ws = ws
         self._max = max_outgoing
-        self._connection_id = connection_id
 
     async def __call__(self, text: str) -> None:
         size = utf8_size(text)
@@ -185,13 +184,11 @@ class FrameSender:
             logger.error(
                 "connection %s: an outgoing message of %d bytes exceeds the %d-byte frame "
                 "limit; not sent",
-                self._connection_id,
+                self._ws.id,
                 size,
                 self._max,
             )
-            text = oversized_answer(text, size, self._max)
-            if not text:
-                return
+            return
         try:
             await self._ws.send(text)
         except ConnectionClosed:
@@ -201,22 +198,6 @@ class FrameSender:
 def utf8_size(text: str) -> int:
     """The size of `text` in UTF-8; ASCII text (the usual JSON) is not encoded to learn it."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def oversized_answer(text: str, size: int, limit: int) -> str:
-    """For an answer too large to send, an error answer with its id; "" for anything else."""
-    try:
-        message = json.loads(text)
-    except ValueError:
-        return ""
-    if not isinstance(message, dict) or "method" in message or "id" not in message:
-        return ""
-    error = {
-        "code": -32603,
-        "message": f"Internal error: the answer is {size} bytes, over the {limit}-byte frame limit",
-        "data": {"size": size, "limit": limit},
-    }
-    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
 
 def _peer(ws: ServerConnection) -> str:
