@@ -59,10 +59,10 @@ async def serve(
         await acp.aclose()
         raise TrellisError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     bound = server.sockets[0].getsockname()[1] if server.sockets else port
-    _banner(url_of(host, bound), roots, token)
     stop = asyncio.Event()
     try:
         with _stop_on_signals(stop):
+            _banner(url_of(host, bound), roots, token)
             await stop.wait()
     finally:
         # 1. no new connections, every open one closed: their turns are cancelled and stored
@@ -79,16 +79,16 @@ def url_of(host: str, port: int) -> str:
 
 
 def _banner(url: str, roots: list[Path], token: ServeToken) -> None:
-    under = ", ".join(str(root) for root in roots)
-    print(f"trellis: serving ACP at {url} (sessions under {under})", file=sys.stderr)
+    """Where the token is, then the URL: the URL line comes last, once everything is ready."""
     if token.created:
         # the only time the value is shown: it is in the file from now on
         print(f"trellis: new token {token.value} (stored in {token.source})", file=sys.stderr)
     print(
         f"trellis: token from {token.source}; send it as `Authorization: Bearer TOKEN`",
         file=sys.stderr,
-        flush=True,
     )
+    under = ", ".join(str(root) for root in roots)
+    print(f"trellis: serving ACP at {url} (sessions under {under})", file=sys.stderr, flush=True)
 
 
 @contextmanager

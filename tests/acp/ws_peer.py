@@ -84,6 +84,7 @@ def serving(
     home = base / "home"
     root = root or base / "root"
     root.mkdir(parents=True, exist_ok=True)
+    base.mkdir(parents=True, exist_ok=True)
     config_file = base / "config.toml"
     config_file.write_text(config, encoding="utf-8")
     env = trellis_env(home=home, config=config_file)
