@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -208,7 +208,8 @@ class AcpProjection:
             case AssistantMessage():
                 return self._reply(data)
             case ToolCallRecord():
-                return [self._tool_call(data)]
+                self._calls[data.call_id] = _Call(data.name, dict(data.arguments))
+                return [self.tool_call(data.call_id, data.name, data.arguments)]
             case PermissionDecision() if data.decision == "allow" and data.call_id in self._calls:
                 return [
                     ToolCallProgress(
@@ -231,6 +232,16 @@ class AcpProjection:
                 return [SessionInfoUpdate(session_update="session_info_update", title=data.title)]
             case _:
                 return []
+
+    def replay(self, events: Iterable[Event]) -> Iterator[AcpUpdate]:
+        """The updates of stored events, direct user messages included; afterwards the
+        projection goes on live from the same state (what `session/load` does)."""
+        self.replaying = True
+        try:
+            for event in events:
+                yield from self.apply(event)
+        finally:
+            self.replaying = False
 
     # --- text ----------------------------------------------------------------------------------
 
@@ -297,22 +308,22 @@ class AcpProjection:
 
     # --- tools ---------------------------------------------------------------------------------
 
-    def _tool_call(self, call: ToolCallRecord) -> ToolCallStart:
-        self._calls[call.call_id] = _Call(call.name, dict(call.arguments))
-        arguments = call.arguments
-        budget = max(1024, (self.limit - 4096) // max(1, _text_fields(arguments) + 2))
+    def tool_call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> ToolCallStart:
+        """The `tool_call` that shows a call: title, kind, locations, input, a diff for edits."""
+        args = dict(arguments)
+        budget = max(1024, (self.limit - 4096) // max(1, _text_fields(args) + 2))
         content: list[FileEditToolCallContent] = []
-        diff = self._diff(call.name, arguments, budget)
+        diff = self._diff(name, args, budget)
         if diff is not None:
             content.append(diff)
         return ToolCallStart(
             session_update="tool_call",
-            tool_call_id=call.call_id,
-            title=_title(call.name, arguments),
-            kind=tool_kind(call.name),
+            tool_call_id=call_id,
+            title=_title(name, args),
+            kind=tool_kind(name),
             status="pending",
-            locations=self._locations(arguments) or None,
-            raw_input=_cut_strings(arguments, budget),
+            locations=self._locations(args) or None,
+            raw_input=_cut_strings(args, budget),
             content=content or None,
         )
 
@@ -425,6 +436,4 @@ def _cut_strings(arguments: dict[str, Any], budget: int) -> dict[str, Any]:
 
 def replay_updates(events: Iterable[Event], workspace: str) -> Iterator[AcpUpdate]:
     """A stored session as `session/load` sends it: every update, in log order."""
-    projection = AcpProjection(workspace, replaying=True)
-    for event in events:
-        yield from projection.apply(event)
+    return AcpProjection(workspace).replay(events)
