@@ -29,6 +29,7 @@ SESSION_BUSY = -32010
 SESSION_READ_ONLY = -32011
 TURN_FAILED = -32012
 NOT_INITIALIZED = -32013
+REFUSED = -32014  # the engine refused (a config, store or MCP server error): its message says why
 
 
 @dataclass(frozen=True, slots=True)
