@@ -411,7 +411,7 @@ class AcpConnection:
         session, agent = opened.session, opened.session.agent
         if agent is None:
             raise RequestError(rpc.SESSION_READ_ONLY, session.read_only)
-        if session.prompting is not None or agent.turn_open or agent.status != "idle":
+        if session.prompting is not None or agent.turn_open:
             raise RequestError(
                 rpc.SESSION_BUSY,
                 f"session {session.id} is already running a prompt; wait for its answer or "
