@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,6 @@ from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from tests.acp.peer import Peer
 from tests.agent.conftest import call
-
-Script = Callable[[list[Reply]], None]
 
 
 @pytest.fixture
