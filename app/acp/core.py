@@ -243,6 +243,12 @@ class AcpConnection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def receive_error(self, error: RequestError) -> None:
+        """A message the transport could not take (over the size limit): answered with `error`
+        and id null, as an unreadable message is; the connection goes on."""
+        log.info("connection %s: unread message: %s", self.id, error)
+        await self._write(rpc.error_message(None, error))
+
     async def close(self) -> None:
         """The transport dropped: nothing more is sent; this connection's running prompts are
         cancelled (their turns end `cancelled` and are stored) and its sessions let go."""
