@@ -103,6 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", parents=[config], help="list the configured model entries")
 
+    acp = sub.add_parser(
+        "acp",
+        parents=[config],
+        help="speak ACP (Agent Client Protocol) on stdin/stdout, for editors that launch agents",
+    )
+    acp.add_argument("--model", help="the model entry of new sessions (default: default_model)")
+    acp.add_argument(
+        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
+    )
+    acp.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a session's cwd must lie under DIR (repeatable; default: the current directory)",
+    )
+
     replay = sub.add_parser(
         "replay", parents=[config], help="play a stored session back in the console"
     )
@@ -194,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return int(asyncio.run(command(args)))
             case "models":
                 return _models(args, log_secrets)
+            case "acp":
+                return asyncio.run(_acp(args, log_secrets))
             case "trust":
                 return _trust(args)
             case "serve":
@@ -414,6 +434,36 @@ async def _sessions(args: argparse.Namespace) -> int:
             f"{info.id}  {when}  {info.turns:>4} turns  {info.event_count:>6} events  "
             f"{info.model or '-':<12} {info.title}"
         )
+    return EXIT_OK
+
+
+async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """`trellis acp`: ACP over stdio (`app.acp.stdio`); stdout carries nothing else."""
+    from app.acp.core import AcpOptions
+    from app.acp.stdio import protect_stdout, serve_stdio
+    from engine.config import load_config_report
+    from engine.paths import sessions_db_path
+
+    here = Path.cwd().resolve()
+    roots = [root.resolve() for root in args.root] or [here]
+    for root in roots:
+        if not root.is_dir():
+            print(
+                f"trellis: --root {storable_os_text(str(root))} is not a directory", file=sys.stderr
+            )
+            return EXIT_USAGE
+    # a bad config is reported before the protocol starts, as one line on stderr
+    loaded = await asyncio.to_thread(load_config_report, here, trust_project=args.trust_project)
+    _reported(loaded, log_secrets)
+    options = AcpOptions(
+        store_path=sessions_db_path(),
+        roots=roots,
+        model=args.model,
+        script=args.script,
+        trust_project=args.trust_project,
+    )
+    protocol = protect_stdout()
+    await serve_stdio(options, sys.stdin.buffer, protocol)
     return EXIT_OK
 
 

@@ -243,6 +243,12 @@ class AcpConnection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def receive_error(self, error: RequestError) -> None:
+        """A message the transport could not take (over the size limit): answered with `error`
+        and id null, as an unreadable message is; the connection goes on."""
+        log.info("connection %s: unread message: %s", self.id, error)
+        await self._write(rpc.error_message(None, error))
+
     async def close(self) -> None:
         """The transport dropped: nothing more is sent; this connection's running prompts are
         cancelled (their turns end `cancelled` and are stored) and its sessions let go."""
@@ -411,7 +417,7 @@ class AcpConnection:
         session, agent = opened.session, opened.session.agent
         if agent is None:
             raise RequestError(rpc.SESSION_READ_ONLY, session.read_only)
-        if session.prompting is not None or agent.turn_open or agent.status != "idle":
+        if session.prompting is not None or agent.turn_open:
             raise RequestError(
                 rpc.SESSION_BUSY,
                 f"session {session.id} is already running a prompt; wait for its answer or "
