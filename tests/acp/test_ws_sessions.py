@@ -64,6 +64,15 @@ def slow_model(tmp_path: Path) -> str:
     return f'default_model = "slow"\n[models.slow]\nprovider = "scripted"\nscript = "{script}"\n'
 
 
+async def streaming(client: RecordingClient, session_id: str) -> None:
+    """Once the reply has started to stream (bounded polling)."""
+    for _ in range(POLLS):
+        if "agent_message_chunk" in client.kinds(session_id):
+            return
+        await asyncio.sleep(POLL)
+    raise AssertionError(f"session {session_id} never streamed a reply")
+
+
 async def wait_for_turn_end(server: ServeProcess, session_id: str) -> tuple[Event, ...]:
     for _ in range(POLLS):
         events = await stored(server, session_id)
@@ -86,21 +95,24 @@ async def test_a_dropped_prompt_is_cancelled_and_stored_and_loading_replays_it(
         prompt = asyncio.create_task(
             connection.prompt(session_id=session_id, prompt=[text_block("tell me")])
         )
-        for _ in range(POLLS):
-            if "agent_message_chunk" in first.kinds(session_id):
-                break
-            await asyncio.sleep(POLL)
+        await streaming(first, session_id)
         # 2. the socket drops without a closing handshake, as when the editor dies
         transport._ws.transport.abort()  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):
             await prompt
         await connection.close()
         events = await wait_for_turn_end(server, session_id)
-        # 3. a new connection loads the session: the cut turn is replayed, and it works on
+        # 3. a new connection loads the session: the cut turn is replayed, and it takes prompts
         async with acp_client(server.url) as (again, second):
             await again.load_session(cwd=str(server.root), session_id=session_id)
             replayed = list(second.updates[session_id])
-            answer = await again.prompt(session_id=session_id, prompt=[text_block("again")])
+            second.updates.clear()
+            another = asyncio.create_task(
+                again.prompt(session_id=session_id, prompt=[text_block("again")])
+            )
+            await streaming(second, session_id)
+            await again.cancel(session_id=session_id)
+            answer = await asyncio.wait_for(another, WAIT)
     assert [end.reason for end in payloads(events, TurnEnd)] == ["cancelled"]
     cut = payloads(events, AssistantMessage)[0]
     assert cut.finish == "cancelled"
@@ -111,7 +123,7 @@ async def test_a_dropped_prompt_is_cancelled_and_stored_and_loading_replays_it(
         u["content"]["text"] for u in replayed if u["sessionUpdate"] == "agent_message_chunk"
     )
     assert (told, said) == (["tell me"], cut.content)
-    assert answer.stop_reason == "end_turn"
+    assert answer.stop_reason == "cancelled"
 
 
 async def test_fifty_clients_five_prompts_each(tmp_path: Path) -> None:
@@ -121,10 +133,10 @@ async def test_fifty_clients_five_prompts_each(tmp_path: Path) -> None:
         async def client(n: int) -> tuple[str, list[str]]:
             async with acp_client(server.url, RecordingClient()) as (connection, _):
                 session = (await connection.new_session(cwd=str(server.root))).session_id
-                reasons = []
+                reasons: list[str] = []
                 for i in range(5):
-                    prompt = [text_block(f"client {n} prompt {i}")]
-                    answer = await connection.prompt(session_id=session, prompt=prompt)
+                    text = text_block(f"client {n} prompt {i}")
+                    answer = await connection.prompt(session_id=session, prompt=[text])
                     reasons.append(answer.stop_reason)
                 return session, reasons
 
