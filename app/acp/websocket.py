@@ -15,13 +15,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from app.acp.auth import UpgradeGate, authenticate_first_message
 from app.acp.rpc import MAX_INCOMING_BYTES, MAX_OUTGOING_BYTES
@@ -46,6 +47,9 @@ class FrameLimits:
     bug: it is logged and not sent."""
     auth_timeout: float = 10.0
     """Seconds an `?auth=message` connection has to send its `authenticate` frame."""
+    coalesce_bytes: int = 64 * 1024
+    """Frames sent in one turn of the event loop are written together, up to this many bytes per
+    write (`CoalescingConnection`)."""
 
 
 class AcpWebSocketServer:
@@ -70,6 +74,11 @@ class AcpWebSocketServer:
         Raises `OSError` when the address cannot be bound. Compression is off: the peer is
         usually on the same machine, and deflate would cost CPU on every streamed update.
         """
+        coalesce_bytes = self._limits.coalesce_bytes
+
+        def connection(*args: Any, **kwargs: Any) -> CoalescingConnection:
+            return CoalescingConnection(*args, coalesce_bytes=coalesce_bytes, **kwargs)
+
         return await serve(
             self._handle,
             host,
@@ -78,6 +87,7 @@ class AcpWebSocketServer:
             process_response=self._name_connection,
             max_size=self._limits.max_incoming,
             compression=None,
+            create_connection=cast(type[ServerConnection], connection),
         )
 
     def _check_upgrade(self, ws: ServerConnection, request: Request) -> Response | None:
@@ -165,6 +175,50 @@ class AcpWebSocketServer:
         return outcome.accepted
 
 
+class CoalescingConnection(ServerConnection):
+    """A connection that writes the frames sent in one turn of the event loop with one system
+    call (or one per `coalesce_bytes`), instead of one per frame.
+
+    A replay sends tens of thousands of small frames; on loopback each `send()` system call also
+    runs the receiving side's network stack, and one call per frame cost more than producing the
+    frames (`tests/bench/acp.py`). Frames keep their order; flow control still applies (what is
+    written fills the transport's buffer, and `send` waits while it is above the high-water mark).
+    Only while the connection is open: the handshake, the closing handshake and the end of the
+    stream are written as `websockets` writes them, after anything still pending.
+    """
+
+    def __init__(self, *args: Any, coalesce_bytes: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._coalesce_bytes = coalesce_bytes
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._flush_scheduled = False
+
+    def send_data(self) -> None:
+        if self.protocol.state is not State.OPEN:
+            self._write_pending()
+            super().send_data()
+            return
+        for data in self.protocol.data_to_send():  # open: no end-of-stream marker among them
+            self._pending.append(data)
+            self._pending_size += len(data)
+        if self._pending_size >= self._coalesce_bytes:
+            self._write_pending()
+        elif self._pending and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._write_pending)
+
+    def _write_pending(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+
 class FrameSender:
     """The `Send` the core writes through: one text frame per message, none over the limit.
 
@@ -175,7 +229,7 @@ class FrameSender:
     """
 
     def __init__(self, ws: ServerConnection, max_outgoing: int) -> None:
-        self._ws = ws
+        self.ws = ws
         self._max = max_outgoing
 
     async def __call__(self, text: str) -> None:
@@ -184,13 +238,13 @@ class FrameSender:
             logger.error(
                 "connection %s: an outgoing message of %d bytes exceeds the %d-byte frame "
                 "limit; not sent",
-                self._ws.id,
+                self.ws.id,
                 size,
                 self._max,
             )
             return
         try:
-            await self._ws.send(text)
+            await self.ws.send(text)
         except ConnectionClosed:
             return
 

@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server
 
 from app.acp.core import AcpServer, Send
-from app.acp.websocket import AcpWebSocketServer, FrameLimits, close_server
+from app.acp.websocket import AcpWebSocketServer, FrameLimits, FrameSender, close_server
 from tests.acp.ws_peer import WAIT, bearer, close_quietly
 from tests.processes import POLL, POLLS
 
@@ -138,6 +138,31 @@ async def test_a_message_authenticated_connection_reaches_the_core_after_its_tok
         await ws.send("hello")
         assert await ws.recv() == "hello"
         assert (await served.connection(ws)).received == ["hello"]
+
+
+async def test_a_burst_of_frames_is_written_together_whole_and_in_order_before_the_close(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = [f"frame {i} " + "x" * (i % 97) for i in range(3000)]  # about 200 KB
+    async with connect(served.url, additional_headers=bearer("tok")) as ws:
+        connection = await served.connection(ws)
+        transport = cast(FrameSender, connection.send).ws.transport
+        writes: list[int] = []
+        write = transport.write
+
+        def counted(data: bytes | bytearray | memoryview) -> None:
+            writes.append(len(data))
+            write(data)
+
+        monkeypatch.setattr(transport, "write", counted)
+        for frame in sent:  # nothing here yields to the loop: the frames are written together
+            await connection.send(frame)
+        await close_server(served.server)
+        received = [frame async for frame in ws]
+    assert received == sent
+    assert ws.close_code == 1001
+    # one write per 64 KiB (and the close frame), not one per frame
+    assert len(writes) <= sum(writes) // (64 * 1024) + 2
 
 
 async def test_many_connections_at_once(served: Served) -> None:
