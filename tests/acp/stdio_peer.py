@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from acp import spawn_agent_process
+from acp import Client, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
@@ -155,15 +155,17 @@ async def trellis_acp(
     argv = acp_argv(args)
     env = trellis_env(home=home, config=config)
     env["PYTHONPATH"] = str(REPO_ROOT)
-    async with spawn_agent_process(
-        client,
-        argv[0],
-        *argv[1:],
-        env=env,
-        cwd=cwd,
-        transport_kwargs={"limit": MAX_LINE + 1, "stderr": None, "shutdown_timeout": 30.0},
-        observers=[observe],
-    ) as (conn, process):
+    async with (
+        spawn_agent_process(
+            cast(Client, client),  # it answers what a client without fs or terminal must
+            argv[0],
+            *argv[1:],
+            env=env,
+            cwd=cwd,
+            transport_kwargs={"limit": MAX_LINE + 1, "stderr": None, "shutdown_timeout": 30.0},
+            observers=[observe],
+        ) as (conn, process)
+    ):
         peer = StdioPeer(conn, process, client, received, asked)
         yield peer
     peer.check_schema()

@@ -397,6 +397,11 @@ async def test_errors_leave_the_connection_serving(server: AcpServer, workspace:
     await peer.connection.receive("[1, 2]")
     assert peer.sent[-1]["error"]["code"] == -32600
     await peer.initialize()
+    await peer.connection.receive('{"jsonrpc":"2.0","id":99,"method":"session/list","params":[1]}')
+    assert peer.sent[-1]["id"] == 99
+    assert peer.sent[-1]["error"]["code"] == -32602
+    await peer.connection.receive('{"jsonrpc":"2.0","id":{"x":1},"method":"session/list"}')
+    assert peer.sent[-1]["error"]["code"] == -32600
     unknown = await peer.request("session/frobnicate", {})
     assert unknown["error"]["code"] == -32601
     assert "session/frobnicate" in unknown["error"]["message"]

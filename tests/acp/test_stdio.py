@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 from acp import text_block
 from acp.exceptions import RequestError
-from acp.schema import ClientCapabilities, McpServerStdio, PermissionOption, ToolCallUpdate
+from acp.schema import (
+    AcpMcpServer,
+    ClientCapabilities,
+    HttpMcpServer,
+    McpServerStdio,
+    PermissionOption,
+    SseMcpServer,
+    ToolCallUpdate,
+)
 
 from engine.store.sqlite import SQLiteStore
 from replay.acp import replay_updates
@@ -258,7 +266,7 @@ async def test_an_mcp_stdio_servers_tool_is_used_in_a_prompt_and_a_broken_one_is
         {"tool_calls": [{"name": "calc__add", "id": "m1", "arguments": {"a": 2, "b": 40}}]},
         {"text": "the sum is in"},
     )
-    servers = [
+    servers: list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] = [
         McpServerStdio(name="calc", command=sys.executable, args=[str(FIXTURE)], env=[]),
         McpServerStdio(
             name="broken", command=sys.executable, args=[str(FIXTURE), "--crash"], env=[]
@@ -397,8 +405,12 @@ async def test_closing_stdin_mid_prompt_stores_the_cancelled_turn_and_a_reload_r
     args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         session_id = await _open(peer, workspace)
-        asyncio.create_task(peer.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+        prompt = asyncio.create_task(
+            peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+        )
         await _until(lambda: bool(peer.text(session_id)))
+    with pytest.raises(ConnectionError):  # the client side went away with its prompt open
+        await prompt
     events = await _stored(home, session_id)
     assert [e.data.reason for e in events if e.type == "turn/end"] == ["cancelled"]
     async with trellis_acp(home=home, config=config, cwd=workspace) as again:
