@@ -222,9 +222,9 @@ class AcpConnection:
             return
         try:
             message = rpc.parse(text)
-        except RequestError as error:
-            log.info("connection %s: bad message: %s", self.id, error)
-            await self._write(rpc.error_message(None, error))
+        except rpc.BadMessage as bad:
+            log.info("connection %s: bad message: %s", self.id, bad.error)
+            await self._write(rpc.error_message(bad.ident, bad.error))
             return
         if message.is_response:
             self._answered(message)

@@ -48,22 +48,35 @@ class Incoming:
         return self.method is None
 
 
+class BadMessage(Exception):
+    """A message that cannot be handled: the error to answer, with the id when it had one."""
+
+    def __init__(self, error: RequestError, ident: RequestId = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.ident = ident
+
+
 def parse(text: str) -> Incoming:
-    """One incoming message; raises `RequestError` (parse error or invalid request) otherwise."""
+    """One incoming message; raises `BadMessage` (parse error, invalid request) otherwise."""
     try:
         message = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise RequestError.parse_error({"details": str(error)[:200]}) from None
+        raise BadMessage(RequestError.parse_error({"details": str(error)[:200]})) from None
     if not isinstance(message, dict):
-        raise RequestError(-32600, "Invalid request: a message must be a JSON object")
+        raise BadMessage(RequestError(-32600, "Invalid request: a message must be a JSON object"))
     has_id = "id" in message
     ident = message.get("id")
     if ident is not None and (not isinstance(ident, int | str) or isinstance(ident, bool)):
-        raise RequestError(-32600, "Invalid request: id must be a number, a string or null")
+        raise BadMessage(
+            RequestError(-32600, "Invalid request: id must be a number, a string or null")
+        )
     method = message.get("method")
     if method is None:
         if not has_id or ("result" not in message and "error" not in message):
-            raise RequestError(-32600, "Invalid request: no method, and no result or error")
+            raise BadMessage(
+                RequestError(-32600, "Invalid request: no method, and no result or error"), ident
+            )
         failure = message.get("error")
         return Incoming(
             None,
@@ -74,10 +87,10 @@ def parse(text: str) -> Incoming:
             error=failure if isinstance(failure, dict) else None,
         )
     if not isinstance(method, str):
-        raise RequestError(-32600, "Invalid request: method must be a string")
+        raise BadMessage(RequestError(-32600, "Invalid request: method must be a string"), ident)
     params = message.get("params")
-    if params is not None and not isinstance(params, dict | list):
-        raise RequestError(-32602, "Invalid params: params must be an object")
+    if params is not None and not isinstance(params, dict):  # ACP passes params by name only
+        raise BadMessage(RequestError(-32602, "Invalid params: params must be an object"), ident)
     return Incoming(method, ident, has_id, params)
 
 

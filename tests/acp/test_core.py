@@ -397,6 +397,11 @@ async def test_errors_leave_the_connection_serving(server: AcpServer, workspace:
     await peer.connection.receive("[1, 2]")
     assert peer.sent[-1]["error"]["code"] == -32600
     await peer.initialize()
+    await peer.connection.receive('{"jsonrpc":"2.0","id":99,"method":"session/list","params":[1]}')
+    assert peer.sent[-1]["id"] == 99
+    assert peer.sent[-1]["error"]["code"] == -32602
+    await peer.connection.receive('{"jsonrpc":"2.0","id":{"x":1},"method":"session/list"}')
+    assert peer.sent[-1]["error"]["code"] == -32600
     unknown = await peer.request("session/frobnicate", {})
     assert unknown["error"]["code"] == -32601
     assert "session/frobnicate" in unknown["error"]["message"]
@@ -538,3 +543,92 @@ async def test_engine_events_for_a_client_that_opts_in_and_inject_never_as_user_
     assert "the build is red" not in everything
     assert plain.text(session_id, "user_message_chunk") == "hi"
     assert not [m for m in plain.sent if m.get("method") == "_trellis/event"]
+
+
+async def test_a_failed_turn_is_an_error_answer_carrying_its_message(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append([Reply(error="the endpoint fell over")])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    failed = await peer.request("session/prompt", _prompt(session_id, "hi"))
+    assert failed["error"]["code"] == -32012
+    assert "the endpoint fell over" in failed["error"]["message"]
+    assert (await peer.result("session/prompt", _prompt(session_id, "again")))[
+        "stopReason"
+    ] == "end_turn"
+
+
+async def test_max_steps_is_max_turn_requests(
+    tmp_path: Path, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append(
+        [Reply(tool_calls=[call("list_files", "l1")]), Reply(tool_calls=[call("list_files", "l2")])]
+    )
+    config = Config.model_validate({"agent": {"max_steps": 1}})
+    made = AcpServer(
+        AcpOptions(
+            store_path=tmp_path / "other.sqlite",
+            roots=[workspace],
+            config=config,
+            gateway_factory=lambda: ScriptedGateway(replies.pop(0)),
+        )
+    )
+    try:
+        peer = Peer(made)
+        session_id = await _new(peer, workspace)
+        result = await peer.result("session/prompt", _prompt(session_id, "list forever"))
+        assert result == {"stopReason": "max_turn_requests"}
+    finally:
+        await made.aclose()
+
+
+async def test_two_connections_loading_one_session_at_once_share_one_agent(
+    server: AcpServer, workspace: Path
+) -> None:
+    first = Peer(server, "first")
+    session_id = await _new(first, workspace)
+    await first.result("session/prompt", _prompt(session_id, "hi"))
+    await first.connection.close()
+    peers = [Peer(server, f"p{n}") for n in range(3)]
+    for peer in peers:
+        await peer.initialize()
+    load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    answers = await asyncio.gather(*(peer.request("session/load", load) for peer in peers))
+    assert [a["result"] for a in answers] == [{}, {}, {}]
+    session = server.sessions.get(session_id)
+    assert session is not None
+    assert session.holders == {"p0", "p1", "p2"}
+    for peer in peers:
+        assert peer.text(session_id, "user_message_chunk") == "hi"
+    for peer in peers[:2]:
+        await peer.connection.close()
+    assert server.sessions.get(session_id) is session
+    await peers[2].connection.close()
+    assert server.sessions.get(session_id) is None
+
+
+async def test_an_engine_event_over_the_limit_goes_out_without_its_data(
+    server: AcpServer, workspace: Path
+) -> None:
+    big = "z" * (2 * 1024 * 1024)
+    peer = Peer(server)
+    await peer.initialize({"trellis/events": True})
+    session_id = str(
+        (await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []}))["sessionId"]
+    )
+    assert await peer.result("_trellis/inject", {"sessionId": session_id, "content": big}) == {}
+    await _until(
+        lambda: any(
+            "omitted" in m["params"]["event"]
+            for m in peer.sent
+            if m.get("method") == "_trellis/event"
+        )
+    )
+    (stub,) = [
+        m["params"]["event"]
+        for m in peer.sent
+        if m.get("method") == "_trellis/event" and "omitted" in m["params"]["event"]
+    ]
+    assert stub["type"] == "user/message"
+    assert "over the 1 MiB limit" in stub["omitted"]
