@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import cast
 
+import pytest
 from acp import connect_to_agent, text_block
 from acp.interfaces import Client
 from acp.ws import create_websocket_stream
@@ -126,6 +127,7 @@ async def test_a_dropped_prompt_is_cancelled_and_stored_and_loading_replays_it(
     assert answer.stop_reason == "cancelled"
 
 
+@pytest.mark.slow
 async def test_fifty_clients_five_prompts_each(tmp_path: Path) -> None:
     """The load test: 50 concurrent connections on the offline model, each with its session."""
     with serving(tmp_path) as server:

@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -255,14 +254,12 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
         _, frames = await streamed_reply(server.url, server.root)  # also the raw sender's frames
         frames_file = tmp / "frames.json"
         frames_file.write_text(json.dumps(frames), encoding="utf-8")
-        raw = subprocess.Popen(
-            [sys.executable, "-c", RAW_SENDER, str(frames_file)],
-            stdout=subprocess.PIPE,
-            text=True,
+        raw = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", RAW_SENDER, str(frames_file), stdout=asyncio.subprocess.PIPE
         )
         try:
             assert raw.stdout is not None
-            port = int(raw.stdout.readline())
+            port = int(await raw.stdout.readline())
             trellis_rates, raw_rates = [], []
             for _ in range(rounds):
                 elapsed, sent = await streamed_reply(server.url, server.root)
@@ -271,7 +268,7 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
                 raw_rates.append(count / elapsed)
         finally:
             raw.terminate()
-            raw.wait()
+            await raw.wait()
     trellis_rate = statistics.median(trellis_rates)
     raw_rate = statistics.median(raw_rates)
     return {
