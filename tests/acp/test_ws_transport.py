@@ -13,6 +13,7 @@ from typing import Any, cast
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server
+from websockets.exceptions import ConnectionClosedError
 
 from app.acp.core import AcpServer, Send
 from app.acp.websocket import AcpWebSocketServer, FrameLimits, FrameSender, close_server
@@ -63,9 +64,13 @@ class Served:
 
 
 @pytest.fixture
-async def served() -> AsyncIterator[Served]:
+def limits() -> FrameLimits:
+    return FrameLimits(max_outgoing=1000, max_incoming=4000, auth_timeout=WAIT)
+
+
+@pytest.fixture
+async def served(limits: FrameLimits) -> AsyncIterator[Served]:
     core = FakeCore()
-    limits = FrameLimits(max_outgoing=1000, max_incoming=4000, auth_timeout=WAIT)
     transport = AcpWebSocketServer(cast(AcpServer, core), token="tok", limits=limits)
     server = await transport.listen("127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -138,6 +143,19 @@ async def test_a_message_authenticated_connection_reaches_the_core_after_its_tok
         await ws.send("hello")
         assert await ws.recv() == "hello"
         assert (await served.connection(ws)).received == ["hello"]
+
+
+@pytest.mark.parametrize("limits", [FrameLimits(auth_timeout=0.1)])
+async def test_a_connection_that_never_authenticates_is_closed_without_reaching_the_core(
+    served: Served,
+) -> None:
+    async with connect(served.url + "?auth=message") as ws:
+        await ws.send(b"binary frames do not count")
+        with pytest.raises(ConnectionClosedError) as closed:
+            await ws.recv()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1008
+    assert served.core.connections == {}
 
 
 async def test_a_burst_of_frames_is_written_together_whole_and_in_order_before_the_close(
