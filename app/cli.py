@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +20,6 @@ from engine.errors import TrellisError
 from engine.os_text import storable_os_text
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
     from engine.config import Config, LoadedConfig
     from engine.redaction import RedactingLogFilter
 
@@ -258,6 +255,7 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     from app.printers import JsonPrinter, TextPrinter
+    from app.stop_signals import on_stop_signals
     from engine.agent.factory import open_agent
     from engine.agent.session_config import load_session_config
     from engine.commands import REGISTRY
@@ -296,7 +294,9 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         )
         printer = JsonPrinter() if args.json else TextPrinter()
         agent.subscribe(printer, from_seq=0)  # the events of opening (model/bind, areas) first
-        with _cancel_on_stop_signals(agent):
+        # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
+        # dispose gives the lease back, instead of the process dying with the turn open
+        with on_stop_signals(STOP_SIGNALS, agent.cancel):
             try:
                 if REGISTRY.is_command(args.prompt):
                     result = await REGISTRY.run(agent, args.prompt)
@@ -319,26 +319,6 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 """Asked to stop from outside (a closed terminal, a service manager): end the turn cleanly, as
 Ctrl-C does, rather than die with it open."""
-
-
-@contextmanager
-def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
-    """While the run lasts, SIGTERM and SIGHUP cancel the running turn: the tool's processes are
-    killed, its result and `turn/end {cancelled}` are stored, and dispose gives the lease back,
-    instead of the process dying with the turn open and the command still running."""
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    # Windows event loops take no signal handlers (and have no SIGHUP): Ctrl-C stays the way out
-    names = () if sys.platform == "win32" else STOP_SIGNALS
-    for name in names:
-        signum: signal.Signals = getattr(signal, name)
-        loop.add_signal_handler(signum, agent.cancel)
-        handled.append(signum)
-    try:
-        yield
-    finally:
-        for signum in handled:
-            loop.remove_signal_handler(signum)
 
 
 def _reported(loaded: LoadedConfig, log_secrets: RedactingLogFilter | None) -> Config:

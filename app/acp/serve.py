@@ -9,16 +9,14 @@ closes the core, which gives each session's lease back.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.acp.auth import ServeToken, load_token
 from app.acp.core import AcpOptions, AcpServer
 from app.acp.websocket import ACP_PATH, AcpWebSocketServer, close_server
+from app.stop_signals import on_stop_signals
 from engine.errors import TrellisError
 from engine.paths import sessions_db_path
 
@@ -61,7 +59,7 @@ async def serve(
     bound = server.sockets[0].getsockname()[1] if server.sockets else port
     stop = asyncio.Event()
     try:
-        with _stop_on_signals(stop):
+        with on_stop_signals(STOP_SIGNALS, stop.set):
             _banner(url_of(host, bound), roots, token)
             await stop.wait()
     finally:
@@ -89,20 +87,3 @@ def _banner(url: str, roots: list[Path], token: ServeToken) -> None:
     )
     under = ", ".join(str(root) for root in roots)
     print(f"trellis: serving ACP at {url} (sessions under {under})", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    # Windows event loops take no signal handlers: Ctrl-C (KeyboardInterrupt) stops it there
-    names = () if sys.platform == "win32" else STOP_SIGNALS
-    for name in names:
-        signum: signal.Signals = getattr(signal, name)
-        loop.add_signal_handler(signum, stop.set)
-        handled.append(signum)
-    try:
-        yield
-    finally:
-        for signum in handled:
-            loop.remove_signal_handler(signum)

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from engine.events import (
 )
 from engine.message import ToolCall
 from engine.store.sqlite import SQLiteStore
-from tests.acp.ws_peer import TOKEN, bearer, serving
+from tests.acp.ws_peer import initialized, raw_socket, request, serving
 
 SIZES = (1_000, 10_000)
 LOAD_TARGET_S = 2.0
@@ -101,84 +102,46 @@ async def store_session(db: Path, cwd: Path, turns: int) -> str:
     return info.id
 
 
-async def initialized(url: str) -> ClientConnection:
-    ws = await connect(
-        url,
-        additional_headers=bearer(TOKEN),
-        max_size=MAX_FRAME,
-        compression=None,
-        ping_interval=None,
-    )
-    await ws.send(
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {"protocolVersion": 1, "clientCapabilities": {}},
-            }
-        )
-    )
-    await until_answer(ws, 0)
-    return ws
+def client(url: str) -> AbstractAsyncContextManager[ClientConnection]:
+    """A plain connection; no keepalive pings, since a load may keep the server's loop busy for
+    longer than a ping timeout (what is measured is the time to the answer)."""
+    return raw_socket(url, max_size=MAX_FRAME, compression=None, ping_interval=None)
 
 
-async def until_answer(ws: ClientConnection, ident: int) -> tuple[dict[str, Any], list[str]]:
-    """The answer to `ident` and every frame received before it."""
+async def call(
+    ws: ClientConnection, ident: int, method: str, params: dict[str, Any]
+) -> tuple[float, dict[str, Any], list[str]]:
+    """Seconds from sending a request to its answer, the answer, and every frame before it."""
+    start = time.perf_counter()
+    await request(ws, ident, method, params)
     frames: list[str] = []
     while True:
         frame = await ws.recv()
         assert isinstance(frame, str)
         message = json.loads(frame)
         if "method" not in message and message.get("id") == ident:
-            return message, frames
+            return time.perf_counter() - start, message, frames
         frames.append(frame)
 
 
 async def timed_load(url: str, cwd: Path, session_id: str) -> tuple[float, int]:
     """Seconds from `session/load` to its `{}` answer, and the frames before it."""
-    ws = await initialized(url)
-    try:
+    async with client(url) as ws:
+        await initialized(ws)
         params = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
-        start = time.perf_counter()
-        await ws.send(
-            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/load", "params": params})
-        )
-        answer, frames = await until_answer(ws, 1)
-        elapsed = time.perf_counter() - start
-    finally:
-        await ws.close()
+        elapsed, answer, frames = await call(ws, 1, "session/load", params)
     assert answer.get("result") == {}, answer
     return elapsed, len(frames)
 
 
 async def streamed_reply(url: str, cwd: Path) -> tuple[float, list[str]]:
     """Seconds from `session/prompt` to its answer, and the `session/update` frames of the reply."""
-    ws = await initialized(url)
-    try:
-        await ws.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "session/new",
-                    "params": {"cwd": str(cwd), "mcpServers": []},
-                }
-            )
-        )
-        opened, _ = await until_answer(ws, 1)
-        prompt = {
-            "sessionId": opened["result"]["sessionId"],
-            "prompt": [{"type": "text", "text": "go"}],
-        }
-        start = time.perf_counter()
-        await ws.send(
-            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt})
-        )
-        answer, frames = await until_answer(ws, 2)
-        elapsed = time.perf_counter() - start
-    finally:
-        await ws.close()
+    async with client(url) as ws:
+        await initialized(ws)
+        _, opened, _ = await call(ws, 1, "session/new", {"cwd": str(cwd), "mcpServers": []})
+        prompt = [{"type": "text", "text": "go"}]
+        params = {"sessionId": opened["result"]["sessionId"], "prompt": prompt}
+        elapsed, answer, frames = await call(ws, 2, "session/prompt", params)
     assert answer["result"]["stopReason"] == "end_turn", answer
     return elapsed, [f for f in frames if '"session/update"' in f]
 
