@@ -48,8 +48,10 @@ class FrameLimits:
     auth_timeout: float = 10.0
     """Seconds an `?auth=message` connection has to send its `authenticate` frame."""
     coalesce_bytes: int = 64 * 1024
-    """Frames sent in one turn of the event loop are written together, up to this many bytes per
-    write (`CoalescingConnection`)."""
+    """Frames are written together (`CoalescingConnection`), up to this many bytes per write..."""
+    coalesce_seconds: float = 0.005
+    """...and, while frames keep coming, at most once per this many seconds (a streamed reply
+    reaches the client in pieces at most 5 ms late; a frame after a quiet spell is not delayed)."""
 
 
 class AcpWebSocketServer:
@@ -74,10 +76,15 @@ class AcpWebSocketServer:
         Raises `OSError` when the address cannot be bound. Compression is off: the peer is
         usually on the same machine, and deflate would cost CPU on every streamed update.
         """
-        coalesce_bytes = self._limits.coalesce_bytes
+        limits = self._limits
 
         def connection(*args: Any, **kwargs: Any) -> CoalescingConnection:
-            return CoalescingConnection(*args, coalesce_bytes=coalesce_bytes, **kwargs)
+            return CoalescingConnection(
+                *args,
+                coalesce_bytes=limits.coalesce_bytes,
+                coalesce_seconds=limits.coalesce_seconds,
+                **kwargs,
+            )
 
         return await serve(
             self._handle,
@@ -176,23 +183,30 @@ class AcpWebSocketServer:
 
 
 class CoalescingConnection(ServerConnection):
-    """A connection that writes the frames sent in one turn of the event loop with one system
-    call (or one per `coalesce_bytes`), instead of one per frame.
+    """A connection that writes frames together instead of with one system call each.
 
-    A replay sends tens of thousands of small frames; on loopback each `send()` system call also
-    runs the receiving side's network stack, and one call per frame cost more than producing the
-    frames (`tests/bench/acp.py`). Frames keep their order; flow control still applies (what is
-    written fills the transport's buffer, and `send` waits while it is above the high-water mark).
-    Only while the connection is open: the handshake, the closing handshake and the end of the
-    stream are written as `websockets` writes them, after anything still pending.
+    A frame after a quiet spell goes out at the end of the current turn of the event loop, with
+    whatever else that turn sent; while frames keep coming, what gathers is written at most once
+    every `coalesce_seconds`, or as soon as `coalesce_bytes` have gathered. On loopback every
+    `send()` system call also wakes and runs the receiving side, and one call per frame cost more
+    than producing the frames (`tests/bench/acp.py`): a replay sends tens of thousands of small
+    frames in one go, a streamed reply one per delta. Frames keep their order, and flow control
+    still applies (what is written fills the transport's buffer, and `send` waits while it is
+    above the high-water mark). Only while the connection is open: the handshake, the closing
+    handshake and the end of the stream are written as `websockets` writes them, after anything
+    still pending.
     """
 
-    def __init__(self, *args: Any, coalesce_bytes: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, coalesce_bytes: int, coalesce_seconds: float, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._coalesce_bytes = coalesce_bytes
+        self._coalesce_seconds = coalesce_seconds
         self._pending: list[bytes] = []
         self._pending_size = 0
-        self._flush_scheduled = False
+        self._flush: asyncio.Handle | None = None
+        self._last_write = -coalesce_seconds
 
     def send_data(self) -> None:
         if self.protocol.state is not State.OPEN:
@@ -204,17 +218,23 @@ class CoalescingConnection(ServerConnection):
             self._pending_size += len(data)
         if self._pending_size >= self._coalesce_bytes:
             self._write_pending()
-        elif self._pending and not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._write_pending)
+        elif self._pending and self._flush is None:
+            wait = self._last_write + self._coalesce_seconds - self.loop.time()
+            if wait > 0:
+                self._flush = self.loop.call_later(wait, self._write_pending)
+            else:
+                self._flush = self.loop.call_soon(self._write_pending)
 
     def _write_pending(self) -> None:
-        self._flush_scheduled = False
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
         if not self._pending:
             return
         data = b"".join(self._pending)
         self._pending.clear()
         self._pending_size = 0
+        self._last_write = self.loop.time()
         if not self.transport.is_closing():
             self.transport.write(data)
 

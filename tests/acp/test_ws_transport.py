@@ -158,21 +158,27 @@ async def test_a_connection_that_never_authenticates_is_closed_without_reaching_
     assert served.core.connections == {}
 
 
+def count_writes(connection: FakeConnection, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the server's socket writes for this connection, as they happen."""
+    transport = cast(FrameSender, connection.send).ws.transport
+    writes: list[int] = []
+    write = transport.write
+
+    def counted(data: bytes | bytearray | memoryview) -> None:
+        writes.append(len(data))
+        write(data)
+
+    monkeypatch.setattr(transport, "write", counted)
+    return writes
+
+
 async def test_a_burst_of_frames_is_written_together_whole_and_in_order_before_the_close(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent = [f"frame {i} " + "x" * (i % 97) for i in range(3000)]  # about 200 KB
     async with connect(served.url, additional_headers=bearer("tok")) as ws:
         connection = await served.connection(ws)
-        transport = cast(FrameSender, connection.send).ws.transport
-        writes: list[int] = []
-        write = transport.write
-
-        def counted(data: bytes | bytearray | memoryview) -> None:
-            writes.append(len(data))
-            write(data)
-
-        monkeypatch.setattr(transport, "write", counted)
+        writes = count_writes(connection, monkeypatch)
         for frame in sent:  # nothing here yields to the loop: the frames are written together
             await connection.send(frame)
         await close_server(served.server)
@@ -181,6 +187,23 @@ async def test_a_burst_of_frames_is_written_together_whole_and_in_order_before_t
     assert ws.close_code == 1001
     # one write per 64 KiB (and the close frame), not one per frame
     assert len(writes) <= sum(writes) // (64 * 1024) + 2
+
+
+@pytest.mark.parametrize("limits", [FrameLimits(coalesce_seconds=0.05)])
+async def test_frames_that_keep_coming_are_written_together(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = [f"delta {i}" for i in range(200)]
+    async with connect(served.url, additional_headers=bearer("tok")) as ws:
+        connection = await served.connection(ws)
+        writes = count_writes(connection, monkeypatch)
+        for frame in sent:  # one frame per turn of the loop, as a streamed reply sends them
+            await connection.send(frame)
+            await asyncio.sleep(0)
+        received = [await ws.recv() for _ in sent]
+    assert received == sent
+    # the first frame at once, then what gathered every 50 ms: not a write per frame
+    assert len(writes) < len(sent) // 4
 
 
 async def test_many_connections_at_once(served: Served) -> None:
