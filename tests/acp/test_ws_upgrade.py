@@ -5,6 +5,7 @@ test also shows that whatever the previous one did left it serving."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,6 +144,35 @@ async def test_invalid_json_answers_parse_error_and_the_connection_goes_on(
 async def request_and_read(ws: ClientConnection, params: object) -> None:
     await request(ws, 0, "initialize", params)
     await ws.recv()
+
+
+def malformed(rng: random.Random) -> str | bytes:
+    """A frame no client should send: random bytes, text or JSON that is no valid request."""
+    pieces: list[str | bytes] = [
+        rng.randbytes(rng.randrange(1, 64)),
+        "".join(chr(rng.randrange(32, 0x2FF)) for _ in range(rng.randrange(1, 64))),
+        json.dumps(rng.choice([None, 1, "x", [1, 2], {"a": 1}, True])),
+        json.dumps({"jsonrpc": "2.0", "id": rng.randrange(9), "method": rng.randrange(9)}),
+        json.dumps({"jsonrpc": "2.0", "id": [1], "method": "initialize"}),
+        json.dumps({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": "x"}),
+        json.dumps({"jsonrpc": "2.0", "id": 6, "method": "session/load", "params": {}}),
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": ',
+    ]
+    return rng.choice(pieces)
+
+
+async def test_a_thousand_malformed_frames_leave_the_connection_and_server_serving(
+    server: ServeProcess,
+) -> None:
+    rng = random.Random(13)
+    async with raw_socket(server.url) as ws:
+        await initialized(ws)
+        for _ in range(1000):
+            await ws.send(malformed(rng))
+        await request(ws, 1000, "session/list", {"cwd": str(server.root)})
+        assert "result" in await answer_to(ws, 1000)
+    async with raw_socket(server.url) as ws:
+        assert (await initialized(ws))["result"]["protocolVersion"] == 1
 
 
 async def test_a_message_over_16_mib_closes_with_1009_and_the_server_serves_on(
