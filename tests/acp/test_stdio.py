@@ -295,7 +295,7 @@ async def test_every_error_case_leaves_it_serving(
         await peer.raw(b"{this is not json")
         await peer.raw(b'{"jsonrpc": "2.0", "id": 7}')
         await peer.raw(b"x" * (17 * 1024 * 1024))
-        errors = await peer.raw_answers(3)
+        errors = await peer.errors_for(None, 7, None)
         assert [e["error"]["code"] for e in errors] == [-32700, -32600, -32600]
         assert "16 MiB" in errors[2]["error"]["message"]
         session_id = await _open(peer, workspace)
@@ -419,21 +419,29 @@ async def test_closing_stdin_mid_prompt_stores_the_cancelled_turn_and_a_reload_r
         assert again.text(session_id, "user_message_chunk") == "go"
 
 
-def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Path) -> None:
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
-    ]
-    done = subprocess.run(
-        acp_argv(),
-        input="".join(json.dumps(line) + "\n" for line in lines) + "oops\n",
-        cwd=workspace,
+def _run_acp(
+    args: list[str], text: str, *, home: Path, config: Path, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """`trellis acp ARGS` fed `text` on stdin to its end; the timeout only stops a hung child."""
+    return subprocess.run(
+        acp_argv(args),
+        input=text,
+        cwd=cwd,
         env=trellis_env(home=home, config=config),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Path) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines) + "oops\n"
+    done = _run_acp([], text, home=home, config=config, cwd=workspace)
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in out)
@@ -441,15 +449,8 @@ def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Pat
 
 
 def test_a_bad_root_is_one_clear_line(home: Path, config: Path, workspace: Path) -> None:
-    done = subprocess.run(
-        [*acp_argv(["--root", str(workspace / "missing")])],
-        input="",
-        cwd=workspace,
-        env=trellis_env(home=home, config=config),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = _run_acp(
+        ["--root", str(workspace / "missing")], "", home=home, config=config, cwd=workspace
     )
     assert done.returncode == 2
     assert done.stdout == ""
