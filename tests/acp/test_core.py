@@ -624,3 +624,16 @@ async def test_an_engine_event_over_the_limit_goes_out_without_its_data(
     ]
     assert stub["type"] == "user/message"
     assert "over the 1 MiB limit" in stub["omitted"]
+
+
+async def test_loading_again_on_the_same_connection_keeps_its_running_prompt(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append([Reply(text="tick " * 40, chunk_delay=0.005)])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    running = await peer.start("session/prompt", _prompt(session_id, "count"))
+    await _until(lambda: bool(peer.text(session_id)))
+    load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    assert (await peer.request("session/load", load))["result"] == {}
+    assert (await running)["result"] == {"stopReason": "end_turn"}
