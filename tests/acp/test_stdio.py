@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -455,3 +456,21 @@ def test_a_bad_root_is_one_clear_line(home: Path, config: Path, workspace: Path)
     assert done.returncode == 2
     assert done.stdout == ""
     assert "is not a directory" in done.stderr
+
+
+async def test_sigterm_mid_prompt_ends_the_turn_cancelled_and_exits(
+    tmp_path: Path, home: Path, config: Path, workspace: Path
+) -> None:
+    args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
+    async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
+        session_id = await _open(peer, workspace)
+        prompt = asyncio.create_task(
+            peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+        )
+        await _until(lambda: bool(peer.text(session_id)))
+        peer.process.send_signal(signal.SIGTERM)
+        assert await peer.process.wait() == 0
+    with pytest.raises(ConnectionError):
+        await prompt
+    events = await _stored(home, session_id)
+    assert [e.data.reason for e in events if e.type == "turn/end"] == ["cancelled"]
