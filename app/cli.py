@@ -44,10 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="open the console on a stored session (no ID: the newest of this directory)",
     )
-    parser.add_argument("--model", help="the console's model entry (default: default_model)")
-    parser.add_argument(
-        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
-    )
+    _model_and_script(parser, "the console's model entry (default: default_model)")
     parser.add_argument(
         "--trust-project",
         action="store_true",
@@ -63,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-p", "--prompt", required=True, type=storable_os_text, help="the prompt, or a /command"
     )
-    run.add_argument(
-        "--model", help="a configured model entry (default: the config's default_model)"
-    )
-    run.add_argument(
-        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
-    )
+    _model_and_script(run, "a configured model entry (default: the config's default_model)")
     run.add_argument(
         "--cwd", type=Path, default=None, help="the workspace (default: the current directory)"
     )
@@ -105,10 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[config],
         help="speak ACP (Agent Client Protocol) on stdin/stdout, for editors that launch agents",
     )
-    acp.add_argument("--model", help="the model entry of new sessions (default: default_model)")
-    acp.add_argument(
-        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
-    )
+    _model_and_script(acp, "the model entry of new sessions (default: default_model)")
     acp.add_argument(
         "--root",
         action="append",
@@ -177,6 +166,13 @@ def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     delete = sub.add_parser("delete", help="delete a stored session (asks first)")
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
+
+
+def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
+    parser.add_argument("--model", help=model_help)
+    parser.add_argument(
+        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
+    )
 
 
 def _config_options() -> argparse.ArgumentParser:

@@ -90,6 +90,9 @@ CHARS_PER_TOKEN = 3
 
 TITLE_ARGUMENT_CHARS = 80
 
+MIN_MEASURED = 16 * 1024
+"""Text whose worst-case JSON size is below this is not measured: it fits any share."""
+
 _PATH_ARGUMENTS = ("path",)
 _ACP_KINDS: dict[str, ToolKind] = {
     "read": "read",
@@ -114,6 +117,8 @@ def tool_kind(name: str) -> ToolKind:
 
 def json_size(value: Any) -> int:
     """Bytes `value` takes in a serialized message (`app.acp.rpc.serialize` writes the same)."""
+    if isinstance(value, str) and len(value) * 12 + 2 <= MIN_MEASURED:
+        return len(value) * 12 + 2  # an upper bound: no character takes more (an escaped pair)
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         return len(text.encode("utf-8"))

@@ -56,7 +56,7 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from app.acp import rpc
-from app.acp.feed import Feed, event_params, update_params
+from app.acp.feed import Feed, event_params, update_params, update_text
 from app.acp.permission import answer_of, permission_request
 from app.acp.prompt import STOP_REASONS, prompt_of
 from app.acp.sessions import AcpSession, SessionTable
@@ -375,15 +375,15 @@ class AcpConnection:
                 f"Invalid params: cwd: session {info.id} belongs to {info.cwd}, not {request.cwd}",
             )
         previous = self._opened.pop(info.id, None)
-        if previous is not None:
-            await self._let_go(previous)
+        if previous is not None and previous.feed is not None:  # loaded again: replayed again,
+            await previous.feed.stop()  # the session stays held (a prompt of ours may run)
         session = await self.server.sessions.load(info.id, request.mcp_servers, self.id)
         # the whole conversation, in log order, through the translator live prompts use; then
         # the live feed goes on from the first event not replayed, with the same translator state
         projection = AcpProjection(session.workspace)
         until = len(session.log)
         for update in projection.replay(session.log[:until]):
-            await self._notify("session/update", update_params(session.id, update))
+            await self._update(session.id, update)
         self._attach(session, projection, from_seq=until)
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
         return _Answer(LoadSessionResponse(field_meta=meta), then=self._opening_notes(session))
@@ -538,6 +538,7 @@ class AcpConnection:
             feed = Feed(
                 session.agent,
                 projection,
+                self._update,
                 self._notify,
                 from_seq=start,
                 engine_events=self.wants_events,
@@ -619,6 +620,20 @@ class AcpConnection:
     async def _notify(self, method: str, params: Any) -> None:
         await self._write(rpc.notification(method, params))
 
+    async def _update(self, session_id: str, update: AcpUpdate) -> None:
+        """One `session/update`, serialized by the schema model itself (the fast path for long
+        replays); text pydantic cannot write (a lone surrogate) goes the general way."""
+        try:
+            text = update_text(session_id, update)
+        except ValueError:
+            await self._notify("session/update", update_params(session_id, update))
+            return
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > rpc.MAX_OUTGOING_BYTES:  # the translator keeps updates under the limit
+            log.error("connection %s: a %d-byte session/update was not sent", self.id, size)
+            return
+        await self._emit(text)
+
     async def _write(self, message: dict[str, Any]) -> None:
         """Send one message, in order with every other. A message over the size limit is never
         sent: an answer becomes an error answer saying so, an engine event a stub naming it."""
@@ -631,6 +646,9 @@ class AcpConnection:
             if replacement is None:
                 return
             text, _ = rpc.serialize(replacement)
+        await self._emit(text)
+
+    async def _emit(self, text: str) -> None:
         async with self._send_lock:
             if self._closed:
                 return

@@ -9,11 +9,13 @@ until every update before it is out: the client never sees an answer before the 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate, SessionNotification
+from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate
+from pydantic_core import PydanticSerializationError
 
 from engine.agent import Agent
 from engine.events import Event, LiveEvent
@@ -25,11 +27,29 @@ Notify = Callable[[str, Any], Awaitable[None]]
 """Sends one notification (method, params) on the connection, in order."""
 
 
-def update_params(
-    session_id: str, update: AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
-) -> Any:
-    note = SessionNotification(session_id=session_id, update=update)
-    return note.model_dump(mode="json", by_alias=True, exclude_none=True)
+SessionUpdate = AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
+
+SendUpdate = Callable[[str, AcpUpdate], Awaitable[None]]
+"""Sends one `session/update` (session id, payload) on the connection, in order."""
+
+
+def update_params(session_id: str, update: SessionUpdate) -> Any:
+    """`SessionNotification` params: the session id and the payload as ACP writes it."""
+    body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"sessionId": session_id, "update": body}
+
+
+def update_text(session_id: str, update: AcpUpdate) -> str:
+    """The whole `session/update` message as one line, the payload written by pydantic-core;
+    raises ValueError for text it cannot write (a lone surrogate)."""
+    try:
+        body = update.model_dump_json(by_alias=True, exclude_none=True)
+    except PydanticSerializationError as error:
+        raise ValueError(str(error)) from None
+    return (
+        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+        f'{json.dumps(session_id, ensure_ascii=False)},"update":{body}}}}}'
+    )
 
 
 def event_params(session_id: str, event: Event | LiveEvent) -> dict[str, Any]:
@@ -43,6 +63,7 @@ class Feed:
         self,
         agent: Agent,
         projection: AcpProjection,
+        send_update: SendUpdate,
         notify: Notify,
         *,
         from_seq: int,
@@ -50,6 +71,7 @@ class Feed:
     ) -> None:
         self._agent = agent
         self._projection = projection
+        self._send_update = send_update
         self._notify = notify
         self._engine_events = engine_events
         self.sent = from_seq - 1
@@ -75,7 +97,7 @@ class Feed:
         try:
             async for event in self._agent.events(from_seq):
                 for update in self._projection.apply(event):
-                    await self._notify("session/update", update_params(session_id, update))
+                    await self._send_update(session_id, update)
                 if self._engine_events:
                     await self._notify("_trellis/event", event_params(session_id, event))
                 if isinstance(event, Event):

@@ -50,6 +50,11 @@ class Peer:
     async def send(self, message: dict[str, Any]) -> None:
         await self.connection.receive(json.dumps(message))
 
+    async def cancel(self, session_id: str) -> None:
+        await self.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        )
+
     async def start(self, method: str, params: Any = None) -> asyncio.Future[dict[str, Any]]:
         """Send a request; the future resolves to its whole answer (result or error)."""
         self._next += 1

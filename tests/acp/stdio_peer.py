@@ -96,14 +96,15 @@ class StdioPeer:
         stdin.write(line + b"\n")
         await stdin.drain()
 
-    async def raw_answers(self, count: int) -> list[dict[str, Any]]:
-        """Wait for `count` answers with id null (to unreadable messages); returns them all."""
-        for _ in range(6000):
-            found = [m for m in self.received if "id" in m and m["id"] is None]
-            if len(found) >= count:
+    async def errors_for(self, *ids: Any) -> list[dict[str, Any]]:
+        """Wait for error answers with these ids (None: to an unreadable message), in order."""
+        wanted = list(ids)
+        for _ in range(12_000):
+            found = [m for m in self.received if "error" in m and m.get("id") in ids]
+            if [m["id"] for m in found] == wanted:
                 return found
             await asyncio.sleep(0.005)
-        raise AssertionError(f"expected {count} answers with id null, got {len(found)}")
+        raise AssertionError(f"expected error answers to {wanted}, got {found}")
 
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The `session/update` payloads Trellis sent, as JSON, in order."""

@@ -193,9 +193,7 @@ async def test_cancel_mid_stream_sends_every_update_before_the_cancelled_answer(
     session_id = await _new(peer, workspace)
     answer = await peer.start("session/prompt", _prompt(session_id, "talk"))
     await _until(lambda: len(peer.text(session_id)) > 10)
-    await peer.send(
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-    )
+    await peer.cancel(session_id)
     result = await answer
     assert result["result"] == {"stopReason": "cancelled"}
     at = peer.sent.index(result)
@@ -220,9 +218,7 @@ async def test_cancel_while_a_client_never_answers_permission_does_not_hang(
     session_id = await _new(peer, workspace)
     answer = await peer.start("session/prompt", _prompt(session_id, "run it"))
     await _until(lambda: bool(peer.permission_requests))
-    await peer.send(
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-    )
+    await peer.cancel(session_id)
     assert (await answer)["result"] == {"stopReason": "cancelled"}
     assert _tool_updates(peer, "s1")[-1]["status"] == "failed"
 
@@ -235,9 +231,7 @@ async def test_cancel_mid_tool_kills_it_and_reports_the_call(
     session_id = await _new(peer, workspace)
     answer = await peer.start("session/prompt", _prompt(session_id, "run it"))
     await _until(lambda: any(u.get("status") == "in_progress" for u in _tool_updates(peer, "s1")))
-    await peer.send(
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-    )
+    await peer.cancel(session_id)
     assert (await answer)["result"] == {"stopReason": "cancelled"}
     assert _tool_updates(peer, "s1")[-1]["status"] == "failed"
 
@@ -359,9 +353,7 @@ async def test_a_prompt_to_a_running_session_gets_a_clear_error(
     assert "already running a prompt" in busy["error"]["message"]
     again = await first.request("session/prompt", _prompt(session_id, "three"))
     assert again["error"]["code"] == -32010
-    await first.send(
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-    )
+    await first.cancel(session_id)
     assert (await running)["result"]["stopReason"] == "cancelled"
     # the second connection saw the first one's turn live
     assert second.text(session_id)
@@ -632,3 +624,16 @@ async def test_an_engine_event_over_the_limit_goes_out_without_its_data(
     ]
     assert stub["type"] == "user/message"
     assert "over the 1 MiB limit" in stub["omitted"]
+
+
+async def test_loading_again_on_the_same_connection_keeps_its_running_prompt(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append([Reply(text="tick " * 40, chunk_delay=0.005)])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    running = await peer.start("session/prompt", _prompt(session_id, "count"))
+    await _until(lambda: bool(peer.text(session_id)))
+    load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    assert (await peer.request("session/load", load))["result"] == {}
+    assert (await running)["result"] == {"stopReason": "end_turn"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -295,7 +296,7 @@ async def test_every_error_case_leaves_it_serving(
         await peer.raw(b"{this is not json")
         await peer.raw(b'{"jsonrpc": "2.0", "id": 7}')
         await peer.raw(b"x" * (17 * 1024 * 1024))
-        errors = await peer.raw_answers(3)
+        errors = await peer.errors_for(None, 7, None)
         assert [e["error"]["code"] for e in errors] == [-32700, -32600, -32600]
         assert "16 MiB" in errors[2]["error"]["message"]
         session_id = await _open(peer, workspace)
@@ -419,21 +420,29 @@ async def test_closing_stdin_mid_prompt_stores_the_cancelled_turn_and_a_reload_r
         assert again.text(session_id, "user_message_chunk") == "go"
 
 
-def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Path) -> None:
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
-    ]
-    done = subprocess.run(
-        acp_argv(),
-        input="".join(json.dumps(line) + "\n" for line in lines) + "oops\n",
-        cwd=workspace,
+def _run_acp(
+    args: list[str], text: str, *, home: Path, config: Path, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """`trellis acp ARGS` fed `text` on stdin to its end; the timeout only stops a hung child."""
+    return subprocess.run(
+        acp_argv(args),
+        input=text,
+        cwd=cwd,
         env=trellis_env(home=home, config=config),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Path) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines) + "oops\n"
+    done = _run_acp([], text, home=home, config=config, cwd=workspace)
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in out)
@@ -441,16 +450,27 @@ def test_stdout_carries_nothing_but_acp(home: Path, config: Path, workspace: Pat
 
 
 def test_a_bad_root_is_one_clear_line(home: Path, config: Path, workspace: Path) -> None:
-    done = subprocess.run(
-        [*acp_argv(["--root", str(workspace / "missing")])],
-        input="",
-        cwd=workspace,
-        env=trellis_env(home=home, config=config),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = _run_acp(
+        ["--root", str(workspace / "missing")], "", home=home, config=config, cwd=workspace
     )
     assert done.returncode == 2
     assert done.stdout == ""
     assert "is not a directory" in done.stderr
+
+
+async def test_sigterm_mid_prompt_ends_the_turn_cancelled_and_exits(
+    tmp_path: Path, home: Path, config: Path, workspace: Path
+) -> None:
+    args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
+    async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
+        session_id = await _open(peer, workspace)
+        prompt = asyncio.create_task(
+            peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+        )
+        await _until(lambda: bool(peer.text(session_id)))
+        peer.process.send_signal(signal.SIGTERM)
+        assert await peer.process.wait() == 0
+    with pytest.raises(ConnectionError):
+        await prompt
+    events = await _stored(home, session_id)
+    assert [e.data.reason for e in events if e.type == "turn/end"] == ["cancelled"]

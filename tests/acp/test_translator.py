@@ -114,6 +114,12 @@ def _live(payload: Payload) -> LiveEvent:
     return LiveEvent(time=0.0, type=payload.event_type, after_seq=0, data=payload)
 
 
+def _call(seq: int, call_id: str, name: str, **arguments: Any) -> Event:
+    return _event(
+        seq, ToolCallRecord(turn=1, step=1, call_id=call_id, name=name, arguments=arguments)
+    )
+
+
 def test_text_streamed_live_is_not_repeated_by_the_durable_reply() -> None:
     projection = AcpProjection("/ws")
     projection.apply(_event(0, StepStart(turn=1, step=1)))
@@ -147,7 +153,7 @@ def test_split_text_keeps_every_character_and_respects_escapes() -> None:
     text = ('a\n\x01"\\' * 5000) + "😀" * 3000
     pieces = split_text(text, 4096)
     assert "".join(pieces) == text
-    assert all(json_size(p) <= 4096 for p in pieces)
+    assert all(len(json.dumps(p, ensure_ascii=False).encode()) <= 4096 for p in pieces)
 
 
 def test_a_lone_huge_tool_result_is_cut_with_a_marker() -> None:
@@ -174,16 +180,7 @@ def test_a_lone_huge_tool_result_is_cut_with_a_marker() -> None:
 def test_an_edit_carries_its_kind_locations_and_a_diff_within_the_limit() -> None:
     projection = AcpProjection("/ws")
     (small,) = projection.apply(
-        _event(
-            0,
-            ToolCallRecord(
-                turn=1,
-                step=1,
-                call_id="c1",
-                name="edit_file",
-                arguments={"path": "src/a.py", "old": "x = 1", "new": "x = 2"},
-            ),
-        )
+        _call(0, "c1", "edit_file", path="src/a.py", old="x = 1", new="x = 2")
     )
     body = _wire(small)
     assert body["kind"] == "edit"
@@ -192,16 +189,7 @@ def test_an_edit_carries_its_kind_locations_and_a_diff_within_the_limit() -> Non
         {"type": "diff", "path": "/ws/src/a.py", "oldText": "x = 1", "newText": "x = 2"}
     ]
     (huge,) = projection.apply(
-        _event(
-            1,
-            ToolCallRecord(
-                turn=1,
-                step=1,
-                call_id="c2",
-                name="write_file",
-                arguments={"path": "big.txt", "content": "y" * (3 * MIB)},
-            ),
-        )
+        _call(1, "c2", "write_file", path="big.txt", content="y" * (3 * MIB))
     )
     body = _wire(huge)
     assert json_size(body) <= UPDATE_LIMIT
