@@ -189,7 +189,7 @@ def authenticate_first_message(token: str, text: str) -> MessageAuthentication:
     """Judge the first text frame of a connection that authenticates by message."""
     try:
         message = rpc.parse(text)
-    except RequestError:
+    except rpc.BadMessage:
         return _refused(None, "the first message is not a JSON-RPC request")
     if message.method != "authenticate" or message.id is None:
         return _refused(
