@@ -13,7 +13,9 @@ run, in interleaved rounds:
   as it can. Target: at least 50% of the raw sender.
 
 The client is a plain `websockets` connection that counts and decodes frames, so the figures are
-the server's; `tests/acp/` drives the same server with the `acp` package's client.
+the server's; `tests/acp/` drives the same server with the `acp` package's client. A second
+baseline, `core_in_process`, runs the same requests on the protocol core in this process with no
+socket at all: what the core and the engine cost alone, so the transport's share is the difference.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,6 +35,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from app.acp.core import AcpOptions, AcpServer
+from engine.config import load_config
 from engine.events import (
     AssistantMessage,
     Event,
@@ -186,49 +191,132 @@ def long_reply_config(root: Path) -> str:
     return f'default_model = "long"\n[models.long]\nprovider = "scripted"\nscript = "{script}"\n'
 
 
+class CoreClient:
+    """The protocol core in this process, without a socket: what the same work costs the core
+    alone (each message it sends is decoded, as the socket client decodes each frame)."""
+
+    def __init__(self, server: AcpServer) -> None:
+        self.frames = 0
+        self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._next = 0
+        self._connection = server.connect(self._sent, connection_id=f"bench-{id(self)}")
+
+    async def _sent(self, text: str) -> None:
+        self.frames += 1
+        message = json.loads(text)
+        waiting = self._answers.pop(message.get("id"), None) if "method" not in message else None
+        if waiting is not None:
+            waiting.set_result(message)
+
+    async def call(self, method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any], int]:
+        """Seconds to the answer, the answer, and the messages sent before it."""
+        self._next += 1
+        answer = asyncio.get_running_loop().create_future()
+        self._answers[self._next] = answer
+        before = self.frames
+        start = time.perf_counter()
+        message = {"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}
+        await self._connection.receive(json.dumps(message))
+        result = await answer
+        return time.perf_counter() - start, result, self.frames - before - 1
+
+    async def close(self) -> None:
+        await self._connection.close()
+
+
+async def core_load(options: AcpOptions, cwd: Path, session_id: str) -> float:
+    server = AcpServer(options)
+    client = CoreClient(server)
+    try:
+        await client.call("initialize", {"protocolVersion": 1})
+        params = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
+        elapsed, answer, _ = await client.call("session/load", params)
+    finally:
+        await client.close()
+        await server.aclose()
+    assert answer.get("result") == {}, answer
+    return elapsed
+
+
+async def core_stream(options: AcpOptions, cwd: Path) -> float:
+    """`session/update` messages per second of the streamed reply, in process."""
+    server = AcpServer(options)
+    client = CoreClient(server)
+    try:
+        await client.call("initialize", {"protocolVersion": 1})
+        _, opened, _ = await client.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        prompt = [{"type": "text", "text": "go"}]
+        params = {"sessionId": opened["result"]["sessionId"], "prompt": prompt}
+        elapsed, _, sent = await client.call("session/prompt", params)
+    finally:
+        await client.close()
+        await server.aclose()
+    return sent / elapsed
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    return {
+        "median_s": round(statistics.median(times), 3),
+        "first_s": round(times[0], 3),
+        "max_s": round(max(times), 3),
+    }
+
+
 async def bench_load(tmp: Path, rounds: int) -> dict[str, Any]:
     with serving(tmp, name="load") as server:
         ids = {n: await store_session(server.db, server.root, n) for n in SIZES}
+        copy = tmp / "core-sessions.sqlite"  # the in-process core's own copy: no lease to share
+        shutil.copyfile(server.db, copy)
+        core = AcpOptions(store_path=copy, roots=[server.root])
         runs: dict[int, list[tuple[float, int]]] = {n: [] for n in SIZES}
+        core_runs: dict[int, list[float]] = {n: [] for n in SIZES}
         for _ in range(rounds):
             for n in SIZES:
                 runs[n].append(await timed_load(server.url, server.root, ids[n]))
-    sizes = {}
+                core_runs[n].append(await core_load(core, server.root, ids[n]))
+    sizes: dict[str, dict[str, Any]] = {}
     for n in SIZES:
-        times = [t for t, _ in runs[n]]
         sizes[str(n)] = {
-            "median_s": round(statistics.median(times), 3),
-            "first_s": round(times[0], 3),
-            "max_s": round(max(times), 3),
+            **summary([t for t, _ in runs[n]]),
             "frames": runs[n][0][1],
+            "core_in_process": summary(core_runs[n]),
         }
-    small, large = (sizes[str(n)]["median_s"] for n in SIZES)
+    small, large = (statistics.median(t for t, _ in runs[n]) for n in SIZES)
     return {
         "turns": sizes,
         "growth": round(large / small, 2),
         "size_ratio": SIZES[1] // SIZES[0],
         "target_s": LOAD_TARGET_S,
-        "met": sizes[str(SIZES[1])]["median_s"] < LOAD_TARGET_S,
+        "met": large < LOAD_TARGET_S,
     }
 
 
 async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
-    with serving(tmp, name="stream", config=long_reply_config(tmp)) as server:
+    config_text = long_reply_config(tmp)
+    with serving(tmp, name="stream", config=config_text) as server:
         _, frames = await streamed_reply(server.url, server.root)  # also the raw sender's frames
         frames_file = tmp / "frames.json"
         frames_file.write_text(json.dumps(frames), encoding="utf-8")
+        config_file = tmp / "core-config.toml"
+        config_file.write_text(config_text, encoding="utf-8")
+        core = AcpOptions(
+            store_path=tmp / "core-stream.sqlite",
+            roots=[server.root],
+            config=load_config(server.root, user_file=config_file),
+        )
         raw = await asyncio.create_subprocess_exec(
             sys.executable, "-c", RAW_SENDER, str(frames_file), stdout=asyncio.subprocess.PIPE
         )
         try:
             assert raw.stdout is not None
             port = int(await raw.stdout.readline())
-            trellis_rates, raw_rates = [], []
+            trellis_rates, raw_rates, core_rates = [], [], []
             for _ in range(rounds):
                 elapsed, sent = await streamed_reply(server.url, server.root)
                 trellis_rates.append(len(sent) / elapsed)
                 elapsed, count = await raw_stream(port)
                 raw_rates.append(count / elapsed)
+                core_rates.append(await core_stream(core, server.root))
         finally:
             raw.terminate()
             await raw.wait()
@@ -238,6 +326,7 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
         "frames": len(frames),
         "trellis_updates_per_s": round(trellis_rate),
         "raw_websockets_frames_per_s": round(raw_rate),
+        "core_in_process_updates_per_s": round(statistics.median(core_rates)),
         "ratio": round(trellis_rate / raw_rate, 3),
         "target_ratio": THROUGHPUT_TARGET,
         "met": trellis_rate / raw_rate >= THROUGHPUT_TARGET,
