@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from acp.exceptions import RequestError
 
 from tests.acp.ws_peer import ServeProcess, acp_client, serving
 from tests.agent.harness import trellis
@@ -36,7 +37,7 @@ async def test_configured_roots_replace_the_start_directory(tmp_path: Path) -> N
         assert f"(sessions under {allowed})" in banner(server)
         async with acp_client(server.url) as (connection, _):
             new = await connection.new_session(cwd=str(allowed))
-            with pytest.raises(Exception, match=str(server.root)):
+            with pytest.raises(RequestError, match="is not under the served roots"):
                 await connection.new_session(cwd=str(server.root))
     assert new.session_id
 

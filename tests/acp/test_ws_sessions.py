@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from pathlib import Path
 from typing import cast
 
@@ -125,6 +126,23 @@ async def test_a_dropped_prompt_is_cancelled_and_stored_and_loading_replays_it(
     )
     assert (told, said) == (["tell me"], cut.content)
     assert answer.stop_reason == "cancelled"
+
+
+async def test_sigterm_during_a_prompt_stores_the_turn_cancelled(tmp_path: Path) -> None:
+    with serving(tmp_path, config=slow_model(tmp_path)) as server:
+        async with acp_client(server.url) as (connection, client):
+            session_id = (await connection.new_session(cwd=str(server.root))).session_id
+            prompt = asyncio.create_task(
+                connection.prompt(session_id=session_id, prompt=[text_block("tell me")])
+            )
+            await streaming(client, session_id)
+            code = await asyncio.to_thread(server.stop, signal.SIGTERM)
+            with contextlib.suppress(Exception):  # the server went away mid-prompt
+                await prompt
+        events = await stored(server, session_id)
+    assert code == 0
+    assert [end.reason for end in payloads(events, TurnEnd)] == ["cancelled"]
+    assert payloads(events, AssistantMessage)[0].finish == "cancelled"
 
 
 @pytest.mark.slow
