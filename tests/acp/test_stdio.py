@@ -20,6 +20,7 @@ from acp.schema import (
     HttpMcpServer,
     McpServerStdio,
     PermissionOption,
+    PromptResponse,
     SseMcpServer,
     ToolCallUpdate,
 )
@@ -400,16 +401,20 @@ async def test_a_session_held_by_another_process_loads_read_only(
             assert "read-only" in str(refused.value)
 
 
+async def _streaming(peer: StdioPeer, workspace: Path) -> tuple[str, asyncio.Task[PromptResponse]]:
+    """A new session whose prompt `go` has started streaming its reply."""
+    session_id = await _open(peer, workspace)
+    prompt = asyncio.create_task(peer.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+    await _until(lambda: bool(peer.text(session_id)))
+    return session_id, prompt
+
+
 async def test_closing_stdin_mid_prompt_stores_the_cancelled_turn_and_a_reload_replays_it(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
     args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
-        prompt = asyncio.create_task(
-            peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
-        )
-        await _until(lambda: bool(peer.text(session_id)))
+        session_id, prompt = await _streaming(peer, workspace)
     with pytest.raises(ConnectionError):  # the client side went away with its prompt open
         await prompt
     events = await _stored(home, session_id)
@@ -463,11 +468,7 @@ async def test_sigterm_mid_prompt_ends_the_turn_cancelled_and_exits(
 ) -> None:
     args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
-        prompt = asyncio.create_task(
-            peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
-        )
-        await _until(lambda: bool(peer.text(session_id)))
+        session_id, prompt = await _streaming(peer, workspace)
         peer.process.send_signal(signal.SIGTERM)
         assert await peer.process.wait() == 0
     with pytest.raises(ConnectionError):
