@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +20,6 @@ from engine.errors import TrellisError
 from engine.os_text import storable_os_text
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
     from engine.config import Config, LoadedConfig
     from engine.redaction import RedactingLogFilter
 
@@ -47,10 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="open the console on a stored session (no ID: the newest of this directory)",
     )
-    parser.add_argument("--model", help="the console's model entry (default: default_model)")
-    parser.add_argument(
-        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
-    )
+    _model_and_script(parser, "the console's model entry (default: default_model)")
     parser.add_argument(
         "--trust-project",
         action="store_true",
@@ -66,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-p", "--prompt", required=True, type=storable_os_text, help="the prompt, or a /command"
     )
-    run.add_argument(
-        "--model", help="a configured model entry (default: the config's default_model)"
-    )
-    run.add_argument(
-        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
-    )
+    _model_and_script(run, "a configured model entry (default: the config's default_model)")
     run.add_argument(
         "--cwd", type=Path, default=None, help="the workspace (default: the current directory)"
     )
@@ -103,6 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", parents=[config], help="list the configured model entries")
 
+    acp = sub.add_parser(
+        "acp",
+        parents=[config],
+        help="speak ACP (Agent Client Protocol) on stdin/stdout, for editors that launch agents",
+    )
+    _model_and_script(acp, "the model entry of new sessions (default: default_model)")
+    acp.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a session's cwd must lie under DIR (repeatable; default: the current directory)",
+    )
+
     replay = sub.add_parser(
         "replay", parents=[config], help="play a stored session back in the console"
     )
@@ -116,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dir", nargs="?", type=Path, default=None, help="the project (default: the current one)"
     )
     trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
+
+    serve = sub.add_parser(
+        "serve", parents=[config], help="serve ACP over WebSocket at ws://HOST:PORT/acp"
+    )
+    serve.add_argument("--host", help="the address to bind (default: [serve] host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="the port (default: [serve] port, 8765; 0: any)")
     return parser
 
 
@@ -158,6 +168,13 @@ def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     delete.add_argument("--yes", action="store_true", help="do not ask")
 
 
+def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
+    parser.add_argument("--model", help=model_help)
+    parser.add_argument(
+        "--script", type=Path, help="a JSON or TOML script of replies for the scripted model"
+    )
+
+
 def _config_options() -> argparse.ArgumentParser:
     """The options of every command that loads a config."""
     options = argparse.ArgumentParser(add_help=False)
@@ -188,8 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return int(asyncio.run(command(args)))
             case "models":
                 return _models(args, log_secrets)
+            case "acp":
+                return asyncio.run(_acp(args, log_secrets))
             case "trust":
                 return _trust(args)
+            case "serve":
+                return asyncio.run(_serve(args, log_secrets))
             case _:
                 parser.error(f"unknown command {args.command}")
     except TrellisError as exc:  # every error a front end must handle (engine.errors)
@@ -230,6 +251,7 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     from app.printers import JsonPrinter, TextPrinter
+    from app.stop_signals import on_stop_signals
     from engine.agent.factory import open_agent
     from engine.agent.session_config import load_session_config
     from engine.commands import REGISTRY
@@ -269,7 +291,9 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         printer = JsonPrinter() if args.json else TextPrinter()
         # the events of opening (model/bind, areas) first; a resumed session's from the store
         await agent.subscribe_from(printer, 0)
-        with _cancel_on_stop_signals(agent):
+        # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
+        # dispose gives the lease back, instead of the process dying with the turn open
+        with on_stop_signals(STOP_SIGNALS, agent.cancel):
             try:
                 if REGISTRY.is_command(args.prompt):
                     result = await REGISTRY.run(agent, args.prompt)
@@ -292,26 +316,6 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 """Asked to stop from outside (a closed terminal, a service manager): end the turn cleanly, as
 Ctrl-C does, rather than die with it open."""
-
-
-@contextmanager
-def _cancel_on_stop_signals(agent: Agent) -> Iterator[None]:
-    """While the run lasts, SIGTERM and SIGHUP cancel the running turn: the tool's processes are
-    killed, its result and `turn/end {cancelled}` are stored, and dispose gives the lease back,
-    instead of the process dying with the turn open and the command still running."""
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    # Windows event loops take no signal handlers (and have no SIGHUP): Ctrl-C stays the way out
-    names = () if sys.platform == "win32" else STOP_SIGNALS
-    for name in names:
-        signum: signal.Signals = getattr(signal, name)
-        loop.add_signal_handler(signum, agent.cancel)
-        handled.append(signum)
-    try:
-        yield
-    finally:
-        for signum in handled:
-            loop.remove_signal_handler(signum)
 
 
 def _reported(loaded: LoadedConfig, log_secrets: RedactingLogFilter | None) -> Config:
@@ -410,6 +414,36 @@ async def _sessions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """`trellis acp`: ACP over stdio (`app.acp.stdio`); stdout carries nothing else."""
+    from app.acp.core import AcpOptions
+    from app.acp.stdio import protect_stdout, serve_stdio
+    from engine.config import load_config_report
+    from engine.paths import sessions_db_path
+
+    here = Path.cwd().resolve()
+    roots = [root.resolve() for root in args.root] or [here]
+    for root in roots:
+        if not root.is_dir():
+            print(
+                f"trellis: --root {storable_os_text(str(root))} is not a directory", file=sys.stderr
+            )
+            return EXIT_USAGE
+    # a bad config is reported before the protocol starts, as one line on stderr
+    loaded = await asyncio.to_thread(load_config_report, here, trust_project=args.trust_project)
+    _reported(loaded, log_secrets)
+    options = AcpOptions(
+        store_path=sessions_db_path(),
+        roots=roots,
+        model=args.model,
+        script=args.script,
+        trust_project=args.trust_project,
+    )
+    protocol = protect_stdout()
+    await serve_stdio(options, sys.stdin.buffer, protocol)
+    return EXIT_OK
+
+
 def _models(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
     from engine.config import load_config_report
 
@@ -421,6 +455,28 @@ def _models(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) ->
         print(
             f"{marker} {name:<16} {entry.provider:<10} {target}  egress<={entry.effective_egress().name}"
         )
+    return EXIT_OK
+
+
+async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """`trellis serve`: ACP over WebSocket (websockets is imported only here)."""
+    from app.acp.serve import serve
+    from engine.config import load_config_report
+
+    cwd = Path.cwd().resolve()
+    if args.port is not None and not 0 <= args.port <= 65535:
+        print(f"trellis: --port must be 0 to 65535, got {args.port}", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
+    config = _reported(loaded, log_secrets)
+    await serve(
+        config.serve,
+        started_in=cwd,
+        host=args.host,
+        port=args.port,
+        trust_project=args.trust_project,
+        log_secrets=log_secrets,
+    )
     return EXIT_OK
 
 

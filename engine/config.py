@@ -208,13 +208,28 @@ class AreaEntry(_Section):
         return value
 
 
+def _absolute_root(value: str) -> str:
+    if not Path(value).expanduser().is_absolute():
+        raise ValueError("must be an absolute path (or start with ~)")
+    return value
+
+
 class ServeConfig(_Section):
-    """`trellis serve`: loopback by default; beyond it a bearer token from `token_env` is required."""
+    """`trellis serve`: loopback by default, and a token always required (on loopback too): from
+    the variable `token_env` names when set, else generated in the data directory."""
 
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=8765, ge=0, le=65535)
     allowed_origins: list[str] = Field(default_factory=list)
-    token_env: str = "TRELLIS_TOKEN"
+    """Browser origins (`scheme://host[:port]`) that may connect; empty: no web page may."""
+    roots: list[Annotated[str, AfterValidator(_absolute_root)]] = Field(default_factory=list)
+    """Directories a session's cwd must lie under; empty: the directory `serve` started in."""
+    token_env: str = "TRELLIS_SERVE_TOKEN"
+
+    def root_paths(self, started_in: Path) -> list[Path]:
+        """The roots, `~` expanded and resolved; `[started_in]` when none is configured."""
+        roots = [Path(root).expanduser() for root in self.roots] or [started_in]
+        return [root.resolve() for root in roots]
 
     def token(self) -> str | None:
         """The bearer token from the environment; None when unset or empty."""

@@ -20,6 +20,7 @@ PROJECT_DIR_NAME = ".trellis"
 CONFIG_FILE_NAME = "config.toml"
 SESSIONS_DB_NAME = "sessions.sqlite"
 TRUST_FILE_NAME = "trusted-projects.json"
+SERVE_TOKEN_NAME = "serve-token"
 
 
 def data_dir() -> Path:
@@ -43,6 +44,11 @@ def sessions_db_path() -> Path:
 def trust_file_path() -> Path:
     """The user's record of trusted project configurations (`engine.trust`)."""
     return data_dir() / TRUST_FILE_NAME
+
+
+def serve_token_path() -> Path:
+    """The token `trellis serve` generated when `TRELLIS_SERVE_TOKEN` is not set (mode 0600)."""
+    return data_dir() / SERVE_TOKEN_NAME
 
 
 def user_config_file() -> Path:

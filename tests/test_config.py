@@ -81,7 +81,8 @@ def test_every_section_has_its_defaults(tmp_path: Path) -> None:
     assert config.areas == []
     assert (config.serve.host, config.serve.port) == ("127.0.0.1", 8765)
     assert config.serve.allowed_origins == []
-    assert config.serve.token_env == "TRELLIS_TOKEN"
+    assert config.serve.token_env == "TRELLIS_SERVE_TOKEN"
+    assert config.serve.roots == []
     assert (config.agent.max_steps, config.agent.tool_timeout) == (50, 120.0)
     assert config.agent.max_tool_output == 100_000
     entry = ModelEntry(provider="openai")
@@ -285,9 +286,9 @@ def test_api_key_comes_from_the_environment_only(monkeypatch: pytest.MonkeyPatch
 
 
 def test_serve_token_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRELLIS_TOKEN", "secret")
+    monkeypatch.setenv("TRELLIS_SERVE_TOKEN", "secret")
     assert Config().serve.token() == "secret"
-    monkeypatch.delenv("TRELLIS_TOKEN")
+    monkeypatch.delenv("TRELLIS_SERVE_TOKEN")
     assert Config().serve.token() is None
 
 

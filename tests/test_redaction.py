@@ -51,7 +51,7 @@ def test_held_secrets_are_model_keys_mcp_env_values_and_the_serve_token(
 ) -> None:
     monkeypatch.setenv("MY_KEY", "named-key-value")
     monkeypatch.setenv("GEMINI_API_KEY", "default-gemini-key")
-    monkeypatch.setenv("TRELLIS_TOKEN", "bridge-token-value")
+    monkeypatch.setenv("TRELLIS_SERVE_TOKEN", "bridge-token-value")
     config = Config(
         models={
             "named": ModelEntry(provider="anthropic", api_key_env="MY_KEY"),

@@ -18,6 +18,8 @@ NEVER_AT_IMPORT = (
     "mcp",
     "httpx",
     "textual",
+    "websockets",
+    "acp",
     "engine.gateway.openai",
     "engine.gateway.gemini",
     "engine.gateway.anthropic",
@@ -26,7 +28,8 @@ NEVER_AT_IMPORT = (
     "engine.events",
 )
 """What importing `app.cli` must not load: the MCP client, the network gateways, the console,
-and the agent and event models, which only `run` uses."""
+the ACP bridge (`websockets`, the `acp` package's schema: only `serve` and `acp` use them), and the
+agent and event models, which only `run` uses."""
 
 EVENT_MODELS = ("engine.events", "engine.invariants", "pydantic.main")
 """What `trellis sessions` must not load: the sessions table is read without the event log."""

@@ -1,0 +1,714 @@
+"""The ACP protocol core, without I/O: a transport hands it one incoming message at a time
+(`AcpConnection.receive`) and gives it a `Send` for what goes out.
+
+`AcpServer` is process-wide: it holds the store and one Agent per session, shared by every
+connection that opens the session (`app.acp.sessions`). `AcpConnection` is one client: it answers
+requests (each in its own task, so a long prompt never blocks a `session/cancel`), sends
+`session/update` notifications through one feed per open session (`app.acp.feed`, translated by
+`replay.acp`) and asks the client for permission. Every failure inside a handler becomes a JSON-RPC
+error answer for that request only; the connection and the other sessions go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acp.exceptions import RequestError
+from acp.meta import PROTOCOL_VERSION
+from acp.schema import (
+    AgentCapabilities,
+    AgentMessageChunk,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    CancelNotification,
+    ConfigOptionUpdate,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    SessionCapabilities,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionConfigOptionSelectRequest,
+    TextContentBlock,
+    UnstructuredCommandInput,
+)
+from pydantic import BaseModel, ValidationError
+
+from app.acp import rpc
+from app.acp.feed import Feed, event_params, update_params, update_text
+from app.acp.permission import answer_of, permission_request
+from app.acp.prompt import STOP_REASONS, prompt_of
+from app.acp.sessions import AcpSession, SessionTable
+from engine.commands import REGISTRY
+from engine.errors import TrellisError
+from engine.events import TurnEnd
+from engine.message import AdditionalContext, Source
+from engine.os_text import storable_os_text
+from engine.store.errors import UnknownSessionError
+from engine.tools.permission import PermissionAnswer, PermissionQuestion
+from replay.acp import AcpProjection, AcpUpdate
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[str], Awaitable[None]]
+"""One outgoing JSON-RPC message, already serialized (at most `rpc.MAX_OUTGOING_BYTES`)."""
+
+EVENTS_META_KEY = "trellis/events"
+"""`clientCapabilities._meta["trellis/events"] = true`: the client wants every engine event."""
+
+LIST_PAGE = 50
+"""Sessions per `session/list` page."""
+
+
+@dataclass(frozen=True, slots=True)
+class AcpOptions:
+    """What the server needs to open sessions.
+
+    `store_path`: the sessions database. `roots`: a session's cwd must lie under one of them.
+    `config`: one configuration for every session (tests); None reads each workspace's config as
+    the CLI does, with its trust rules. `model`, `script`: as `trellis run --model/--script`.
+    `clock`: event times. `gateway_factory` (tests): a fresh Gateway for each session.
+    """
+
+    store_path: Path
+    roots: list[Path]
+    config: Any = None  # engine.config.Config | None
+    model: str | None = None
+    script: Path | None = None
+    trust_project: bool = False
+    clock: Callable[[], float] = time.time
+    agent_name: str = "trellis"
+    gateway_factory: Callable[[], Any] | None = field(default=None)
+
+
+def agent_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trellis")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class AcpServer:
+    """Process-wide: the store and one Agent per session, shared by the connections."""
+
+    def __init__(self, options: AcpOptions) -> None:
+        self.options = options
+        self.sessions = SessionTable(options, self._ask)
+        self._connections: dict[str, AcpConnection] = {}
+        self._closed = False
+
+    def connect(self, send: Send, *, connection_id: str) -> AcpConnection:
+        if self._closed:
+            raise RuntimeError("the ACP server is closed")
+        connection = AcpConnection(self, send, connection_id)
+        self._connections[connection_id] = connection
+        return connection
+
+    def forget(self, connection: AcpConnection) -> None:
+        if self._connections.get(connection.id) is connection:
+            del self._connections[connection.id]
+
+    async def aclose(self) -> None:
+        """Close every connection (their turns end `cancelled`), then the agents and the store."""
+        self._closed = True
+        for connection in list(self._connections.values()):
+            await connection.close()
+        await self.sessions.aclose()
+
+    async def _ask(self, session: AcpSession, question: PermissionQuestion) -> PermissionAnswer:
+        connection = session.prompting
+        if not isinstance(connection, AcpConnection):
+            return PermissionAnswer.deny_once
+        return await connection.ask_permission(session, question)
+
+    async def workspace(self, cwd: str) -> Path:
+        """The resolved `cwd` if it is an absolute directory under a configured root."""
+        if not cwd or not Path(cwd).is_absolute():
+            raise RequestError(
+                -32602, f"Invalid params: cwd: must be an absolute path, got {cwd!r}"
+            )
+        roots = self.options.roots
+
+        def resolve() -> tuple[Path, bool, bool]:
+            path = Path(cwd).resolve()
+            inside = any(path.is_relative_to(root.resolve()) for root in roots)
+            return path, path.is_dir(), inside
+
+        path, is_dir, inside = await asyncio.to_thread(resolve)
+        if not inside:
+            shown = ", ".join(str(root) for root in roots) or "none"
+            raise RequestError(
+                -32602, f"Invalid params: cwd: {cwd} is not under the served roots ({shown})"
+            )
+        if not is_dir:
+            raise RequestError(-32602, f"Invalid params: cwd: {cwd} is not a directory")
+        return path
+
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class _Opened:
+    """A session this connection opened, and its feed (None for a read-only session)."""
+
+    session: AcpSession
+    feed: Feed | None
+    feed_from: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A result and the notifications that follow it (e.g. `available_commands_update`)."""
+
+    result: Any
+    then: tuple[tuple[str, Any], ...] = ()
+
+
+class AcpConnection:
+    """One client. `receive` takes each incoming message; answers go out through `send`."""
+
+    def __init__(self, server: AcpServer, send: Send, connection_id: str) -> None:
+        self.server = server
+        self.id = connection_id
+        self._send = send
+        self._send_lock = asyncio.Lock()
+        self._initialized = False
+        self._closed = False
+        self.wants_events = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._opened: dict[str, _Opened] = {}
+        self._next_request = 0
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._requests: dict[str, Handler] = {
+            "initialize": self._initialize,
+            "session/new": self._new,
+            "session/load": self._load,
+            "session/list": self._list,
+            "session/prompt": self._prompt,
+            "session/set_config_option": self._set_config_option,
+            "_trellis/inject": self._inject,
+            "_trellis/events": self._catch_up,
+        }
+
+    # --- input ---------------------------------------------------------------------------------
+
+    async def receive(self, text: str) -> None:
+        """One incoming message. Requests run in their own task; this returns at once."""
+        if self._closed:
+            return
+        try:
+            message = rpc.parse(text)
+        except rpc.BadMessage as bad:
+            log.info("connection %s: bad message: %s", self.id, bad.error)
+            await self._write(rpc.error_message(bad.ident, bad.error))
+            return
+        if message.is_response:
+            self._answered(message)
+            return
+        method = message.method
+        assert method is not None
+        if not message.has_id:
+            self._notification(method, message.params)
+            return
+        if method == "initialize":  # answered before any later message is looked at
+            await self._answer(message.id, method, message.params)
+            return
+        task = asyncio.create_task(
+            self._answer(message.id, method, message.params), name=f"acp {self.id} {method}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def receive_error(self, error: RequestError) -> None:
+        """A message the transport could not take (over the size limit): answered with `error`
+        and id null, as an unreadable message is; the connection goes on."""
+        log.info("connection %s: unread message: %s", self.id, error)
+        await self._write(rpc.error_message(None, error))
+
+    async def close(self) -> None:
+        """The transport dropped: nothing more is sent; this connection's running prompts are
+        cancelled (their turns end `cancelled` and are stored) and its sessions let go."""
+        if self._closed:
+            return
+        self._closed = True
+        for opened in self._opened.values():
+            agent = opened.session.agent
+            if opened.session.prompting is self and agent is not None:
+                agent.cancel()
+        for waiting in self._waiting.values():
+            waiting.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for opened in list(self._opened.values()):
+            await self._let_go(opened)
+        self._opened.clear()
+        self.server.forget(self)
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method != "session/cancel" or not self._initialized:
+            return  # unknown notifications are ignored, as JSON-RPC asks
+        try:
+            cancel = CancelNotification.model_validate(params)
+        except ValidationError as error:
+            log.info("connection %s: bad session/cancel: %s", self.id, error)
+            return
+        opened = self._opened.get(cancel.session_id)
+        if opened is None or opened.session.agent is None:
+            return
+        if opened.session.prompting is self:
+            opened.session.agent.cancel()
+
+    def _answered(self, message: rpc.Incoming) -> None:
+        if not isinstance(message.id, int):
+            return
+        waiting = self._waiting.pop(message.id, None)
+        if waiting is None or waiting.done():
+            return
+        if message.error is not None:
+            code = message.error.get("code")
+            text = message.error.get("message")
+            waiting.set_exception(
+                RequestError(code if isinstance(code, int) else -32603, str(text or "error"))
+            )
+        else:
+            waiting.set_result(message.result)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    async def _answer(self, ident: rpc.RequestId, method: str, params: Any) -> None:
+        then: tuple[tuple[str, Any], ...] = ()
+        try:
+            handler = self._requests.get(method)
+            if handler is None or (method.startswith("_trellis/") and not self.wants_events):
+                raise RequestError(-32601, f"Method not found: {method}", {"method": method})
+            if not self._initialized and method != "initialize":
+                raise RequestError(
+                    rpc.NOT_INITIALIZED, f"{method} before initialize: send initialize first"
+                )
+            result = await handler(params if params is not None else {})
+            if isinstance(result, _Answer):
+                result, then = result.result, result.then
+            body = rpc.dump(result) if isinstance(result, BaseModel) else result
+            await self._write(rpc.result_message(ident, body if body is not None else {}))
+        except RequestError as error:
+            await self._write(rpc.error_message(ident, error))
+        except ValidationError as error:
+            await self._write(rpc.error_message(ident, rpc.invalid_params(error)))
+        except UnknownSessionError as error:
+            await self._write(
+                rpc.error_message(ident, RequestError(rpc.UNKNOWN_SESSION, str(error)))
+            )
+        except TrellisError as error:
+            await self._write(rpc.error_message(ident, RequestError(rpc.REFUSED, str(error))))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.exception("connection %s: %s failed", self.id, method)
+            internal = RequestError(-32603, f"Internal error: {type(error).__name__}: {error}")
+            await self._write(rpc.error_message(ident, internal))
+        for note_method, note_params in then:
+            await self._notify(note_method, note_params)
+
+    async def _initialize(self, params: Any) -> InitializeResponse:
+        request = InitializeRequest.model_validate(params)
+        meta = request.client_capabilities.field_meta if request.client_capabilities else None
+        self.wants_events = bool(meta and meta.get(EVENTS_META_KEY) is True)
+        self._initialized = True
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(
+                name=self.server.options.agent_name, title="Trellis", version=agent_version()
+            ),
+            auth_methods=[],
+        )
+
+    async def _new(self, params: Any) -> _Answer:
+        request = NewSessionRequest.model_validate(params)
+        cwd = await self.server.workspace(request.cwd)
+        session = await self.server.sessions.new(cwd, request.mcp_servers, self.id)
+        self._attach(session, AcpProjection(session.workspace))
+        return _Answer(
+            NewSessionResponse(session_id=session.id, config_options=_model_options(session)),
+            then=self._opening_notes(session),
+        )
+
+    async def _load(self, params: Any) -> _Answer:
+        request = LoadSessionRequest.model_validate(params)
+        cwd = await self.server.workspace(request.cwd)
+        store = await self.server.sessions.store()
+        info = await store.info(request.session_id)
+        if info.cwd != storable_os_text(str(cwd)):
+            raise RequestError(
+                -32602,
+                f"Invalid params: cwd: session {info.id} belongs to {info.cwd}, not {request.cwd}",
+            )
+        previous = self._opened.pop(info.id, None)
+        if previous is not None and previous.feed is not None:  # loaded again: replayed again,
+            await previous.feed.stop()  # the session stays held (a prompt of ours may run)
+        session = await self.server.sessions.load(info.id, request.mcp_servers, self.id)
+        # the whole conversation, in log order, through the translator live prompts use; then
+        # the live feed goes on from the first event not replayed, with the same translator state
+        projection = AcpProjection(session.workspace)
+        until = len(session.log)
+        for update in projection.replay(await session.read(0, until)):
+            await self._update(session.id, update)
+        self._attach(session, projection, from_seq=until)
+        meta = {"trellis/readOnly": session.read_only} if session.read_only else None
+        return _Answer(LoadSessionResponse(field_meta=meta), then=self._opening_notes(session))
+
+    async def _list(self, params: Any) -> ListSessionsResponse:
+        request = ListSessionsRequest.model_validate(params)
+        cwd = None
+        if request.cwd is not None:
+            cwd = storable_os_text(str(await self.server.workspace(request.cwd)))
+        store = await self.server.sessions.store()
+        try:
+            page = await store.list(cwd=cwd, limit=LIST_PAGE, cursor=request.cursor)
+        except ValueError as error:
+            raise RequestError(-32602, f"Invalid params: cursor: {error}") from None
+        roots = [str(root.resolve()) for root in self.server.options.roots]
+        shown = [
+            SessionInfo(
+                session_id=info.id,
+                cwd=info.cwd,
+                title=info.title or None,
+                updated_at=datetime.fromtimestamp(info.updated, UTC).isoformat(),
+            )
+            for info in page.sessions
+            if any(_under(info.cwd, root) for root in roots)
+        ]
+        return ListSessionsResponse(sessions=shown, next_cursor=page.next_cursor)
+
+    async def _prompt(self, params: Any) -> PromptResponse:
+        request = PromptRequest.model_validate(params)
+        opened = self._open_session(request.session_id)
+        session, agent = opened.session, opened.session.agent
+        if agent is None:
+            raise RequestError(rpc.SESSION_READ_ONLY, session.read_only)
+        if session.prompting is not None or agent.turn_open:
+            raise RequestError(
+                rpc.SESSION_BUSY,
+                f"session {session.id} is already running a prompt; wait for its answer or "
+                "send session/cancel",
+            )
+        prompt = prompt_of(request.prompt)
+        session.prompting = self
+        try:
+            start = len(agent.log)
+            if not prompt.attachments and REGISTRY.is_command(prompt.text):
+                return await self._command(opened, prompt.text, start)
+            handle = agent.send(prompt.text, prompt.attachments)
+            try:
+                outcome = await handle
+            except asyncio.CancelledError:  # the connection dropped: the turn ends, stored
+                agent.cancel()
+                await handle
+                raise
+            await self._caught_up(opened)
+        finally:
+            if session.prompting is self:
+                session.prompting = None
+        from engine.agent.send import Blocked, Dropped
+
+        if isinstance(outcome, Blocked):
+            await self._say(session.id, f"The prompt was blocked: {outcome.reason}")
+            return PromptResponse(stop_reason="refusal")
+        if isinstance(outcome, Dropped):
+            raise RequestError(rpc.TURN_FAILED, f"the prompt did not run: {outcome.reason}")
+        return _stop(outcome.reason, outcome.message)
+
+    async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
+        """A slash command from the engine's registry; its text goes to the client as a message.
+        A command that runs a turn (`/subtask`) answers with that turn's stop reason."""
+        agent = opened.session.agent
+        assert agent is not None
+        result = await REGISTRY.run(agent, line)
+        await agent.when_idle()
+        await self._caught_up(opened)
+        await self._say(opened.session.id, result.text)
+        ends = [e.data for e in await agent.read_log(start) if isinstance(e.data, TurnEnd)]
+        return (
+            _stop(ends[-1].reason, ends[-1].message)
+            if ends
+            else PromptResponse(stop_reason="end_turn")
+        )
+
+    async def _set_config_option(self, params: Any) -> SetSessionConfigOptionResponse:
+        request = SetSessionConfigOptionSelectRequest.model_validate(params)
+        opened = self._open_session(request.session_id)
+        agent = opened.session.agent
+        if agent is None:
+            raise RequestError(rpc.SESSION_READ_ONLY, opened.session.read_only)
+        if request.config_id != "model":
+            raise RequestError(
+                -32602, f"Invalid params: configId: unknown option {request.config_id!r} (model)"
+            )
+        if request.value not in agent.model_names():
+            known = ", ".join(agent.model_names())
+            raise RequestError(
+                -32602, f"Invalid params: value: no model {request.value!r} (configured: {known})"
+            )
+        agent.request_model(request.value)
+        return SetSessionConfigOptionResponse(config_options=_model_options(opened.session))
+
+    async def _inject(self, params: Any) -> dict[str, Any]:
+        """`_trellis/inject {sessionId, content, source?}`: context, never the user's words."""
+        session_id, content = params.get("sessionId"), params.get("content")
+        source = params.get("source", "client")
+        for name, value in (("sessionId", session_id), ("content", content), ("source", source)):
+            if not isinstance(value, str) or not value:
+                raise RequestError(
+                    -32602, f"Invalid params: {name}: a non-empty string is required"
+                )
+        opened = self._open_session(session_id)
+        if opened.session.agent is None:
+            raise RequestError(rpc.SESSION_READ_ONLY, opened.session.read_only)
+        kind, _, name = source.partition(":")
+        try:
+            opened.session.agent.inject(AdditionalContext(content, source=Source(kind, name)))
+        except ValueError as error:
+            raise RequestError(-32602, f"Invalid params: source: {error}") from None
+        return {}
+
+    async def _catch_up(self, params: Any) -> dict[str, Any]:
+        """`_trellis/events {sessionId, fromSeq}`: the stored events from `fromSeq` up to where
+        the live `_trellis/event`s began, so an opted-in client has the whole log."""
+        session_id, from_seq = params.get("sessionId"), params.get("fromSeq", 0)
+        if not isinstance(session_id, str):
+            raise RequestError(-32602, "Invalid params: sessionId: a string is required")
+        if not isinstance(from_seq, int) or isinstance(from_seq, bool) or from_seq < 0:
+            raise RequestError(-32602, "Invalid params: fromSeq: a seq (0 or more) is required")
+        opened = self._open_session(session_id)
+        for event in await opened.session.read(from_seq, opened.feed_from):
+            await self._notify("_trellis/event", event_params(session_id, event))
+        return {"nextSeq": opened.feed_from}
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def _open_session(self, session_id: str) -> _Opened:
+        opened = self._opened.get(session_id)
+        if opened is None:
+            raise RequestError(
+                rpc.UNKNOWN_SESSION,
+                f"unknown session {session_id!r} on this connection: "
+                "open it with session/new or session/load first",
+                {"sessionId": session_id},
+            )
+        return opened
+
+    def _attach(
+        self, session: AcpSession, projection: AcpProjection, *, from_seq: int | None = None
+    ) -> None:
+        start = len(session.log) if from_seq is None else from_seq
+        feed = None
+        if session.agent is not None:
+            feed = Feed(
+                session.agent,
+                projection,
+                self._update,
+                self._notify,
+                from_seq=start,
+                engine_events=self.wants_events,
+            )
+        self._opened[session.id] = _Opened(session, feed, start)
+
+    async def _let_go(self, opened: _Opened) -> None:
+        if opened.feed is not None:
+            await opened.feed.stop()
+        await self.server.sessions.release(opened.session, self.id)
+
+    async def _caught_up(self, opened: _Opened) -> None:
+        if opened.feed is not None and opened.session.agent is not None:
+            await opened.feed.caught_up(len(opened.session.agent.log) - 1)
+
+    def _opening_notes(self, session: AcpSession) -> tuple[tuple[str, Any], ...]:
+        """After `session/new` / `session/load` answers: the commands, the model option, and a
+        line for each client MCP server that did not start."""
+        notes: list[AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate] = [
+            AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=[
+                    AvailableCommand(
+                        name=command.name,
+                        description=command.description,
+                        input=AvailableCommandInput(
+                            UnstructuredCommandInput(hint=command.input_hint)
+                        )
+                        if command.input_hint
+                        else None,
+                    )
+                    for command in REGISTRY.commands
+                ],
+            )
+        ]
+        options = _model_options(session)
+        if options:
+            notes.append(
+                ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+            )
+        for failure in session.servers.failures:
+            notes.append(_message(f"[trellis] {failure}\n"))
+        return tuple(("session/update", update_params(session.id, note)) for note in notes)
+
+    async def _say(self, session_id: str, text: str) -> None:
+        if text:
+            await self._notify("session/update", update_params(session_id, _message(text)))
+
+    # --- asking the client ---------------------------------------------------------------------
+
+    async def ask_permission(
+        self, session: AcpSession, question: PermissionQuestion
+    ) -> PermissionAnswer:
+        """`session/request_permission` for a call of the prompt this connection runs; sent
+        after the call's own `tool_call` update. Cancelling it (a cancelled turn) withdraws it:
+        a client that never answers does not hold the turn."""
+        opened = self._opened.get(session.id)
+        if opened is not None:
+            await self._caught_up(opened)
+        request = permission_request(session.id, question, session.workspace)
+        result = await self._request("session/request_permission", rpc.dump(request))
+        return answer_of(result)
+
+    async def _request(self, method: str, params: Any) -> Any:
+        if self._closed:
+            raise ConnectionError("the client is gone")
+        ident = self._next_request
+        self._next_request += 1
+        waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[ident] = waiting
+        try:
+            await self._write(rpc.request(ident, method, params))
+            return await waiting
+        finally:
+            self._waiting.pop(ident, None)
+
+    # --- output --------------------------------------------------------------------------------
+
+    async def _notify(self, method: str, params: Any) -> None:
+        await self._write(rpc.notification(method, params))
+
+    async def _update(self, session_id: str, update: AcpUpdate) -> None:
+        """One `session/update`, serialized by the schema model itself (the fast path for long
+        replays); text pydantic cannot write (a lone surrogate) goes the general way."""
+        try:
+            text = update_text(session_id, update)
+        except ValueError:
+            await self._notify("session/update", update_params(session_id, update))
+            return
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > rpc.MAX_OUTGOING_BYTES:  # the translator keeps updates under the limit
+            log.error("connection %s: a %d-byte session/update was not sent", self.id, size)
+            return
+        await self._emit(text)
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        """Send one message, in order with every other. A message over the size limit is never
+        sent: an answer becomes an error answer saying so, an engine event a stub naming it."""
+        if self._closed:
+            return
+        text, size = rpc.serialize(message)
+        if size > rpc.MAX_OUTGOING_BYTES:
+            log.error("connection %s: a %d-byte %s was not sent", self.id, size, _what(message))
+            replacement = _too_big(message, size)
+            if replacement is None:
+                return
+            text, _ = rpc.serialize(replacement)
+        await self._emit(text)
+
+    async def _emit(self, text: str) -> None:
+        async with self._send_lock:
+            if self._closed:
+                return
+            try:
+                await self._send(text)
+            except Exception:
+                log.info("connection %s: the transport refused a message; closing", self.id)
+                self._closed = True
+
+
+def _stop(reason: Any, message: str) -> PromptResponse:
+    stop = STOP_REASONS.get(reason)
+    if stop is None:  # error, budget: the message says what went wrong
+        raise RequestError(rpc.TURN_FAILED, f"the turn ended with {reason}: {message}".rstrip(": "))
+    return PromptResponse(stop_reason=stop)
+
+
+def _message(text: str) -> AgentMessageChunk:
+    return AgentMessageChunk(
+        session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+    )
+
+
+def _model_options(session: AcpSession) -> list[Any] | None:
+    agent = session.agent
+    if agent is None:
+        return None
+    model = agent.model
+    return [
+        SessionConfigOptionSelect(
+            id="model",
+            name="Model",
+            category="model",
+            type="select",
+            current_value=model.next_name,
+            options=[
+                SessionConfigSelectOption(value=name, name=name) for name in agent.model_names()
+            ],
+        )
+    ]
+
+
+def _under(cwd: str, root: str) -> bool:
+    return cwd == root or cwd.startswith(root.rstrip("/") + "/")
+
+
+def _what(message: dict[str, Any]) -> str:
+    return str(message.get("method") or "answer")
+
+
+def _too_big(message: dict[str, Any], size: int) -> dict[str, Any] | None:
+    if message.get("method") == "_trellis/event":
+        params = message["params"]
+        event = {k: v for k, v in params["event"].items() if k != "data"}
+        event["omitted"] = f"the event is {size} bytes, over the 1 MiB limit; read it from the log"
+        return rpc.notification(
+            "_trellis/event", {"sessionId": params["sessionId"], "event": event}
+        )
+    if "id" in message and "method" not in message:
+        error = RequestError(
+            -32603, f"Internal error: the answer would be {size} bytes, over the 1 MiB limit"
+        )
+        return rpc.error_message(message["id"], error)
+    return None

@@ -1,0 +1,121 @@
+"""One connection's view of one session: the session's event stream, translated by `replay.acp`
+and sent as `session/update` notifications (and, for a client that opted in, each engine event as
+a `_trellis/event` notification), in log order.
+
+A feed remembers how far it has sent, so a prompt's answer (and a permission question) waits
+until every update before it is out: the client never sees an answer before the text it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate
+from pydantic_core import PydanticSerializationError
+
+from engine.agent import Agent
+from engine.events import Event, LiveEvent
+from replay.acp import AcpProjection, AcpUpdate
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str, Any], Awaitable[None]]
+"""Sends one notification (method, params) on the connection, in order."""
+
+
+SessionUpdate = AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
+
+SendUpdate = Callable[[str, AcpUpdate], Awaitable[None]]
+"""Sends one `session/update` (session id, payload) on the connection, in order."""
+
+
+def update_params(session_id: str, update: SessionUpdate) -> Any:
+    """`SessionNotification` params: the session id and the payload as ACP writes it."""
+    body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"sessionId": session_id, "update": body}
+
+
+def update_text(session_id: str, update: AcpUpdate) -> str:
+    """The whole `session/update` message as one line, the payload written by pydantic-core;
+    raises ValueError for text it cannot write (a lone surrogate)."""
+    try:
+        body = update.model_dump_json(by_alias=True, exclude_none=True)
+    except PydanticSerializationError as error:
+        raise ValueError(str(error)) from None
+    return (
+        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+        f'{json.dumps(session_id, ensure_ascii=False)},"update":{body}}}}}'
+    )
+
+
+def event_params(session_id: str, event: Event | LiveEvent) -> dict[str, Any]:
+    return {"sessionId": session_id, "event": event.model_dump(mode="json")}
+
+
+class Feed:
+    """Follows `agent`'s events from `from_seq` until stopped."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        projection: AcpProjection,
+        send_update: SendUpdate,
+        notify: Notify,
+        *,
+        from_seq: int,
+        engine_events: bool,
+    ) -> None:
+        self._agent = agent
+        self._projection = projection
+        self._send_update = send_update
+        self._notify = notify
+        self._engine_events = engine_events
+        self.sent = from_seq - 1
+        """The seq of the last durable event whose updates were sent (or that had none)."""
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._task = asyncio.create_task(self._run(from_seq), name=f"acp feed {agent.session_id}")
+
+    async def caught_up(self, seq: int) -> None:
+        """Wait until everything up to durable event `seq` was sent."""
+        if self.sent >= seq or self._task.done():
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((seq, waiter))
+        await waiter
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._release(everyone=True)
+
+    async def _run(self, from_seq: int) -> None:
+        session_id = self._agent.session_id
+        try:
+            async for event in self._agent.events(from_seq):
+                for update in self._projection.apply(event):
+                    await self._send_update(session_id, update)
+                if self._engine_events:
+                    await self._notify("_trellis/event", event_params(session_id, event))
+                if isinstance(event, Event):
+                    self.sent = event.seq
+                    self._release()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("session %s: the feed stopped", session_id)
+        finally:
+            self._release(everyone=True)
+
+    def _release(self, *, everyone: bool = False) -> None:
+        waiting = []
+        for seq, waiter in self._waiters:
+            if everyone or seq <= self.sent:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((seq, waiter))
+        self._waiters = waiting

@@ -1,0 +1,95 @@
+"""A `session/prompt` in engine terms: its content blocks as the prompt text and attachments, and
+a turn's end as an ACP stop reason (DESIGN.md's mapping)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import assert_never
+
+from acp.exceptions import RequestError
+from acp.schema import (
+    AudioContentBlock,
+    BlobResourceContents,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    StopReason,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from engine.events import Attachment, TurnEndReason
+
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    text: str
+    attachments: tuple[Attachment, ...]
+
+
+def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
+    """Text blocks joined in order; resource links and embedded resources as attachments (a
+    link carries its uri, an embedded text resource its text). Images and audio were not
+    offered in `initialize`, so they are invalid params naming the block."""
+    texts: list[str] = []
+    attachments: list[Attachment] = []
+    for index, block in enumerate(blocks):
+        match block:
+            case TextContentBlock():
+                texts.append(block.text)
+            case ResourceContentBlock():
+                attachments.append(
+                    Attachment(
+                        name=block.name, uri=block.uri, mime_type=block.mime_type or "text/plain"
+                    )
+                )
+            case EmbeddedResourceContentBlock():
+                attachments.append(_embedded(index, block.resource))
+            case ImageContentBlock() | AudioContentBlock():
+                raise RequestError(
+                    -32602,
+                    f"Invalid params: prompt.{index}: {block.type} blocks are not supported "
+                    "(promptCapabilities)",
+                )
+            case _:
+                assert_never(block)
+    if not texts and not attachments:
+        raise RequestError(-32602, "Invalid params: prompt: no text and no resource")
+    return Prompt("\n".join(texts), tuple(attachments))
+
+
+def _embedded(index: int, resource: TextResourceContents | BlobResourceContents) -> Attachment:
+    name = resource.uri.rstrip("/").rsplit("/", 1)[-1] or resource.uri
+    if isinstance(resource, BlobResourceContents):
+        raise RequestError(
+            -32602,
+            f"Invalid params: prompt.{index}.resource: binary (blob) resources are not supported",
+        )
+    return Attachment(
+        name=name,
+        uri=resource.uri,
+        mime_type=resource.mime_type or "text/plain",
+        text=resource.text,
+    )
+
+
+STOP_REASONS: dict[TurnEndReason, StopReason] = {
+    "completed": "end_turn",
+    "cancelled": "cancelled",
+    "interrupted": "cancelled",
+    "disposed": "cancelled",
+    "max_steps": "max_turn_requests",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+    "egress": "refusal",
+}
+"""A turn's end reason as an ACP stop reason; `error` and `budget` are error answers instead."""

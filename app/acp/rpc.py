@@ -1,0 +1,140 @@
+"""JSON-RPC 2.0 framing for the ACP bridge: reading one incoming message, writing answers.
+
+The envelopes' parts come from the `acp` package's schema (`Error`); what is checked here is only
+what the package's own connection leaves to chance: a text that is no JSON, a JSON value that is no
+object, a method that is no string. Each becomes an error answer, never a dropped connection.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from acp.exceptions import RequestError
+from acp.schema import Error
+from pydantic import BaseModel, ValidationError
+
+MAX_OUTGOING_BYTES = 1024 * 1024
+"""No outgoing WebSocket frame or stdio line is larger (UTF-8 bytes of the serialized message)."""
+
+MAX_INCOMING_BYTES = 16 * 1024 * 1024
+"""Incoming messages up to this size are read; larger ones are refused by the transport."""
+
+RequestId = int | str | None
+
+# Trellis's own error codes (JSON-RPC leaves -32000..-32099 to servers; ACP uses -32000 and -32002)
+UNKNOWN_SESSION = -32002  # ACP's "resource not found"
+SESSION_BUSY = -32010
+SESSION_READ_ONLY = -32011
+TURN_FAILED = -32012
+NOT_INITIALIZED = -32013
+REFUSED = -32014  # the engine refused (a config, store or MCP server error): its message says why
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """One parsed message: a request (`id` set), a notification, or an answer to our request."""
+
+    method: str | None
+    id: RequestId
+    has_id: bool
+    params: Any
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def is_response(self) -> bool:
+        return self.method is None
+
+
+class BadMessage(Exception):
+    """A message that cannot be handled: the error to answer, with the id when it had one."""
+
+    def __init__(self, error: RequestError, ident: RequestId = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.ident = ident
+
+
+def parse(text: str) -> Incoming:
+    """One incoming message; raises `BadMessage` (parse error, invalid request) otherwise."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise BadMessage(RequestError.parse_error({"details": str(error)[:200]})) from None
+    if not isinstance(message, dict):
+        raise BadMessage(RequestError(-32600, "Invalid request: a message must be a JSON object"))
+    has_id = "id" in message
+    ident = message.get("id")
+    if ident is not None and (not isinstance(ident, int | str) or isinstance(ident, bool)):
+        raise BadMessage(
+            RequestError(-32600, "Invalid request: id must be a number, a string or null")
+        )
+    method = message.get("method")
+    if method is None:
+        if not has_id or ("result" not in message and "error" not in message):
+            raise BadMessage(
+                RequestError(-32600, "Invalid request: no method, and no result or error"), ident
+            )
+        failure = message.get("error")
+        return Incoming(
+            None,
+            ident,
+            True,
+            None,
+            result=message.get("result"),
+            error=failure if isinstance(failure, dict) else None,
+        )
+    if not isinstance(method, str):
+        raise BadMessage(RequestError(-32600, "Invalid request: method must be a string"), ident)
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):  # ACP passes params by name only
+        raise BadMessage(RequestError(-32602, "Invalid params: params must be an object"), ident)
+    return Incoming(method, ident, has_id, params)
+
+
+def invalid_params(error: ValidationError) -> RequestError:
+    """-32602 whose message names the first field that is wrong (e.g. `sessionId`)."""
+    problems = error.errors(include_url=False)
+    first = problems[0] if problems else None
+    where = ".".join(str(part) for part in first["loc"]) if first else "params"
+    what = first["msg"] if first else "invalid"
+    details = [
+        {"field": ".".join(str(part) for part in p["loc"]), "problem": p["msg"]} for p in problems
+    ]
+    return RequestError(-32602, f"Invalid params: {where or 'params'}: {what}", {"errors": details})
+
+
+def dump(model: BaseModel) -> Any:
+    """A schema model as ACP writes it: camelCase aliases, no unset optional fields."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def result_message(ident: RequestId, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def error_message(ident: RequestId, error: RequestError) -> dict[str, Any]:
+    body = Error(code=error.code, message=str(error), data=error.data)
+    return {"jsonrpc": "2.0", "id": ident, "error": dump(body)}
+
+
+def notification(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def request(ident: int, method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def serialize(message: dict[str, Any]) -> tuple[str, int]:
+    """One message as one line of compact JSON and its size in UTF-8 bytes (a raw newline inside
+    a string is escaped). Text holding a lone surrogate, which no UTF-8 transport can carry, is
+    written with JSON escapes instead."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text, len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        text = json.dumps(message, ensure_ascii=True, separators=(",", ":"))
+        return text, len(text)

@@ -1,0 +1,89 @@
+"""`trellis serve`: the process that serves ACP over WebSocket until it is asked to stop.
+
+It reads the `[serve]` section (an untrusted project config cannot set it), finds or makes the
+token, binds, prints where it listens and where the token is, and on SIGTERM, SIGINT or SIGHUP
+stops accepting, closes every connection (their running turns end `cancelled` and are stored) and
+closes the core, which gives each session's lease back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.acp.auth import ServeToken, load_token
+from app.acp.core import AcpOptions, AcpServer
+from app.acp.websocket import ACP_PATH, AcpWebSocketServer, close_server
+from app.stop_signals import on_stop_signals
+from engine.errors import TrellisError
+from engine.paths import sessions_db_path
+
+if TYPE_CHECKING:
+    from engine.config import ServeConfig
+    from engine.redaction import RedactingLogFilter
+
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+"""Each one stops the server cleanly; a second one is handled the same (the stop is under way)."""
+
+
+async def serve(
+    settings: ServeConfig,
+    *,
+    started_in: Path,
+    host: str | None = None,
+    port: int | None = None,
+    trust_project: bool = False,
+    log_secrets: RedactingLogFilter | None = None,
+) -> None:
+    """Serve until a stop signal; raises `TrellisError` when the token or the address is unusable.
+
+    `host` and `port` override the configured ones; `started_in` is the default root.
+    """
+    token = await asyncio.to_thread(load_token, settings.token_env)
+    if log_secrets is not None:
+        log_secrets.redactor = log_secrets.redactor.with_secrets(token.value)
+    roots = settings.root_paths(started_in)
+    acp = AcpServer(
+        AcpOptions(store_path=sessions_db_path(), roots=roots, trust_project=trust_project)
+    )
+    transport = AcpWebSocketServer(acp, token=token.value, allowed_origins=settings.allowed_origins)
+    host = host if host is not None else settings.host
+    port = port if port is not None else settings.port
+    try:
+        server = await transport.listen(host, port)
+    except OSError as exc:
+        await acp.aclose()
+        raise TrellisError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    bound = server.sockets[0].getsockname()[1] if server.sockets else port
+    stop = asyncio.Event()
+    try:
+        with on_stop_signals(STOP_SIGNALS, stop.set):
+            _banner(url_of(host, bound), roots, token)
+            await stop.wait()
+    finally:
+        # 1. no new connections, every open one closed: their turns are cancelled and stored
+        await close_server(server)
+        # 2. the agents disposed: leases given back, the store closed
+        await acp.aclose()
+    print("trellis: stopped", file=sys.stderr, flush=True)
+
+
+def url_of(host: str, port: int) -> str:
+    """The `ws://` URL of the ACP endpoint (an IPv6 address in brackets)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"ws://{shown}:{port}{ACP_PATH}"
+
+
+def _banner(url: str, roots: list[Path], token: ServeToken) -> None:
+    """Where the token is, then the URL: the URL line comes last, once everything is ready."""
+    if token.created:
+        # the only time the value is shown: it is in the file from now on
+        print(f"trellis: new token {token.value} (stored in {token.source})", file=sys.stderr)
+    print(
+        f"trellis: token from {token.source}; send it as `Authorization: Bearer TOKEN`",
+        file=sys.stderr,
+    )
+    under = ", ".join(str(root) for root in roots)
+    print(f"trellis: serving ACP at {url} (sessions under {under})", file=sys.stderr, flush=True)

@@ -1,0 +1,170 @@
+"""`trellis acp`: ACP over stdio for editors that launch their agent (Zed, Toad, acpx, JetBrains).
+
+Newline-delimited JSON: one message per line each way. stdout carries nothing but ACP: the
+protocol writes to a duplicate of the original stdout, and file descriptor 1 (and `sys.stdout`)
+are pointed at stderr, so a stray print, a warning or a child process that inherits stdout cannot
+corrupt the stream. Diagnostics go to `trellis.log` in the data directory (`app.cli`).
+
+Incoming lines may be up to 16 MiB. A longer line is discarded up to its newline, answered with one
+-32600 error and logged; the connection goes on with the next line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, BinaryIO
+
+from acp.exceptions import RequestError
+
+from app.acp import rpc
+from app.acp.core import AcpOptions, AcpServer
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 * 1024
+
+
+class LineReader:
+    """Splits a byte stream into lines of at most `limit` bytes; a longer line is skipped whole
+    (up to its newline) and reported once through `on_overlong` with the bytes it held."""
+
+    def __init__(self, limit: int, on_overlong: Callable[[int], Awaitable[None]]) -> None:
+        self._limit = limit
+        self._on_overlong = on_overlong
+        self._buffer = bytearray()
+        self._skipping = 0  # bytes of an overlong line skipped so far (0: not skipping)
+
+    async def feed(self, data: bytes) -> list[bytes]:
+        """The complete lines `data` finishes, without their newline."""
+        lines: list[bytes] = []
+        start = 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            piece = data[start:] if end < 0 else data[start:end]
+            if self._skipping:
+                self._skipping += len(piece)
+            elif len(self._buffer) + len(piece) > self._limit:
+                self._skipping = len(self._buffer) + len(piece)
+                self._buffer.clear()
+            else:
+                self._buffer += piece
+            if end < 0:
+                break
+            if self._skipping:
+                skipped, self._skipping = self._skipping, 0
+                await self._on_overlong(skipped)
+            else:
+                lines.append(bytes(self._buffer))
+                self._buffer.clear()
+            start = end + 1
+        return lines
+
+    def rest(self) -> bytes | None:
+        """A last line without a newline at end of input."""
+        return bytes(self._buffer) if self._buffer and not self._skipping else None
+
+
+def protect_stdout() -> BinaryIO:
+    """The original stdout for the protocol alone; fd 1 and `sys.stdout` now lead to stderr."""
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol
+
+
+async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -> None:
+    """Serve one ACP client on `reader`/`writer` until end of input or SIGTERM/SIGHUP; then the
+    running turns end (cancelled, stored) and the sessions are closed."""
+    loop = asyncio.get_running_loop()
+    read = await _chunk_reader(reader)
+    send = await _line_sender(writer)
+    server = AcpServer(options)
+    connection = server.connect(send, connection_id="stdio")
+
+    async def overlong(size: int) -> None:
+        log.warning("acp stdio: an incoming line of %d bytes was over the 16 MiB limit", size)
+        too_big = RequestError(
+            -32600,
+            f"Invalid request: the message is {size} bytes, over the 16 MiB limit; not read",
+        )
+        await connection.receive_error(too_big)
+
+    lines = LineReader(rpc.MAX_INCOMING_BYTES, overlong)
+    stop = asyncio.Event()
+    handled: list[signal.Signals] = []
+    if sys.platform != "win32":
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop.set)
+            handled.append(signum)
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        while True:
+            reading = asyncio.create_task(read())
+            done, _ = await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if reading not in done:
+                reading.cancel()
+                break
+            data = reading.result()
+            if not data:
+                last = lines.rest()
+                if last is not None:
+                    await _receive(connection.receive, last)
+                break
+            for line in await lines.feed(data):
+                await _receive(connection.receive, line)
+    finally:
+        stopping.cancel()
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+        await server.aclose()
+
+
+async def _chunk_reader(reader: BinaryIO) -> Callable[[], Coroutine[Any, Any, bytes]]:
+    """Reads of up to `READ_CHUNK` bytes: through the event loop for a pipe, socket or terminal,
+    in a worker thread for anything else (a regular file given as stdin)."""
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader(limit=2**31 - 1)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), reader)
+    except ValueError:
+        return lambda: asyncio.to_thread(
+            reader.read1 if hasattr(reader, "read1") else reader.read, READ_CHUNK
+        )
+    return lambda: stream.read(READ_CHUNK)
+
+
+async def _line_sender(writer: BinaryIO) -> Callable[[str], Awaitable[None]]:
+    """Writes one message and its newline: through the event loop (with flow control) for a pipe
+    or socket, in a worker thread for anything else (stdout redirected to a file)."""
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, writer
+        )
+    except ValueError:
+
+        async def write_blocking(text: str) -> None:
+            await asyncio.to_thread(writer.write, text.encode("utf-8") + b"\n")
+
+        return write_blocking
+    out = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(text: str) -> None:
+        out.write(text.encode("utf-8") + b"\n")
+        await out.drain()
+
+    return write
+
+
+async def _receive(receive: Callable[[str], Awaitable[None]], line: bytes) -> None:
+    if not line.strip():
+        return  # blank lines between messages are allowed
+    # bytes that are not UTF-8 reach the parser as replacement characters: a parse error there,
+    # or text the engine stores escaped, never a crash of the reader
+    await receive(line.decode("utf-8", "replace"))

@@ -1,0 +1,444 @@
+"""Events -> ACP `session/update` payloads (DESIGN.md, "Front ends", ACP): the one translator used
+by live prompts and by `session/load`, so a client sees a replayed session as it saw it live.
+
+`AcpProjection.apply(event)` takes durable and live events in log order and returns the updates
+they make, as the `acp` package's schema models:
+
+- a direct `user/message` -> `user_message_chunk`s (its attachments back as resource blocks) when
+  replaying; live, the client already holds the words it sent. Injected context, areas, GC and the
+  floor are not shown to a plain client.
+- `assistant/delta` -> `agent_message_chunk` / `agent_thought_chunk` as it streams; the step's
+  `assistant/message` adds only what was not streamed, so live and replay show the same text.
+- `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
+  `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
+  -> `tool_call_update` with its final status and the result.
+- `step/end` -> `usage_update` (tokens as reported, else characters / 3); `retry` -> a thought
+  saying so; `session/title` -> `session_info_update`.
+
+Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
+tool result, diff or input that alone exceeds the limit is cut with a marker (the full text stays
+in the log).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    EmbeddedResourceContentBlock,
+    FileEditToolCallContent,
+    ResourceContentBlock,
+    SessionInfoUpdate,
+    TextContentBlock,
+    TextResourceContents,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallStatus,
+    ToolKind,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from pydantic import BaseModel
+
+from engine.events import (
+    AssistantDelta,
+    AssistantMessage,
+    AssistantReset,
+    Attachment,
+    Event,
+    LiveEvent,
+    PermissionDecision,
+    Retry,
+    SessionTitle,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolOutputDelta,
+    ToolResultRecord,
+    UserMessage,
+)
+
+AcpUpdate = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | UsageUpdate
+    | SessionInfoUpdate
+)
+"""The `session/update` payloads this translator makes."""
+
+UPDATE_LIMIT = 1024 * 1024 - 8 * 1024
+"""Bytes one serialized update may take: 1 MiB per message, less room for the JSON-RPC envelope
+and the session id around it."""
+
+OUTPUT_TAIL = 64 * 1024
+"""Characters of a running tool's output shown while it runs (its latest part)."""
+
+CHARS_PER_TOKEN = 3
+"""Usage when the endpoint reported no tokens: characters / 3 (DESIGN.md)."""
+
+TITLE_ARGUMENT_CHARS = 80
+
+MIN_MEASURED = 16 * 1024
+"""Text whose worst-case JSON size is below this is not measured: it fits any share."""
+
+_PATH_ARGUMENTS = ("path",)
+_ACP_KINDS: dict[str, ToolKind] = {
+    "read": "read",
+    "edit": "edit",
+    "search": "search",
+    "execute": "execute",
+}
+
+
+@cache
+def _builtin_kinds() -> dict[str, ToolKind]:
+    """Each built-in tool's ACP kind, from the tool's own declaration."""
+    from engine.tools.builtins import builtin_tools
+
+    return {tool.name: _ACP_KINDS.get(str(tool.kind), "other") for tool in builtin_tools()}
+
+
+def tool_kind(name: str) -> ToolKind:
+    """The ACP kind of a tool by name (an MCP tool is `other`)."""
+    return _builtin_kinds().get(name, "other")
+
+
+def json_size(value: Any) -> int:
+    """Bytes `value` takes in a serialized message (`app.acp.rpc.serialize` writes the same)."""
+    if isinstance(value, str) and len(value) * 12 + 2 <= MIN_MEASURED:
+        return len(value) * 12 + 2  # an upper bound: no character takes more (an escaped pair)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: the message is written with JSON escapes
+        return len(json.dumps(value, separators=(",", ":")))
+
+
+def update_size(update: BaseModel) -> int:
+    return json_size(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _prefix_within(text: str, limit: int) -> int:
+    """The length of the longest-found prefix of `text` whose JSON string takes at most `limit`
+    bytes (at least one character, so splitting always advances)."""
+    n = min(len(text), limit)
+    while n > 1:
+        size = json_size(text[:n])
+        if size <= limit:
+            return n
+        n = max(1, min(n - 1, int(n * limit / size * 0.98)))
+    return 1
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """`text` in pieces whose JSON strings each take at most `limit` bytes, in order."""
+    if json_size(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while rest:
+        n = _prefix_within(rest, limit)
+        pieces.append(rest[:n])
+        rest = rest[n:]
+    return pieces
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` bytes as JSON, else its start with a marker saying what was
+    cut (the full text stays in the session log)."""
+    if json_size(text) <= limit:
+        return text
+    marker = f"\n[cut for the client: {{shown}} of {len(text):,} characters shown; the full text is in the session log]"
+    n = _prefix_within(text, max(1, limit - json_size(marker) - 16))
+    return text[:n] + marker.replace("{shown}", f"{n:,}")
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    arguments: dict[str, Any]
+    output: str = ""
+
+
+@dataclass(slots=True)
+class _Step:
+    text: str = ""  # what deltas streamed of the reply
+    reasoning: str = ""
+    figures_chars: int = 0
+    figures_cap: int = 0
+    output_chars: int = 0
+
+
+@dataclass(slots=True)
+class AcpProjection:
+    """The translator's state: what the current step streamed and the tool calls still open."""
+
+    workspace: str
+    replaying: bool = False
+    """True for `session/load`: direct user messages are shown too."""
+    limit: int = UPDATE_LIMIT
+    _step: _Step = field(default_factory=_Step)
+    _calls: dict[str, _Call] = field(default_factory=dict)
+
+    def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
+        data = event.data
+        match data:
+            case UserMessage():
+                return self._user(data) if self.replaying and data.source.is_user else []
+            case StepStart():
+                self._step = _Step(figures_chars=data.figures.chars, figures_cap=data.figures.cap)
+                return []
+            case AssistantDelta():
+                self._step.text += data.text
+                self._step.reasoning += data.reasoning
+                return [
+                    *self._thought(data.reasoning),
+                    *self._message(data.text),
+                ]
+            case AssistantReset():
+                self._step.text = self._step.reasoning = ""
+                return []
+            case AssistantMessage():
+                return self._reply(data)
+            case ToolCallRecord():
+                self._calls[data.call_id] = _Call(data.name, dict(data.arguments))
+                return [self.tool_call(data.call_id, data.name, data.arguments)]
+            case PermissionDecision() if data.decision == "allow" and data.call_id in self._calls:
+                return [
+                    ToolCallProgress(
+                        session_update="tool_call_update",
+                        tool_call_id=data.call_id,
+                        status="in_progress",
+                    )
+                ]
+            case ToolOutputDelta() if data.call_id in self._calls:
+                return [self._output(data)]
+            case ToolResultRecord():
+                return [self._result(data)]
+            case StepEnd():
+                return [self._usage(data)]
+            case Retry():
+                return self._thought(
+                    f"\n[retrying the request (attempt {data.attempt}): {data.reason}]\n"
+                )
+            case SessionTitle():
+                return [SessionInfoUpdate(session_update="session_info_update", title=data.title)]
+            case _:
+                return []
+
+    def replay(self, events: Iterable[Event]) -> Iterator[AcpUpdate]:
+        """The updates of stored events, direct user messages included; afterwards the
+        projection goes on live from the same state (what `session/load` does)."""
+        self.replaying = True
+        try:
+            for event in events:
+                yield from self.apply(event)
+        finally:
+            self.replaying = False
+
+    # --- text ----------------------------------------------------------------------------------
+
+    def _chunks(self, text: str) -> Iterator[TextContentBlock]:
+        if not text:
+            return
+        for piece in split_text(text, self.limit - 256):
+            yield TextContentBlock(type="text", text=piece)
+
+    def _message(self, text: str) -> list[AcpUpdate]:
+        return [
+            AgentMessageChunk(session_update="agent_message_chunk", content=block)
+            for block in self._chunks(text)
+        ]
+
+    def _thought(self, text: str) -> list[AcpUpdate]:
+        return [
+            AgentThoughtChunk(session_update="agent_thought_chunk", content=block)
+            for block in self._chunks(text)
+        ]
+
+    def _user(self, message: UserMessage) -> list[AcpUpdate]:
+        updates: list[AcpUpdate] = [
+            UserMessageChunk(session_update="user_message_chunk", content=block)
+            for block in self._chunks(message.content)
+        ]
+        for attachment in message.attachments:
+            updates.append(
+                UserMessageChunk(
+                    session_update="user_message_chunk", content=self._attachment(attachment)
+                )
+            )
+        return updates
+
+    def _attachment(
+        self, attachment: Attachment
+    ) -> ResourceContentBlock | EmbeddedResourceContentBlock:
+        uri = attachment.uri or f"trellis:attachment/{attachment.name}"
+        if not attachment.text:  # a link the client sent, without its contents
+            return ResourceContentBlock(
+                type="resource_link",
+                name=attachment.name,
+                uri=uri,
+                mime_type=attachment.mime_type or None,
+            )
+        return EmbeddedResourceContentBlock(
+            type="resource",
+            resource=TextResourceContents(
+                uri=uri,
+                mime_type=attachment.mime_type or None,
+                text=cut_text(attachment.text, self.limit - 1024),
+            ),
+        )
+
+    def _reply(self, message: AssistantMessage) -> list[AcpUpdate]:
+        """What the durable reply adds to what its deltas streamed (everything, on replay)."""
+        step = self._step
+        reasoning = _unstreamed(message.reasoning, step.reasoning)
+        text = _unstreamed(message.content, step.text)
+        step.text = step.reasoning = ""
+        step.output_chars += len(message.content) + len(message.reasoning)
+        step.output_chars += sum(len(json.dumps(call.arguments)) for call in message.tool_calls)
+        return [*self._thought(reasoning), *self._message(text)]
+
+    # --- tools ---------------------------------------------------------------------------------
+
+    def tool_call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> ToolCallStart:
+        """The `tool_call` that shows a call: title, kind, locations, input, a diff for edits."""
+        args = dict(arguments)
+        budget = max(1024, (self.limit - 4096) // max(1, _text_fields(args) + 2))
+        content: list[FileEditToolCallContent] = []
+        diff = self._diff(name, args, budget)
+        if diff is not None:
+            content.append(diff)
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call_id,
+            title=_title(name, args),
+            kind=tool_kind(name),
+            status="pending",
+            locations=self._locations(args) or None,
+            raw_input=_cut_strings(args, budget),
+            content=content or None,
+        )
+
+    def _locations(self, arguments: dict[str, Any]) -> list[ToolCallLocation]:
+        found: list[ToolCallLocation] = []
+        for key in _PATH_ARGUMENTS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                found.append(ToolCallLocation(path=self._absolute(value)))
+        return found
+
+    def _absolute(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workspace, path))
+
+    def _diff(
+        self, name: str, arguments: dict[str, Any], budget: int
+    ) -> FileEditToolCallContent | None:
+        path = arguments.get("path")
+        if not isinstance(path, str) or tool_kind(name) != "edit":
+            return None
+        old = arguments.get("old")
+        new = arguments.get("new", arguments.get("content"))
+        if not isinstance(new, str):
+            return None
+        return FileEditToolCallContent(
+            type="diff",
+            path=self._absolute(path),
+            old_text=cut_text(old, budget) if isinstance(old, str) else None,
+            new_text=cut_text(new, budget),
+        )
+
+    def _output(self, delta: ToolOutputDelta) -> ToolCallProgress:
+        call = self._calls[delta.call_id]
+        call.output = (call.output + delta.text)[-OUTPUT_TAIL:]
+        return ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=delta.call_id,
+            status="in_progress",
+            content=[_text_content(call.output)],
+        )
+
+    def _result(self, result: ToolResultRecord) -> ToolCallProgress:
+        call = self._calls.pop(result.call_id, None)
+        status: ToolCallStatus = "failed" if result.is_error else "completed"
+        return ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=result.call_id,
+            status=status,
+            kind=tool_kind(call.name) if call is not None else None,
+            content=[_text_content(cut_text(result.content, self.limit - 4096))],
+        )
+
+    # --- usage ---------------------------------------------------------------------------------
+
+    def _usage(self, end: StepEnd) -> UsageUpdate:
+        step = self._step
+        reported = end.usage.input_tokens + end.usage.output_tokens
+        used = reported or (step.figures_chars + step.output_chars) // CHARS_PER_TOKEN
+        size = max(used, step.figures_cap // CHARS_PER_TOKEN)
+        return UsageUpdate(
+            session_update="usage_update",
+            used=used,
+            size=size,
+            field_meta={
+                "trellis/usage": {
+                    "input_tokens": end.usage.input_tokens,
+                    "output_tokens": end.usage.output_tokens,
+                    "estimated": not reported,
+                    "turn": end.turn,
+                    "step": end.step,
+                }
+            },
+        )
+
+
+def _unstreamed(full: str, streamed: str) -> str:
+    if not streamed:
+        return full
+    return full[len(streamed) :] if full.startswith(streamed) else ""
+
+
+def _text_content(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
+
+
+def _title(name: str, arguments: dict[str, Any]) -> str:
+    """`read_file src/app.py`, `run_shell: pytest -q`: the tool and what it acts on."""
+    for key in ("command", "path", "pattern"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            shown = (
+                value if len(value) <= TITLE_ARGUMENT_CHARS else value[:TITLE_ARGUMENT_CHARS] + "…"
+            )
+            return f"{name}: {shown}" if key == "command" else f"{name} {shown}"
+    return name
+
+
+def _text_fields(arguments: dict[str, Any]) -> int:
+    return sum(1 for value in arguments.values() if isinstance(value, str))
+
+
+def _cut_strings(arguments: dict[str, Any], budget: int) -> dict[str, Any]:
+    """The arguments with each long string cut to `budget` bytes; other values as they are,
+    unless the whole input is still over the budget (then a marker stands for it)."""
+    cut = {k: cut_text(v, budget) if isinstance(v, str) else v for k, v in arguments.items()}
+    if json_size(cut) > budget * (len(cut) + 1):
+        return {"_trellis": "the input is too large for the client; it is in the session log"}
+    return cut
+
+
+def replay_updates(events: Iterable[Event], workspace: str) -> Iterator[AcpUpdate]:
+    """A stored session as `session/load` sends it: every update, in log order."""
+    return AcpProjection(workspace).replay(events)

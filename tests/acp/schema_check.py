@@ -1,0 +1,59 @@
+"""Every message Trellis sends, checked against the `acp` package's schema models: answers by the
+method they answer, notifications and requests by their method."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp.schema import (
+    Error,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestPermissionRequest,
+    SessionNotification,
+    SetSessionConfigOptionResponse,
+)
+from pydantic import BaseModel
+
+ANSWERS: dict[str, type[BaseModel]] = {
+    "initialize": InitializeResponse,
+    "session/new": NewSessionResponse,
+    "session/load": LoadSessionResponse,
+    "session/list": ListSessionsResponse,
+    "session/prompt": PromptResponse,
+    "session/set_config_option": SetSessionConfigOptionResponse,
+}
+REQUESTS: dict[str, type[BaseModel]] = {"session/request_permission": RequestPermissionRequest}
+NOTIFICATIONS: dict[str, type[BaseModel]] = {"session/update": SessionNotification}
+TRELLIS_METHODS = ("_trellis/event",)
+
+
+def check_outgoing(message: dict[str, Any], asked: dict[Any, str]) -> None:
+    """Raise if `message` (sent by Trellis) is not what the schema allows. `asked` maps the ids
+    of the requests the client sent to their methods."""
+    assert message.get("jsonrpc") == "2.0", message
+    method = message.get("method")
+    if method is not None:
+        assert isinstance(method, str)
+        if "id" in message:
+            REQUESTS[method].model_validate(message["params"], strict=False)
+        elif method in TRELLIS_METHODS:
+            params = message["params"]
+            assert isinstance(params["sessionId"], str)
+            assert {"type", "time"} <= set(params["event"])
+        else:
+            NOTIFICATIONS[method].model_validate(message["params"])
+        return
+    assert "id" in message, message
+    if "error" in message:
+        Error.model_validate(message["error"])
+        assert "result" not in message
+        return
+    method = asked.get(message["id"])
+    if method in ANSWERS:
+        ANSWERS[method].model_validate(message["result"])
+    else:
+        assert isinstance(message["result"], dict), message

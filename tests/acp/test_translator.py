@@ -1,0 +1,239 @@
+"""replay.acp: the one translator of events into ACP `session/update` payloads, live and replayed."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from acp.schema import SessionNotification
+
+from engine.events import (
+    AssistantDelta,
+    AssistantMessage,
+    Attachment,
+    Event,
+    LiveEvent,
+    Payload,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnStart,
+    UserMessage,
+)
+from engine.message import Source
+from replay.acp import (
+    UPDATE_LIMIT,
+    AcpProjection,
+    AcpUpdate,
+    cut_text,
+    json_size,
+    replay_updates,
+    split_text,
+    tool_kind,
+)
+from tests.agent.conftest import FlakyStore, MakeAgent
+from tests.replay.live_scenarios import NAMES, play
+
+MIB = 1024 * 1024
+
+
+def _wire(update: AcpUpdate) -> dict[str, Any]:
+    """The update as a client receives it, validated by the package's schema on the way."""
+    body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    note = {"sessionId": "s" * 32, "update": body}
+    SessionNotification.model_validate(note)
+    return body
+
+
+def _text_by_kind(updates: list[AcpUpdate]) -> dict[str, str]:
+    texts: dict[str, str] = defaultdict(str)
+    for update in updates:
+        body = _wire(update)
+        if body["sessionUpdate"].endswith("_chunk") and body["content"]["type"] == "text":
+            texts[body["sessionUpdate"]] += body["content"]["text"]
+    return dict(texts)
+
+
+def _tool_states(updates: list[AcpUpdate]) -> dict[str, str]:
+    states: dict[str, str] = {}
+    for update in updates:
+        body = _wire(update)
+        if body["sessionUpdate"] in ("tool_call", "tool_call_update") and "status" in body:
+            states[body["toolCallId"]] = body["status"]
+    return states
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_live_updates_and_replayed_ones_tell_the_same_story(
+    name: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    played = await play(name, make_agent, store)
+    live = AcpProjection("/ws")
+    live_updates = [u for event in played.live for u in live.apply(event)]
+    replayed = list(replay_updates(played.stored, "/ws"))
+
+    live_text, replay_text = _text_by_kind(live_updates), _text_by_kind(replayed)
+    replay_text.pop("user_message_chunk", None)  # shown only when replaying
+    if name == "model_error_with_retries":
+        # ACP cannot withdraw what streamed before a retry: the client keeps it, the log does not
+        withdrawn = live_text["agent_message_chunk"].removesuffix(
+            replay_text["agent_message_chunk"]
+        )
+        assert withdrawn == "partial"
+        live_text["agent_message_chunk"] = replay_text["agent_message_chunk"]
+    assert live_text == replay_text
+    assert _tool_states(live_updates) == _tool_states(replayed)
+    usage = [_wire(u) for u in replayed if _wire(u)["sessionUpdate"] == "usage_update"]
+    assert len(usage) == sum(1 for e in played.stored if e.type == "step/end")
+
+
+async def test_replay_shows_direct_words_but_never_injected_context(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    played = await play("injects", make_agent, store)
+    users = [e.data for e in played.stored if isinstance(e.data, UserMessage)]
+    direct = [u.content for u in users if u.source.is_user]
+    injected = [u.content for u in users if not u.source.is_user]
+    assert direct
+    assert injected
+    shown = _text_by_kind(list(replay_updates(played.stored, "/ws")))["user_message_chunk"]
+    assert shown == "".join(direct)
+    everything = json.dumps([_wire(u) for u in replay_updates(played.stored, "/ws")])
+    for text in injected:
+        assert text not in everything
+
+
+def _event(seq: int, payload: Payload) -> Event:
+    return Event(seq=seq, time=0.0, type=payload.event_type, data=payload)
+
+
+def _live(payload: Payload) -> LiveEvent:
+    return LiveEvent(time=0.0, type=payload.event_type, after_seq=0, data=payload)
+
+
+def _call(seq: int, call_id: str, name: str, **arguments: Any) -> Event:
+    return _event(
+        seq, ToolCallRecord(turn=1, step=1, call_id=call_id, name=name, arguments=arguments)
+    )
+
+
+def test_text_streamed_live_is_not_repeated_by_the_durable_reply() -> None:
+    projection = AcpProjection("/ws")
+    projection.apply(_event(0, StepStart(turn=1, step=1)))
+    streamed = [
+        u
+        for text in ("Hel", "lo")
+        for u in projection.apply(_live(AssistantDelta(turn=1, step=1, text=text)))
+    ]
+    final = projection.apply(_event(1, AssistantMessage(turn=1, step=1, content="Hello!")))
+    assert _text_by_kind([*streamed, *final]) == {"agent_message_chunk": "Hello!"}
+
+
+def test_long_text_is_split_into_chunks_that_each_fit() -> None:
+    text = "é" * (3 * MIB)  # two bytes a character: 6 MiB of UTF-8
+    updates = list(
+        replay_updates(
+            [
+                _event(0, TurnStart(turn=1)),
+                _event(1, StepStart(turn=1, step=1)),
+                _event(2, AssistantMessage(turn=1, step=1, content=text)),
+            ],
+            "/ws",
+        )
+    )
+    assert len(updates) > 5
+    assert all(json_size(_wire(u)) <= UPDATE_LIMIT for u in updates)
+    assert _text_by_kind(updates)["agent_message_chunk"] == text
+
+
+def test_split_text_keeps_every_character_and_respects_escapes() -> None:
+    text = ('a\n\x01"\\' * 5000) + "😀" * 3000
+    pieces = split_text(text, 4096)
+    assert "".join(pieces) == text
+    assert all(len(json.dumps(p, ensure_ascii=False).encode()) <= 4096 for p in pieces)
+
+
+def test_a_lone_huge_tool_result_is_cut_with_a_marker() -> None:
+    projection = AcpProjection("/ws")
+    projection.apply(
+        _event(
+            0,
+            ToolCallRecord(
+                turn=1, step=1, call_id="c1", name="read_file", arguments={"path": "big.txt"}
+            ),
+        )
+    )
+    (update,) = projection.apply(
+        _event(1, ToolResultRecord(turn=1, step=1, call_id="c1", content="x" * (2 * MIB)))
+    )
+    body = _wire(update)
+    assert json_size(body) <= UPDATE_LIMIT
+    text = body["content"][0]["content"]["text"]
+    assert text.startswith("xxx")
+    assert "of 2,097,152 characters shown; the full text is in the session log" in text
+    assert body["status"] == "completed"
+
+
+def test_an_edit_carries_its_kind_locations_and_a_diff_within_the_limit() -> None:
+    projection = AcpProjection("/ws")
+    (small,) = projection.apply(
+        _call(0, "c1", "edit_file", path="src/a.py", old="x = 1", new="x = 2")
+    )
+    body = _wire(small)
+    assert body["kind"] == "edit"
+    assert body["locations"] == [{"path": "/ws/src/a.py"}]
+    assert body["content"] == [
+        {"type": "diff", "path": "/ws/src/a.py", "oldText": "x = 1", "newText": "x = 2"}
+    ]
+    (huge,) = projection.apply(
+        _call(1, "c2", "write_file", path="big.txt", content="y" * (3 * MIB))
+    )
+    body = _wire(huge)
+    assert json_size(body) <= UPDATE_LIMIT
+    assert "the full text is in the session log" in body["content"][0]["newText"]
+
+
+def test_tool_kinds_come_from_the_tools_themselves() -> None:
+    assert [
+        tool_kind(n)
+        for n in ("read_file", "list_files", "search", "write_file", "run_shell", "srv__x")
+    ] == ["read", "read", "search", "edit", "execute", "other"]
+
+
+def test_attachments_come_back_as_resource_blocks() -> None:
+    message = UserMessage(
+        content="look",
+        source=Source("user"),
+        attachments=(
+            Attachment(
+                name="a.py", uri="file:///ws/a.py", mime_type="text/x-python", text="print(1)"
+            ),
+            Attachment(name="b.md", uri="file:///ws/b.md"),
+        ),
+    )
+    updates = list(replay_updates([_event(0, message)], "/ws"))
+    blocks = [_wire(u)["content"] for u in updates]
+    assert blocks[0] == {"type": "text", "text": "look"}
+    assert blocks[1]["type"] == "resource"
+    assert blocks[1]["resource"] == {
+        "uri": "file:///ws/a.py",
+        "mimeType": "text/x-python",
+        "text": "print(1)",
+    }
+    assert blocks[2]["type"] == "resource_link"
+    assert blocks[2]["uri"] == "file:///ws/b.md"
+
+
+def test_usage_is_reported_tokens_or_characters_over_three() -> None:
+    projection = AcpProjection("/ws")
+    projection.apply(_event(0, StepStart(turn=1, step=1)))
+    projection.apply(_event(1, AssistantMessage(turn=1, step=1, content="x" * 30)))
+    (estimated,) = projection.apply(_event(2, StepEnd(turn=1, step=1)))
+    assert _wire(estimated)["used"] == 10
+
+
+def test_cut_text_leaves_short_text_alone() -> None:
+    assert cut_text("short", 100) == "short"
