@@ -3,6 +3,8 @@ put in front (a console loading scrollback), reads exactly as the whole log proj
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from engine.events import TurnStart
@@ -29,7 +31,7 @@ async def test_pages_cut_at_turn_starts_read_as_the_whole_log(
         assert list(change.added) == [e.key for e in whole[: len(change.added)]]
     # pages of one turn each, prepended from the end to the start
     bounds = [0, *cuts, len(events)]
-    pages = [transcript_of(events[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    pages = [transcript_of(events[a:b]) for a, b in itertools.pairwise(bounds)]
     built = pages.pop()
     while pages:
         built.prepend(pages.pop())

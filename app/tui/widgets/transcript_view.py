@@ -1,20 +1,26 @@
 """The conversation: a window of entry widgets over a `replay.transcript.Transcript`.
 
-Live and replay feed it the same projection. Only the newest `window` entries are mounted; scrolling
-to the top mounts older ones. While the user reads scrollback, new text never moves the view: the
-view follows the end only while it is anchored there.
+Live and replay feed it the same projection. At most `window` entries are mounted, a contiguous run
+of the transcript's entries: scrolling to the top mounts older ones (first from the projection, then,
+when it starts later than the session, from the store through a `Scrollback`) and unmounts the newest
+beyond the window; scrolling back to the bottom mounts them again. While the user reads scrollback,
+new text never moves the view: the view follows the end only while it is anchored there, and
+mounting or unmounting above the viewport keeps what the user reads where it was.
 """
 
 from __future__ import annotations
 
+from textual import work
 from textual.containers import VerticalScroll
 
+from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
 from replay.transcript import Change, Transcript
 
 WINDOW = 200
 """Entries mounted at most; older ones load as the user scrolls up."""
 PAGE = 50
+"""Entries mounted per step of scrolling past either end of the window."""
 
 
 class TranscriptView(VerticalScroll):
@@ -29,25 +35,61 @@ class TranscriptView(VerticalScroll):
     """
 
     def __init__(
-        self, transcript: Transcript, *, window: int = WINDOW, id: str | None = None
+        self,
+        transcript: Transcript,
+        *,
+        scrollback: Scrollback | None = None,
+        window: int = WINDOW,
+        id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.transcript = transcript
+        self.scrollback = scrollback
         self.window = window
         self._widgets: dict[str, EntryWidget] = {}
-        self._first = 0  # position in the transcript of the first mounted entry
 
     def on_mount(self) -> None:
         self.anchor()
         self.rebuild()
 
+    # --- where the window stands ---------------------------------------------------------------
+
+    def entry_widgets(self) -> list[EntryWidget]:
+        """The mounted entries, in reading order (not those being removed)."""
+        widgets = self._widgets
+        return [
+            child
+            for child in self.children
+            if isinstance(child, EntryWidget) and widgets.get(child.key) is child
+        ]
+
+    @property
+    def at_start(self) -> bool:
+        """The session's first entry is mounted (nothing older to load)."""
+        widgets = self.entry_widgets()
+        stored = self.scrollback is None or self.scrollback.exhausted
+        return stored and (not widgets or self.transcript.index(widgets[0].key) == 0)
+
+    @property
+    def at_end(self) -> bool:
+        """The transcript's last entry is mounted."""
+        widgets = self.entry_widgets()
+        count = self.transcript.count
+        return not widgets or self.transcript.index(widgets[-1].key) == count - 1
+
+    def _following(self) -> bool:
+        """Anchored to the end and not released by the user scrolling away."""
+        return self.is_anchored and not self._anchor_released
+
+    # --- changes -------------------------------------------------------------------------------
+
     def rebuild(self) -> None:
         """Mount the newest `window` entries from scratch (a resumed or sought session)."""
         self.remove_children()
         self._widgets.clear()
-        entries = self.transcript.entries
-        self._first = max(len(entries) - self.window, 0)
-        widgets = [widget_for(entry) for entry in entries[self._first :]]
+        count = self.transcript.count
+        newest = self.transcript.between(max(count - self.window, 0), count)
+        widgets = [widget_for(entry) for entry in newest]
         for widget in widgets:
             self._widgets[widget.key] = widget
         if widgets:
@@ -55,29 +97,15 @@ class TranscriptView(VerticalScroll):
         self.anchor()
 
     def apply(self, change: Change) -> None:
-        """Mount, update and remove exactly the entries the change names."""
+        """Mount, update and remove exactly the entries the change names that fall in the window;
+        entries past its bottom mount when the user scrolls there."""
         for key in change.removed:
             widget = self._widgets.pop(key, None)
             if widget is not None:
                 widget.remove()
         if change.added:
-            order = [entry.key for entry in self.transcript.entries]
             for key in change.added:
-                entry = self.transcript.get(key)
-                if entry is None:
-                    continue
-                position = order.index(key)
-                if position < self._first:
-                    continue  # older than the window: it loads when the user scrolls there
-                widget = widget_for(entry)
-                after = next(
-                    (self._widgets[k] for k in order[position + 1 :] if k in self._widgets), None
-                )
-                self._widgets[key] = widget
-                if after is not None:
-                    self.mount(widget, before=after)
-                else:
-                    self.mount(widget)
+                self._mount_added(key)
             self._trim()
         for key in change.updated:
             widget = self._widgets.get(key)
@@ -89,39 +117,144 @@ class TranscriptView(VerticalScroll):
             else:
                 widget.entry = entry  # shown when it mounts
 
-    def _trim(self) -> None:
-        """Keep the window bounded while following the end; reading scrollback keeps everything."""
-        if not self.is_vertical_scroll_end and self.scroll_y > 0:
+    def _mount_added(self, key: str) -> None:
+        """Mount a new entry beside a mounted neighbour (live entries come at the end); one with
+        no mounted neighbour lies outside the window and mounts when the user scrolls there."""
+        entry = self.transcript.get(key)
+        if entry is None or key in self._widgets:
             return
-        extra = len(self._widgets) - self.window
+        position = self.transcript.index(key)
+        after = self.transcript.between(position + 1, position + 2)
+        before = self.transcript.between(position - 1, position) if position else []
+        widget = widget_for(entry)
+        if after and after[0].key in self._widgets:
+            self.mount(widget, before=self._widgets[after[0].key])
+        elif (before and before[0].key in self._widgets) or not self._widgets:
+            self.mount(widget)  # the neighbour before is the last mounted
+        else:
+            return
+        self._widgets[key] = widget
+
+    def _trim(self) -> None:
+        """Keep the window bounded: while following the end the oldest go; while the user reads
+        scrollback, the newest (below the viewport) go, so nothing moves."""
+        widgets = self.entry_widgets()
+        extra = len(widgets) - self.window
         if extra <= 0:
             return
-        for key in list(self._widgets)[:extra]:
-            self._widgets.pop(key).remove()
-        self._first += extra
+        if self._following():
+            self._unmount(widgets[:extra])
+        else:
+            self._unmount(widgets[-extra:])
 
-    def on_scroll_up(self) -> None:
-        self._load_older()
+    def _unmount(self, widgets: list[EntryWidget]) -> None:
+        for widget in widgets:
+            self._widgets.pop(widget.key, None)
+        self.remove_children(widgets)
+
+    # --- scrolling past either end -------------------------------------------------------------
+
+    def _older_if_at_top(self) -> None:
+        """Already at the top, scrolling up does not move the view: load older entries instead."""
+        if self.scroll_y <= 0:
+            self._load_older()
+
+    def _newer_if_at_bottom(self) -> None:
+        if self.scroll_y >= self.max_scroll_y:
+            self._load_newer()
+
+    def on_mouse_scroll_up(self) -> None:
+        self._older_if_at_top()
+
+    def on_mouse_scroll_down(self) -> None:
+        self._newer_if_at_bottom()
+
+    def action_scroll_up(self) -> None:
+        self._older_if_at_top()
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self._older_if_at_top()
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        self._older_if_at_top()
+        super().action_scroll_home()
+
+    def action_scroll_down(self) -> None:
+        self._newer_if_at_bottom()
+        super().action_scroll_down()
+
+    def action_page_down(self) -> None:
+        self._newer_if_at_bottom()
+        super().action_page_down()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if new <= 0 and self._first > 0:
+        if new <= 0 < old:
             self._load_older()
+        elif new >= self.max_scroll_y and new > old and not self.at_end:
+            self._load_newer()
 
-    def _load_older(self) -> None:
-        if self._first <= 0:
+    @work(group="scrollback", exclusive=False)
+    async def _load_older(self) -> None:
+        """Mount up to `PAGE` entries above the window, reading a page from the store when the
+        projection holds none; the newest beyond the window go."""
+        if self._busy:
             return
-        entries = self.transcript.entries
-        start = max(self._first - PAGE, 0)
-        older = [widget_for(entry) for entry in entries[start : self._first]]
-        first_mounted = next(iter(self._widgets.values()), None)
-        fresh = {w.key: w for w in older}
-        self._widgets = {**fresh, **self._widgets}
-        self._first = start
-        if first_mounted is not None:
-            self.mount_all(older, before=first_mounted)
-        else:
-            self.mount_all(older)
+        self._busy = True
+        try:
+            widgets = self.entry_widgets()
+            first = self.transcript.index(widgets[0].key) if widgets else self.transcript.count
+            if first == 0 and self.scrollback is not None and not self.scrollback.exhausted:
+                change = self.transcript.prepend(await self.scrollback.older())
+                first += len(change.added)
+            if first <= 0:
+                return
+            older = [widget_for(e) for e in self.transcript.between(max(first - PAGE, 0), first)]
+            await self._keeping_still(older, before=widgets[0] if widgets else None)
+        finally:
+            self._busy = False
 
-    def entry_widgets(self) -> list[EntryWidget]:
-        return list(self._widgets.values())
+    @work(group="scrollback", exclusive=False)
+    async def _load_newer(self) -> None:
+        """Mount up to `PAGE` entries below the window (unmounted while the user read scrollback);
+        the oldest beyond the window go."""
+        if self._busy or self.at_end:
+            return
+        self._busy = True
+        try:
+            widgets = self.entry_widgets()
+            last = self.transcript.index(widgets[-1].key)
+            newer = [widget_for(e) for e in self.transcript.between(last + 1, last + 1 + PAGE)]
+            await self._keeping_still(newer, before=None)
+        finally:
+            self._busy = False
+
+    _busy = False  # a page is being mounted: scrolling further waits for it
+
+    async def _keeping_still(self, fresh: list[EntryWidget], *, before: EntryWidget | None) -> None:
+        """Mount `fresh` at the top (before `before`) or the bottom, unmount what the window no
+        longer holds at the other end, and scroll so that what the user reads stays in place."""
+        if not fresh:
+            return
+        self.release_anchor()
+        shown = self.entry_widgets()
+        reference = before if before is not None else shown[-1]
+        offset = reference.virtual_region.y - self.scroll_y
+        for widget in fresh:
+            self._widgets[widget.key] = widget
+        if before is not None:
+            await self.mount_all(fresh, before=before)
+        else:
+            await self.mount_all(fresh)
+        extra = len(shown) + len(fresh) - self.window
+        if extra > 0:
+            gone = shown[-extra:] if before is not None else shown[:extra]
+            for widget in gone:
+                self._widgets.pop(widget.key, None)
+            await self.remove_children(gone)
+        self.call_after_refresh(self._restore, reference, offset)
+
+    def _restore(self, reference: EntryWidget, offset: float) -> None:
+        self.scroll_to(y=reference.virtual_region.y - offset, animate=False, immediate=True)
