@@ -47,6 +47,10 @@ class TranscriptView(VerticalScroll):
         self.scrollback = scrollback
         self.window = window
         self._widgets: dict[str, EntryWidget] = {}
+        # after a page mounts: the entry the user was reading and its offset in the viewport, kept
+        # there while the new entries settle their heights (Markdown lays out after mounting),
+        # until the user scrolls again
+        self._hold: tuple[EntryWidget, float] | None = None
 
     def on_mount(self) -> None:
         self.anchor()
@@ -164,33 +168,45 @@ class TranscriptView(VerticalScroll):
             self._load_newer()
 
     def on_mouse_scroll_up(self) -> None:
+        self._hold = None
         self._older_if_at_top()
 
     def on_mouse_scroll_down(self) -> None:
+        self._hold = None
         self._newer_if_at_bottom()
 
+    def on_scroll_to(self) -> None:
+        self._hold = None  # the scrollbar dragged
+
     def action_scroll_up(self) -> None:
-        self._older_if_at_top()
+        self.on_mouse_scroll_up()
         super().action_scroll_up()
 
     def action_page_up(self) -> None:
-        self._older_if_at_top()
+        self.on_mouse_scroll_up()
         super().action_page_up()
 
     def action_scroll_home(self) -> None:
-        self._older_if_at_top()
+        self.on_mouse_scroll_up()
         super().action_scroll_home()
 
     def action_scroll_down(self) -> None:
-        self._newer_if_at_bottom()
+        self.on_mouse_scroll_down()
         super().action_scroll_down()
 
     def action_page_down(self) -> None:
-        self._newer_if_at_bottom()
+        self.on_mouse_scroll_down()
         super().action_page_down()
 
+    def action_scroll_end(self) -> None:
+        self._hold = None
+        super().action_scroll_end()
+
     def watch_scroll_y(self, old: float, new: float) -> None:
+        following = self._following()  # a view that follows the end moves with layout, not the user
         super().watch_scroll_y(old, new)
+        if following:
+            return
         if new <= 0 < old:
             self._load_older()
         elif new >= self.max_scroll_y and new > old and not self.at_end:
@@ -254,7 +270,19 @@ class TranscriptView(VerticalScroll):
             for widget in gone:
                 self._widgets.pop(widget.key, None)
             await self.remove_children(gone)
-        self.call_after_refresh(self._restore, reference, offset)
+        self._hold = (reference, offset)
+        self.call_after_refresh(self._restore)
 
-    def _restore(self, reference: EntryWidget, offset: float) -> None:
+    def watch_virtual_size(self) -> None:
+        if self._hold is not None:
+            self.call_after_refresh(self._restore)
+
+    def _restore(self) -> None:
+        """Scroll so that the held entry stands where it stood when the page was loaded."""
+        if self._hold is None:
+            return
+        reference, offset = self._hold
+        if not reference.is_mounted:
+            self._hold = None
+            return
         self.scroll_to(y=reference.virtual_region.y - offset, animate=False, immediate=True)
