@@ -14,7 +14,7 @@ from app.tui.widgets.transcript_view import WINDOW, TranscriptView
 from engine.events import TurnStart
 from engine.gateway.scripted import Reply
 from engine.store.sqlite import SQLiteStore
-from replay.transcript import transcript_of
+from replay.transcript import TurnEntry, transcript_of
 from tests.bench.store import make_events
 from tests.tui.conftest import ConsoleTestApp
 
@@ -57,7 +57,7 @@ async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the
         mounted = view.entry_widgets()
         assert 0 < len(mounted) <= WINDOW
         # only the tail was read and projected, not the 300 turns
-        numbers = [e.number for e in view.transcript.entries if e.key.startswith("turn:")]
+        numbers = [e.number for e in view.transcript.entries if isinstance(e, TurnEntry)]
         assert numbers == list(range(300 - TAIL_TURNS + 1, 301))
         keys = whole_log_keys(app)
         assert [w.key for w in mounted] == keys[-len(mounted) :]
