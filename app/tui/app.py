@@ -122,7 +122,12 @@ class TrellisApp(App[None]):
             start = shown[0].seq if shown else 0
             screen = MainScreen(transcript_of(shown), Scrollback(self.store, session_id, start))
         await self.push_screen(screen)
-        self.agent = await open_agent(
+        self.agent = await self._agent_for(session_id)
+        screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
+
+    async def _agent_for(self, session_id: str | None) -> Agent:
+        """The session's Agent, as every front end opens it (a resumed one loads its whole log)."""
+        return await open_agent(
             config=self._config,
             cwd=self._cwd,
             store=self.store,
@@ -134,7 +139,6 @@ class TrellisApp(App[None]):
             clock=self._clock,
             tools=self._tools,
         )
-        screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
 
     async def _open_replay(self, session_id: str) -> None:
         """A stored session played back, read without its writer lease (`inspect`)."""

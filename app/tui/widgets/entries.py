@@ -55,6 +55,12 @@ class EntryWidget(Widget):
         self.entry = entry
         self.key = entry.key
 
+    def on_mount(self) -> None:
+        # A burst of entries can trim a widget from the window before its mount is handled: it
+        # is being removed then (not displayed), its children already gone; nothing to show.
+        if self.display:
+            self.show(self.entry)
+
     def show(self, entry: TranscriptEntry) -> None:
         self.entry = entry
 
@@ -182,9 +188,6 @@ class UserMessage(EntryWidget):
         yield Static(id="words")
         yield Static(classes="original")
 
-    def on_mount(self) -> None:
-        self.show(self.entry)
-
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, UserEntry)
@@ -222,9 +225,6 @@ class ContextCard(EntryWidget):
 
     def compose(self) -> ComposeResult:
         yield Static()
-
-    def on_mount(self) -> None:
-        self.show(self.entry)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -277,7 +277,7 @@ class AssistantMessage(EntryWidget):
         yield Markdown(id="reply")
 
     def on_mount(self) -> None:
-        self.show(self.entry)
+        super().on_mount()
         self.run_worker(self._write(), group="markdown", exclusive=True)
 
     def show(self, entry: TranscriptEntry) -> None:
@@ -350,9 +350,6 @@ class ToolCard(EntryWidget):
 
     def compose(self) -> ComposeResult:
         yield Static(id="output")
-
-    def on_mount(self) -> None:
-        self.show(self.entry)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
