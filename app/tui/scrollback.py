@@ -14,8 +14,8 @@ from engine.events import Event, TurnStart
 from engine.store.base import SessionStore
 from replay.transcript import Transcript, transcript_of
 
-TAIL_TURNS = 20
-"""Turns a resumed session first shows: more than a screenful, so it opens full."""
+TAIL_TURNS = 10
+"""Turns a resumed session first shows (a screenful, mostly; a view they do not fill loads more)."""
 PAGE_TURNS = 20
 """Turns read per page of scrollback."""
 EVENTS_PER_TURN = 16

@@ -26,10 +26,13 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual import events
+from textual.screen import Screen
+from textual.widgets import Markdown
 
 from app.tui.app import TrellisApp
 from app.tui.screens.main import MainScreen
@@ -41,7 +44,7 @@ from engine.events import TurnStart
 from engine.gateway.base import ModelRequest, StreamDelta, TextDelta
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.store.sqlite import SQLiteStore
-from replay.transcript import transcript_of
+from replay.transcript import AssistantEntry, transcript_of
 from tests.bench.store import make_events
 
 SIZES = (100, 1_000, 10_000)
@@ -130,8 +133,9 @@ def main_screen(app: TrellisApp) -> MainScreen | None:
 
 def view_of(app: TrellisApp) -> TranscriptView | None:
     screen = main_screen(app)
-    views = screen.query(TranscriptView) if screen is not None else []
-    return views[0] if views else None
+    if screen is None:
+        return None
+    return next(iter(screen.query(TranscriptView)), None)
 
 
 def painted(app: TrellisApp, key: str) -> bool:
@@ -147,8 +151,8 @@ def painted(app: TrellisApp, key: str) -> bool:
 
 def ready(app: TrellisApp) -> bool:
     screen = main_screen(app)
-    prompts = screen.query(PromptInput) if screen is not None else []
-    return app.agent is not None and bool(prompts) and not prompts[0].disabled
+    prompt = next(iter(screen.query(PromptInput)), None) if screen is not None else None
+    return app.agent is not None and prompt is not None and not prompt.disabled
 
 
 async def until(
@@ -247,10 +251,14 @@ async def streaming(variant: str, db: Path, session_id: str) -> dict[str, Any]:
         screen = app.screen_stack[-1]
         prompt = screen.query_one(PromptInput)
         app.agent.send("go")
-        await until(lambda: bool(screen.query(AssistantMessage)) and gateway.sent > 0, start)
-        reply = list(screen.query(AssistantMessage))[-1]
-        markdown = reply.query_one("#reply")
-        shown = lambda: getattr(markdown, "source", "")  # noqa: E731
+        await until(lambda: streaming_reply(screen) is not None, start)
+        reply = streaming_reply(screen)
+        assert reply is not None
+        markdown = reply.query_one("#reply", Markdown)
+
+        def shown() -> str:
+            return markdown.source
+
         lags: list[int] = []
         in_order = True
         echoes: list[float] = []
@@ -258,7 +266,7 @@ async def streaming(variant: str, db: Path, session_id: str) -> dict[str, Any]:
             typed = len(prompt.text)
             pressed = time.perf_counter()
             app.post_message(events.Key("x", "x"))
-            await until(lambda typed=typed: len(prompt.text) > typed, pressed, step=0.0005)
+            await until(partial(echoed, prompt, typed), pressed, step=0.0005)
             echoes.append((time.perf_counter() - pressed) * 1000)
             source = shown()
             in_order = in_order and text.startswith(source)
@@ -281,6 +289,19 @@ async def streaming(variant: str, db: Path, session_id: str) -> dict[str, Any]:
         "key_echo_p95_ms": round(echoes[int(len(echoes) * 0.95) - 1], 2),
         "key_echo_max_ms": round(echoes[-1], 2),
     }
+
+
+def streaming_reply(screen: Screen[Any]) -> AssistantMessage | None:
+    """The reply being streamed, once its Markdown is mounted."""
+    for reply in screen.query(AssistantMessage):
+        entry = reply.entry
+        if isinstance(entry, AssistantEntry) and entry.streaming and reply.query("#reply"):
+            return reply
+    return None
+
+
+def echoed(prompt: PromptInput, typed: int) -> bool:
+    return len(prompt.text) > typed
 
 
 SAMPLES = {"first_paint": first_paint, "scroll": scroll_to_start, "streaming": streaming}

@@ -55,6 +55,12 @@ class TranscriptView(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.rebuild()
+        self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
+        """A resumed session's tail shorter than the viewport: load the page above it."""
+        if self.max_scroll_y <= 0 and not self.at_start:
+            self._load_older()
 
     # --- where the window stands ---------------------------------------------------------------
 
