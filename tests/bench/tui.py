@@ -207,7 +207,7 @@ async def scroll_to_start(variant: str, db: Path, session_id: str) -> dict[str, 
             view.scroll_home(animate=False, immediate=True)
             view.action_scroll_home()  # at the top: a person presses Home again
             await pilot.pause()
-            await app.workers.wait_for_complete([w for w in app.workers if w.group == "scrollback"])
+            await app.workers.wait_for_complete(app.workers)
             await pilot.pause()
             pages += 1
             peak = max(peak, rss_mb())

@@ -81,7 +81,7 @@ async def test_scrolling_to_the_top_loads_older_entries_in_order(
             margin = top.virtual_region.y  # where it stands in the viewport at the top
             await pilot.press("home")
             await pilot.wait_for_scheduled_animations()
-            await app.workers.wait_for_complete([w for w in app.workers if w.group == "scrollback"])
+            await app.workers.wait_for_complete(app.workers)
             await pilot.pause()
             await pilot.pause()
             shown = view.entry_widgets()

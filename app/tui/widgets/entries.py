@@ -7,7 +7,6 @@ looks like the user's words.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from rich.text import Text
@@ -58,8 +57,7 @@ class EntryWidget(Widget):
     def on_mount(self) -> None:
         # A burst of entries can trim a widget from the window before its mount is handled: it
         # is being removed then (not displayed), its children already gone; nothing to show.
-        if self.display:
-            self.show(self.entry)
+        self.show(self.entry)
 
     def show(self, entry: TranscriptEntry) -> None:
         self.entry = entry
@@ -269,16 +267,12 @@ class AssistantMessage(EntryWidget):
         super().__init__(entry)
         self._wanted = ""  # the content the Markdown widget must end up holding
         self._written = ""  # what the writer has put into it so far
-        self._changed = asyncio.Event()
+        self._writing = False  # a `_write` worker runs
 
     def compose(self) -> ComposeResult:
         with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
             yield Static(id="reasoning-text")
         yield Markdown(id="reply")
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.run_worker(self._write(), group="markdown", exclusive=True)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -287,23 +281,24 @@ class AssistantMessage(EntryWidget):
         reasoning.display = bool(entry.reasoning)
         self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
         self._wanted = entry.content
-        self._changed.set()
+        if not self._writing and self._wanted != self._written:
+            self._writing = True
+            self.run_worker(self._write(), group="markdown")
 
     async def _write(self) -> None:
-        """The one writer of the Markdown widget, so appends and rewrites never interleave: it
-        appends what streamed since the last write, or rewrites it when the text was withdrawn."""
+        """The one writer of the Markdown widget while its text lags behind, so appends and
+        rewrites never interleave: it appends what streamed since its last write (all of it in one
+        append), or rewrites it when the text was withdrawn; it ends once the widget is caught up."""
         markdown = self.query_one("#reply", Markdown)
-        while True:
-            await self._changed.wait()
-            self._changed.clear()
-            wanted = self._wanted
-            if wanted == self._written:
-                continue
-            if self._written and wanted.startswith(self._written):
-                await markdown.append(wanted[len(self._written) :])
-            else:
-                await markdown.update(wanted)
-            self._written = wanted
+        try:
+            while (wanted := self._wanted) != self._written:
+                if self._written and wanted.startswith(self._written):
+                    await markdown.append(wanted[len(self._written) :])
+                else:
+                    await markdown.update(wanted)
+                self._written = wanted
+        finally:
+            self._writing = False
 
     @property
     def copy_text(self) -> str:

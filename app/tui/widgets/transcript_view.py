@@ -10,8 +10,13 @@ mounting or unmounting above the viewport keeps what the user reads where it was
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
 from textual import work
 from textual.containers import VerticalScroll
+from textual.widget import AwaitMount
 
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
@@ -21,6 +26,24 @@ WINDOW = 200
 """Entries mounted at most; older ones load as the user scrolls up."""
 PAGE = 50
 """Entries mounted per step of scrolling past either end of the window."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """The changes recorded since the last flush, by key (dicts keep the order of arrival)."""
+
+    added: dict[str, None] = field(default_factory=dict)
+    updated: dict[str, None] = field(default_factory=dict)
+    removed: dict[str, None] = field(default_factory=dict)
+    rebuild: bool = False
+
+    def note(self, change: Change) -> None:
+        for key in change.removed:
+            self.added.pop(key, None)  # added and removed within one batch: never mounted
+            self.removed[key] = None
+        for key in change.added:
+            self.added[key] = None  # removed then added again: a new widget replaces the old
+        self.updated.update(dict.fromkeys(change.updated))
 
 
 class TranscriptView(VerticalScroll):
@@ -51,6 +74,10 @@ class TranscriptView(VerticalScroll):
         # there while the new entries settle their heights (Markdown lays out after mounting),
         # until the user scrolls again
         self._hold: tuple[EntryWidget, float] | None = None
+        self._pending = _Pending()
+        self._scheduled = False  # a flush is queued
+        self._changing = asyncio.Lock()  # one flush or page changes the mounted widgets at a time
+        self._paging = False  # a page is being loaded: scrolling further waits for it
 
     def on_mount(self) -> None:
         self.anchor()
@@ -95,72 +122,96 @@ class TranscriptView(VerticalScroll):
 
     def rebuild(self) -> None:
         """Mount the newest `window` entries from scratch (a resumed or sought session)."""
-        self.remove_children()
-        self._widgets.clear()
-        count = self.transcript.count
-        newest = self.transcript.between(max(count - self.window, 0), count)
-        widgets = [widget_for(entry) for entry in newest]
-        for widget in widgets:
-            self._widgets[widget.key] = widget
-        if widgets:
-            self.mount_all(widgets)
-        self.anchor()
+        self._pending = _Pending()
+        self._pending.rebuild = True
+        self._schedule()
 
     def apply(self, change: Change) -> None:
-        """Mount, update and remove exactly the entries the change names that fall in the window;
-        entries past its bottom mount when the user scrolls there."""
-        for key in change.removed:
-            widget = self._widgets.pop(key, None)
-            if widget is not None:
-                widget.remove()
-        if change.added:
-            for key in change.added:
-                self._mount_added(key)
-            self._trim()
-        for key in change.updated:
-            widget = self._widgets.get(key)
-            entry = self.transcript.get(key)
-            if widget is None or entry is None:
-                continue
-            if widget.is_mounted:
-                widget.show(entry)
-            else:
-                widget.entry = entry  # shown when it mounts
+        """Record the change; the widgets follow in one flush per batch of changes (`_flush`)."""
+        self._pending.note(change)
+        self._schedule()
 
-    def _mount_added(self, key: str) -> None:
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self.call_later(self._flush)
+
+    async def _flush(self) -> None:
+        """Bring the widgets up to date with every change recorded since the last flush.
+
+        Flushes run one at a time on this widget's message queue, and each awaits its mounts and
+        removals, so no widget is removed before Textual has mounted it (removing one whose mount
+        is still queued left it composing children into a widget being pruned: the crash a burst
+        of events caused). A burst larger than the window mounts only what the window keeps, and a
+        streaming reply redraws once per batch of deltas, not once per delta."""
+        self._scheduled = False
+        pending, self._pending = self._pending, _Pending()
+        async with self._changing:
+            if pending.rebuild or (self._following() and len(pending.added) >= self.window):
+                await self._mount_newest()
+                return
+            gone = [self._widgets.pop(key) for key in pending.removed if key in self._widgets]
+            if gone:
+                await self.remove_children(gone)
+            mounting = [self._mount_added(key) for key in self._in_order(pending.added)]
+            await asyncio.gather(*(mount for mount in mounting if mount is not None))
+            await self._trim()
+            for key in pending.updated:
+                widget = self._widgets.get(key)
+                entry = self.transcript.get(key)
+                if widget is not None and entry is not None and widget.entry is not entry:
+                    widget.show(entry)
+
+    async def _mount_newest(self) -> None:
+        """Replace whatever is mounted by the newest `window` entries."""
+        await self.remove_children()
+        self._widgets.clear()
+        count = self.transcript.count
+        widgets = [
+            widget_for(e) for e in self.transcript.between(max(count - self.window, 0), count)
+        ]
+        self._widgets = {widget.key: widget for widget in widgets}
+        if widgets:
+            await self.mount_all(widgets)
+        self.anchor()
+
+    def _in_order(self, keys: Iterable[str]) -> list[str]:
+        """The keys still in the transcript, in reading order."""
+        present = [key for key in keys if self.transcript.get(key) is not None]
+        return sorted(present, key=self.transcript.index)
+
+    def _mount_added(self, key: str) -> AwaitMount | None:
         """Mount a new entry beside a mounted neighbour (live entries come at the end); one with
         no mounted neighbour lies outside the window and mounts when the user scrolls there."""
         entry = self.transcript.get(key)
         if entry is None or key in self._widgets:
-            return
+            return None
         position = self.transcript.index(key)
         after = self.transcript.between(position + 1, position + 2)
         before = self.transcript.between(position - 1, position) if position else []
         widget = widget_for(entry)
         if after and after[0].key in self._widgets:
-            self.mount(widget, before=self._widgets[after[0].key])
-        elif (before and before[0].key in self._widgets) or not self._widgets:
-            self.mount(widget)  # the neighbour before is the last mounted
+            mounted = self.mount(widget, before=self._widgets[after[0].key])
+        elif before and before[0].key in self._widgets:
+            mounted = self.mount(widget, after=self._widgets[before[0].key])
+        elif not self._widgets:
+            mounted = self.mount(widget)
         else:
-            return
+            return None
         self._widgets[key] = widget
+        return mounted
 
-    def _trim(self) -> None:
+    async def _trim(self) -> None:
         """Keep the window bounded: while following the end the oldest go; while the user reads
         scrollback, the newest (below the viewport) go, so nothing moves."""
         widgets = self.entry_widgets()
         extra = len(widgets) - self.window
         if extra <= 0:
             return
-        if self._following():
-            self._unmount(widgets[:extra])
-        else:
-            self._unmount(widgets[-extra:])
-
-    def _unmount(self, widgets: list[EntryWidget]) -> None:
-        for widget in widgets:
+        gone = widgets[:extra] if self._following() else widgets[-extra:]
+        for widget in gone:
             self._widgets.pop(widget.key, None)
-        self.remove_children(widgets)
+        await self.remove_children(gone)
 
     # --- scrolling past either end -------------------------------------------------------------
 
@@ -222,38 +273,40 @@ class TranscriptView(VerticalScroll):
     async def _load_older(self) -> None:
         """Mount up to `PAGE` entries above the window, reading a page from the store when the
         projection holds none; the newest beyond the window go."""
-        if self._busy:
+        if self._paging:
             return
-        self._busy = True
+        self._paging = True
         try:
-            widgets = self.entry_widgets()
-            first = self.transcript.index(widgets[0].key) if widgets else self.transcript.count
-            if first == 0 and self.scrollback is not None and not self.scrollback.exhausted:
-                change = self.transcript.prepend(await self.scrollback.older())
-                first += len(change.added)
-            if first <= 0:
-                return
-            older = [widget_for(e) for e in self.transcript.between(max(first - PAGE, 0), first)]
-            await self._keeping_still(older, before=widgets[0] if widgets else None)
+            async with self._changing:
+                widgets = self.entry_widgets()
+                first = self.transcript.index(widgets[0].key) if widgets else self.transcript.count
+                if first == 0 and self.scrollback is not None and not self.scrollback.exhausted:
+                    change = self.transcript.prepend(await self.scrollback.older())
+                    first += len(change.added)
+                if first <= 0:
+                    return
+                older = [
+                    widget_for(e) for e in self.transcript.between(max(first - PAGE, 0), first)
+                ]
+                await self._keeping_still(older, before=widgets[0] if widgets else None)
         finally:
-            self._busy = False
+            self._paging = False
 
     @work(group="scrollback", exclusive=False)
     async def _load_newer(self) -> None:
         """Mount up to `PAGE` entries below the window (unmounted while the user read scrollback);
         the oldest beyond the window go."""
-        if self._busy or self.at_end:
+        if self._paging or self.at_end:
             return
-        self._busy = True
+        self._paging = True
         try:
-            widgets = self.entry_widgets()
-            last = self.transcript.index(widgets[-1].key)
-            newer = [widget_for(e) for e in self.transcript.between(last + 1, last + 1 + PAGE)]
-            await self._keeping_still(newer, before=None)
+            async with self._changing:
+                widgets = self.entry_widgets()
+                last = self.transcript.index(widgets[-1].key)
+                newer = [widget_for(e) for e in self.transcript.between(last + 1, last + 1 + PAGE)]
+                await self._keeping_still(newer, before=None)
         finally:
-            self._busy = False
-
-    _busy = False  # a page is being mounted: scrolling further waits for it
+            self._paging = False
 
     async def _keeping_still(self, fresh: list[EntryWidget], *, before: EntryWidget | None) -> None:
         """Mount `fresh` at the top (before `before`) or the bottom, unmount what the window no
