@@ -99,6 +99,11 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # kept, not queried per event: a query walks every mounted entry, and replies stream
+        # hundreds of events a second
+        self._view = self.query_one(TranscriptView)
+        self._status = self.query_one(StatusLine)
+        self._panel = self.query_one(SidePanel)
         if self.app.size.width < NARROW:
             self.query_one(SidePanel).add_class("-hidden")  # F2 shows it
         prompt = self.query_one(PromptInput)
@@ -161,9 +166,8 @@ class MainScreen(Screen[None]):
         event = message.event
         change = self.transcript.apply(event)
         if change:
-            self.query_one(TranscriptView).apply(change)
-        status = self.query_one(StatusLine)
-        panel = self.query_one(SidePanel)
+            self._view.apply(change)
+        status, panel = self._status, self._panel
         match event.data:
             case AgentStatus(status=state):
                 status.status = state

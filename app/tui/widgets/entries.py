@@ -7,6 +7,7 @@ looks like the user's words.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from rich.text import Text
@@ -30,6 +31,9 @@ from replay.entries import (
     UserEntry,
 )
 
+WRITE_EVERY_S = 1 / 15
+"""A streaming reply is written into its Markdown at most this often (each write costs a layout of
+the whole window; per delta, a fast stream outran the screen)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
 
@@ -268,6 +272,7 @@ class AssistantMessage(EntryWidget):
         self._wanted = ""  # the content the Markdown widget must end up holding
         self._written = ""  # what the writer has put into it so far
         self._writing = False  # a `_write` worker runs
+        self._reasoning: str | None = None  # the reasoning shown
 
     def compose(self) -> ComposeResult:
         with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
@@ -277,9 +282,10 @@ class AssistantMessage(EntryWidget):
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, AssistantEntry)
-        reasoning = self.query_one("#reasoning", Collapsible)
-        reasoning.display = bool(entry.reasoning)
-        self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+        if entry.reasoning != self._reasoning:  # each update lays the screen out again
+            self._reasoning = entry.reasoning
+            self.query_one("#reasoning", Collapsible).display = bool(entry.reasoning)
+            self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
         self._wanted = entry.content
         if not self._writing and self._wanted != self._written:
             self._writing = True
@@ -297,6 +303,8 @@ class AssistantMessage(EntryWidget):
                 else:
                     await markdown.update(wanted)
                 self._written = wanted
+                # each write lays the screen out again: what streams meanwhile waits for the next
+                await asyncio.sleep(WRITE_EVERY_S)
         finally:
             self._writing = False
 

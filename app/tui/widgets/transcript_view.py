@@ -51,6 +51,7 @@ class TranscriptView(VerticalScroll):
 
     DEFAULT_CSS = """
     TranscriptView {
+        layout: stream;
         height: 1fr;
         padding: 0 1;
         scrollbar-size-vertical: 1;
@@ -78,6 +79,7 @@ class TranscriptView(VerticalScroll):
         self._scheduled = False  # a flush is queued
         self._changing = asyncio.Lock()  # one flush or page changes the mounted widgets at a time
         self._paging = False  # a page is being loaded: scrolling further waits for it
+        self._mounting: list[AwaitMount] = []  # mounts `apply` started, awaited by the next flush
 
     def on_mount(self) -> None:
         self.anchor()
@@ -127,8 +129,18 @@ class TranscriptView(VerticalScroll):
         self._schedule()
 
     def apply(self, change: Change) -> None:
-        """Record the change; the widgets follow in one flush per batch of changes (`_flush`)."""
-        self._pending.note(change)
+        """Mount the entries the change adds at once (a tool card shows as its call starts) and
+        record the rest; the widgets follow in one flush per batch of changes (`_flush`)."""
+        pending = self._pending
+        if self._changing.locked() or pending.added or pending.rebuild:
+            pending.note(change)  # a flush or page is changing the widgets: after it, in order
+        else:
+            pending.note(change._replace(added=()))
+            for key in change.added:
+                if key in pending.removed or len(self._widgets) >= self.window + PAGE:
+                    pending.added[key] = None  # its old widget goes first / a burst: the flush
+                elif (mounting := self._mount_added(key)) is not None:
+                    self._mounting.append(mounting)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -139,23 +151,26 @@ class TranscriptView(VerticalScroll):
     async def _flush(self) -> None:
         """Bring the widgets up to date with every change recorded since the last flush.
 
-        Flushes run one at a time on this widget's message queue, and each awaits its mounts and
-        removals, so no widget is removed before Textual has mounted it (removing one whose mount
-        is still queued left it composing children into a widget being pruned: the crash a burst
-        of events caused). A burst larger than the window mounts only what the window keeps, and a
+        Flushes run one at a time (on this widget's message queue, under the lock pages take too),
+        and each awaits the mounts begun since the last one and its own, so no widget is removed
+        before Textual has mounted it (removing one whose mount is still queued left it composing
+        children into a widget being pruned: the crash a burst of events caused). A burst larger than the window mounts only what the window keeps, and a
         streaming reply redraws once per batch of deltas, not once per delta."""
         self._scheduled = False
-        pending, self._pending = self._pending, _Pending()
         async with self._changing:
+            mounting, self._mounting = self._mounting, []
+            await asyncio.gather(*mounting)  # removing a widget Textual has not mounted crashes
+            pending, self._pending = self._pending, _Pending()
             if pending.rebuild or (self._following() and len(pending.added) >= self.window):
                 await self._mount_newest()
                 return
             gone = [self._widgets.pop(key) for key in pending.removed if key in self._widgets]
             if gone:
                 await self.remove_children(gone)
-            mounting = [self._mount_added(key) for key in self._in_order(pending.added)]
-            await asyncio.gather(*(mount for mount in mounting if mount is not None))
-            await self._trim()
+            added = [self._mount_added(key) for key in self._in_order(pending.added)]
+            await asyncio.gather(*(mount for mount in added if mount is not None))
+            if added or mounting:
+                await self._trim()
             for key in pending.updated:
                 widget = self._widgets.get(key)
                 entry = self.transcript.get(key)
