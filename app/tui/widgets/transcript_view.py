@@ -84,7 +84,6 @@ class TranscriptView(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.rebuild()
-        self.call_after_refresh(self._fill)
 
     def _fill(self) -> None:
         """A resumed session's tail shorter than the viewport: load the page above it."""
@@ -189,6 +188,7 @@ class TranscriptView(VerticalScroll):
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
+        self.call_after_refresh(self._fill)
 
     def _in_order(self, keys: Iterable[str]) -> list[str]:
         """The keys still in the transcript, in reading order."""
