@@ -117,6 +117,7 @@ class Transcript:
     def __init__(self) -> None:
         self._order: list[str] = []
         self._entries: dict[str, TranscriptEntry] = {}
+        self._first_seq: int | None = None  # of the first durable event applied
         self._last_seq = -1
         self._errors = 0
         # live tool cards of a step, keyed by stream index, until their `tool/call` arrives
@@ -137,6 +138,45 @@ class Transcript:
         """The seq of the last durable event applied (-1 before any)."""
         return self._last_seq
 
+    @property
+    def first_seq(self) -> int | None:
+        """The seq of the first durable event projected (None before any): a console that opened
+        a session at its tail prepends the projections of the earlier events (`prepend`)."""
+        return self._first_seq
+
+    @property
+    def count(self) -> int:
+        return len(self._order)
+
+    def between(self, start: int, stop: int) -> list[TranscriptEntry]:
+        """The entries at positions `start` to `stop` (a slice of `entries`, without building it)."""
+        return [self._entries[key] for key in self._order[start:stop]]
+
+    def prepend(self, older: Transcript) -> Change:
+        """Put `older` ahead of these entries: the projection of the events just before this one's
+        first, cut at a turn's start, so no entry of one projection is changed by an event of the
+        other (each turn, with its tool cards and results, lies wholly in one of them).
+
+        Raises `ValueError` if `older` reaches into this projection or shares an entry key."""
+        if older._first_seq is None:
+            return NO_CHANGE
+        if self._first_seq is not None and older._last_seq >= self._first_seq:
+            raise ValueError(
+                f"the older events end at seq {older._last_seq}, "
+                f"not before this transcript's first ({self._first_seq})"
+            )
+        shared = older._entries.keys() & self._entries.keys()
+        if shared:
+            raise ValueError(f"the older transcript repeats entries: {sorted(shared)[:3]}")
+        self._order[:0] = older._order
+        self._entries.update(older._entries)
+        self._first_seq = older._first_seq
+        if self._last_seq < 0:
+            self._last_seq = older._last_seq
+        self.title = self.title or older.title
+        self.model = self.model or older.model
+        return Change(added=tuple(older._order))
+
     def snapshot(self) -> tuple[TranscriptEntry, ...]:
         """The entries now, as a value later events do not change (`replay.projection`)."""
         return tuple(self._entries[key] for key in self._order)
@@ -156,6 +196,8 @@ class Transcript:
         seq = event.seq
         if seq <= self._last_seq:
             return NO_CHANGE
+        if self._first_seq is None:
+            self._first_seq = seq
         self._last_seq = seq
         data = event.data
         # by the payload's class (never subclassed): a `match` over a dozen class patterns cost

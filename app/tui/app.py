@@ -15,13 +15,13 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from app.tui.bridge import bridge
 from app.tui.palette import TrellisCommands
 from app.tui.screens.main import MainScreen
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import SessionBrowser, SessionChoice
 from app.tui.screens.trust import TrustDialog
+from app.tui.scrollback import Scrollback, tail
 from engine.agent import Agent, open_agent
 from engine.config import Config, load_config_report
 from engine.errors import TrellisError
@@ -33,6 +33,7 @@ from engine.store.base import SessionInfo
 from engine.store.sqlite import SQLiteStore
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from engine.trust import TrustStore
+from replay.transcript import transcript_of
 
 BROWSER_LIMIT = 500
 """Sessions the browser lists at most (newest first)."""
@@ -109,9 +110,24 @@ class TrellisApp(App[None]):
             self.exit(return_code=2)
 
     async def _open_session(self, session_id: str | None) -> None:
-        """Open (or resume) a session and show it live; raises TrellisError when it cannot open."""
+        """Open (or resume) a session and show it live; raises TrellisError when it cannot open.
+
+        A resumed session shows its last turns first, from a range read; then the Agent loads the
+        whole log and its events are bridged from the seq after the last one shown. Earlier turns
+        load from the store as the user scrolls up (`app.tui.scrollback`)."""
         assert self.store is not None
-        self.agent = await open_agent(
+        screen = MainScreen()
+        if session_id is not None:
+            shown = await tail(self.store, session_id)
+            start = shown[0].seq if shown else 0
+            screen = MainScreen(transcript_of(shown), Scrollback(self.store, session_id, start))
+        await self.push_screen(screen)
+        self.agent = await self._agent_for(session_id)
+        await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
+
+    async def _agent_for(self, session_id: str | None) -> Agent:
+        """The session's Agent, as every front end opens it (a resumed one loads its whole log)."""
+        return await open_agent(
             config=self._config,
             cwd=self._cwd,
             store=self.store,
@@ -123,9 +139,6 @@ class TrellisApp(App[None]):
             clock=self._clock,
             tools=self._tools,
         )
-        screen = MainScreen(self.agent)
-        await self.push_screen(screen)
-        await bridge(self.agent, screen, from_seq=0)
 
     async def _open_replay(self, session_id: str) -> None:
         """A stored session played back, read without its writer lease (`inspect`)."""

@@ -139,7 +139,7 @@ async def test_inject_while_idle_and_while_running_shows_sourced_cards(
         cards = list(app.main.query(ContextCard))
         assert [c.copy_text for c in cards] == ["the build is green"]
         assert cards[0].border_title is not None
-        assert "command:inject" in str(cards[0].border_title)
+        assert "Injected context · command: inject" in str(cards[0].border_title)
         await send(app, pilot, "go")
         await gate.started.wait()
         await send(app, pilot, "/inject deploy started")

@@ -1,13 +1,16 @@
 """The main screen: the live conversation, the prompt, the side panel and the status line.
 
-Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and flow down from here: the
-transcript projection turns them into entry changes, the status line and the side panel take plain
-views. Input goes back only through the Agent's public methods.
+A resumed session's tail is on screen before its Agent is open (the whole log loads meanwhile);
+`attach` hands the screen the Agent, enables the input and bridges the Agent's events from the first
+seq the screen has not shown. Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and
+flow down from here: the transcript projection turns them into entry changes, the status line and
+the side panel take plain views. Input goes back only through the Agent's public methods.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,7 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from app.tui.bridge import EngineEvent
+from app.tui.bridge import EngineEvent, bridge
 from app.tui.completion import (
     Suggestion,
     attachments_of,
@@ -27,6 +30,7 @@ from app.tui.completion import (
     path_suggestions,
 )
 from app.tui.screens.inspector import ContextInspector
+from app.tui.scrollback import Scrollback
 from app.tui.widgets.completion_hint import CompletionHint
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import GcRow, SidePanel
@@ -72,45 +76,99 @@ class MainScreen(Screen[None]):
     }
     """
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(
+        self, transcript: Transcript | None = None, scrollback: Scrollback | None = None
+    ) -> None:
         super().__init__()
-        self.agent = agent
-        self.transcript = Transcript()
+        self.agent: Agent | None = None  # set by `attach` once the session is open
+        self.transcript = transcript if transcript is not None else Transcript()
+        self._scrollback = scrollback
         self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
         self._session_tokens = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
             with Vertical(id="conversation"):
-                yield TranscriptView(self.transcript, id="transcript")
+                yield TranscriptView(self.transcript, scrollback=self._scrollback, id="transcript")
                 yield CompletionHint(id="hint")
-                yield PromptInput(id="prompt")
+                prompt = PromptInput(id="prompt")
+                prompt.disabled = True  # until the Agent is open
+                yield prompt
             yield SidePanel(id="panel")
         yield StatusLine(id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        model = self.agent.model
-        status = self.query_one(StatusLine)
-        status.model = model.name
-        status.egress = model.egress.name
-        self._refresh_panel()
+        # kept, not queried per event: a query walks every mounted entry, and replies stream
+        # hundreds of events a second
+        self._view = self.query_one(TranscriptView)
+        self._status = self.query_one(StatusLine)
+        self._panel = self.query_one(SidePanel)
         if self.app.size.width < NARROW:
             self.query_one(SidePanel).add_class("-hidden")  # F2 shows it
         prompt = self.query_one(PromptInput)
         prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
+        self.query_one(StatusLine).status = "opening"
+
+    async def attach(self, agent: Agent, *, from_seq: int) -> None:
+        """The session's Agent is open (call once the screen is mounted): the events before
+        `from_seq` are on screen already, and the status line and the GC log catch up on them from
+        the Agent's log (read by range: a resumed Agent holds only its tail); the rest arrive
+        through the bridge. Enables the input."""
+        self.agent = agent
+        model = agent.model
+        status = self.query_one(StatusLine)
+        status.model = model.name
+        status.egress = model.egress.name
+        status.status = agent.status
+        self._catch_up(await agent.read_log(0, from_seq))
+        self._refresh_panel()
+        prompt = self.query_one(PromptInput)
+        prompt.disabled = False
         prompt.focus()
+        self.refresh_bindings()
+        await bridge(agent, self, from_seq=from_seq)
+
+    def _catch_up(self, events: Sequence[Event]) -> None:
+        """What the status line and the GC log show of the events not bridged: the token totals,
+        the last request's figures, every collection (one pass, each widget set once)."""
+        status = self.query_one(StatusLine)
+        figures = None
+        step = 0
+        collections: list[GcRow] = []
+        for event in events:
+            match event.data:
+                case StepStart():
+                    figures = event.data.figures
+                case StepEnd(usage=usage):
+                    step = usage.input_tokens + usage.output_tokens
+                    self._session_tokens += step
+                case GcCollect() as collected:
+                    collections.append(GcRow.of(collected))
+                case _:
+                    pass
+        if figures is not None:
+            status.chars, status.cap = figures.chars, figures.cap
+        status.step_tokens, status.session_tokens = step, self._session_tokens
+        if collections:
+            self.query_one(SidePanel).collections = tuple(collections)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Cancelling and inspecting need the Agent: disabled while the session opens."""
+        if action in ("cancel_turn", "inspect") and self.agent is None:
+            return None
+        return True
 
     # --- the event stream ----------------------------------------------------------------------
 
     @on(EngineEvent)
     def _engine_event(self, message: EngineEvent) -> None:
+        assert self.agent is not None  # only an attached Agent's events are bridged
         event = message.event
         change = self.transcript.apply(event)
         if change:
-            self.query_one(TranscriptView).apply(change)
-        status = self.query_one(StatusLine)
-        panel = self.query_one(SidePanel)
+            self._view.apply(change)
+        status, panel = self._status, self._panel
         match event.data:
             case AgentStatus(status=state):
                 status.status = state
@@ -138,12 +196,14 @@ class MainScreen(Screen[None]):
             panel.areas = self.agent.areas
 
     def _note_assembly(self) -> None:
+        assert self.agent is not None
         assembly = self.agent.last_assembly
         if assembly is not None:
             self._assemblies = [*self._assemblies[-1:], assembly]
             self.query_one(SidePanel).assembly = assembly
 
     def _refresh_panel(self) -> None:
+        assert self.agent is not None
         panel = self.query_one(SidePanel)
         panel.areas = self.agent.areas
         panel.outbox = self.agent.outbox
@@ -163,6 +223,8 @@ class MainScreen(Screen[None]):
     @work(group="complete", exclusive=True)
     async def _offer_paths(self, text: str, mention: str) -> None:
         """Workspace files for `@`, looked up off the event loop."""
+        if self.agent is None:
+            return  # the input is disabled until the Agent is open
         root = Path(self.agent.workspace)
         self._offer(text, await asyncio.to_thread(path_suggestions, mention, root))
 
@@ -177,6 +239,8 @@ class MainScreen(Screen[None]):
     def _submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text
         self.query_one(CompletionHint).suggestions = ()
+        if self.agent is None:
+            return  # the input is disabled until the Agent is open
         if text.strip() in ("/quit", "/exit"):
             self.app.exit()
             return
@@ -188,6 +252,7 @@ class MainScreen(Screen[None]):
     @work(group="input")
     async def _deliver(self, text: str) -> None:
         """Send (or steer) the words, with the files they mention as `@path` attached."""
+        assert self.agent is not None  # `_submitted` delivers only once the Agent is open
         attachments: list[Attachment] = []
         if "@" in text:
             attachments, problems = await asyncio.to_thread(
@@ -206,6 +271,7 @@ class MainScreen(Screen[None]):
 
     @work(group="commands")
     async def _run_command(self, line: str) -> None:
+        assert self.agent is not None
         try:
             result = await REGISTRY.run(self.agent, line)
         except TrellisError as exc:
@@ -219,13 +285,15 @@ class MainScreen(Screen[None]):
     # --- actions -------------------------------------------------------------------------------
 
     def action_cancel_turn(self) -> None:
-        if self.agent.turn_open:
+        if self.agent is not None and self.agent.turn_open:
             self.agent.cancel()
 
     def action_toggle_panel(self) -> None:
         self.query_one(SidePanel).toggle_class("-hidden")
 
     def action_inspect(self) -> None:
+        if self.agent is None:
+            return
         assemblies = self._assemblies
         current = assemblies[-1] if assemblies else self.agent.last_assembly
         previous = assemblies[-2] if len(assemblies) > 1 else None

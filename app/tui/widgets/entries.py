@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 
@@ -30,7 +33,11 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
+from replay.wording import area_line, compact_line, gc_line, model_line, retry_line
 
+WRITE_EVERY_S = 1 / 15
+"""A streaming reply is written into its Markdown at most this often (each write costs a layout of
+the whole window; per delta, a fast stream outran the screen)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
 
@@ -40,13 +47,18 @@ def first_line(text: str, width: int = 70) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-class EntryWidget(Widget):
-    """Base: `show(entry)` renders the entry; `copy_text` is its logical text for the clipboard."""
+class EntryWidget(Widget, can_focus=True):
+    """Base: `show(entry)` renders the entry; `copy_text` is its logical text, what `c` copies
+    from the focused entry (the words, not the screen's wrapping and borders)."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy", "Copy entry")]
     DEFAULT_CSS = """
     EntryWidget {
         height: auto;
         margin: 0 0 1 0;
+    }
+    EntryWidget:focus {
+        background: $boost;
     }
     """
 
@@ -54,6 +66,14 @@ class EntryWidget(Widget):
         super().__init__(id=None)
         self.entry = entry
         self.key = entry.key
+
+    def on_mount(self) -> None:
+        self.show(self.entry)
+
+    def action_copy(self) -> None:
+        text = self.copy_text
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {len(text)} characters")
 
     def show(self, entry: TranscriptEntry) -> None:
         self.entry = entry
@@ -103,38 +123,29 @@ class LineEntry(EntryWidget):
         match entry:
             case TurnEntry():
                 return turn_rule(entry)
+            # worded as `trellis show` and the exports word them (replay.wording)
             case AreaEntry():
-                count = len(entry.messages)
                 return Text.assemble(
                     ("◇ ", "magenta"),
-                    (entry.area, "bold magenta"),
-                    f" rendered {count} message{'s' if count != 1 else ''} ",
-                    (f"[{entry.earliest}..{entry.latest}]", "dim"),
+                    (area_line(entry), "magenta"),
+                    (f" [{entry.earliest}..{entry.latest}]", "dim"),
                     "  ",
                     (first_line(entry.messages[0].content, 50) if entry.messages else "", "dim"),
                 )
             case GcEntry():
-                return Text.assemble(
-                    ("♻ collected ", "green"),
-                    (", ".join(entry.areas), "bold green"),
-                    f": reclaimed {len(entry.reclaimed)}, promoted {len(entry.promoted)}, "
-                    f"carried {len(entry.carried)}",
-                )
+                return Text.assemble(("♻ ", "green"), (gc_line(entry), "green"))
             case CompactEntry():
-                state = "compacted" if entry.done else "compacting"
                 return Text.assemble(
                     ("⊟ ", "yellow"),
-                    f"{state} {entry.groups} earlier turn(s)",
+                    compact_line(entry),
                     (f" — {first_line(entry.summary, 60)}" if entry.summary else "", "dim"),
                 )
             case RetryEntry():
-                return Text.assemble(
-                    ("↻ ", "yellow"), f"retry {entry.attempt}: ", (entry.reason, "dim")
-                )
+                return Text.assemble(("↻ ", "yellow"), retry_line(entry))
             case ErrorEntry():
                 return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
             case ModelEntry():
-                return Text.assemble(("model ", "dim"), (entry.model, "bold"))
+                return Text(model_line(entry), style="dim")
             case _:
                 return Text(type(entry).__name__)
 
@@ -182,9 +193,6 @@ class UserMessage(EntryWidget):
         yield Static(id="words")
         yield Static(classes="original")
 
-    def on_mount(self) -> None:
-        self.show(self.entry)
-
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, UserEntry)
@@ -207,7 +215,38 @@ class UserMessage(EntryWidget):
         return entry.content if isinstance(entry, UserEntry) else ""
 
 
-class ContextCard(EntryWidget):
+def collapsed(text: str, expanded: bool) -> str:
+    """Text longer than `COLLAPSE_LINES` lines as its first and last lines around a count of what
+    is left out (all of it once expanded)."""
+    lines = text.splitlines()
+    if expanded or len(lines) <= COLLAPSE_LINES:
+        return text
+    half = COLLAPSE_LINES // 2
+    hidden = len(lines) - 2 * half
+    return "\n".join([*lines[:half], f"… {hidden} more lines (Enter expands)", *lines[-half:]])
+
+
+class LongEntry(EntryWidget):
+    """An entry whose text may be long: collapsed to `COLLAPSE_LINES` until expanded (Enter on the
+    focused entry, or a click)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_expanded", "Expand / collapse")
+    ]
+    expanded: var[bool] = var(False)
+
+    def watch_expanded(self) -> None:
+        if self.is_mounted:
+            self.show(self.entry)
+
+    def action_toggle_expanded(self) -> None:
+        self.expanded = not self.expanded
+
+    def on_click(self) -> None:
+        self.expanded = not self.expanded
+
+
+class ContextCard(LongEntry):
     """Injected context: a card titled with its source, never styled like the user's words."""
 
     DEFAULT_CSS = """
@@ -223,19 +262,12 @@ class ContextCard(EntryWidget):
     def compose(self) -> ComposeResult:
         yield Static()
 
-    def on_mount(self) -> None:
-        self.show(self.entry)
-
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, ContextEntry)
         label = f" · {entry.label.cls.name}" if entry.label is not None else ""
-        self.border_title = f"context from {entry.source}{label}"
-        lines = entry.content.splitlines()
-        shown = "\n".join(lines[:COLLAPSE_LINES])
-        if len(lines) > COLLAPSE_LINES:
-            shown += f"\n… {len(lines) - COLLAPSE_LINES} more line(s)"
-        self.query_one(Static).update(Text(shown))
+        self.border_title = f"Injected context · {entry.heading}{label}"
+        self.query_one(Static).update(Text(collapsed(entry.content, self.expanded)))
 
     @property
     def copy_text(self) -> str:
@@ -269,41 +301,42 @@ class AssistantMessage(EntryWidget):
         super().__init__(entry)
         self._wanted = ""  # the content the Markdown widget must end up holding
         self._written = ""  # what the writer has put into it so far
-        self._changed = asyncio.Event()
+        self._writing = False  # a `_write` worker runs
+        self._reasoning: str | None = None  # the reasoning shown
 
     def compose(self) -> ComposeResult:
         with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
             yield Static(id="reasoning-text")
         yield Markdown(id="reply")
 
-    def on_mount(self) -> None:
-        self.show(self.entry)
-        self.run_worker(self._write(), group="markdown", exclusive=True)
-
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, AssistantEntry)
-        reasoning = self.query_one("#reasoning", Collapsible)
-        reasoning.display = bool(entry.reasoning)
-        self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+        if entry.reasoning != self._reasoning:  # each update lays the screen out again
+            self._reasoning = entry.reasoning
+            self.query_one("#reasoning", Collapsible).display = bool(entry.reasoning)
+            self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
         self._wanted = entry.content
-        self._changed.set()
+        if not self._writing and self._wanted != self._written:
+            self._writing = True
+            self.run_worker(self._write(), group="markdown")
 
     async def _write(self) -> None:
-        """The one writer of the Markdown widget, so appends and rewrites never interleave: it
-        appends what streamed since the last write, or rewrites it when the text was withdrawn."""
+        """The one writer of the Markdown widget while its text lags behind, so appends and
+        rewrites never interleave: it appends what streamed since its last write (all of it in one
+        append), or rewrites it when the text was withdrawn; it ends once the widget is caught up."""
         markdown = self.query_one("#reply", Markdown)
-        while True:
-            await self._changed.wait()
-            self._changed.clear()
-            wanted = self._wanted
-            if wanted == self._written:
-                continue
-            if self._written and wanted.startswith(self._written):
-                await markdown.append(wanted[len(self._written) :])
-            else:
-                await markdown.update(wanted)
-            self._written = wanted
+        try:
+            while (wanted := self._wanted) != self._written:
+                if self._written and wanted.startswith(self._written):
+                    await markdown.append(wanted[len(self._written) :])
+                else:
+                    await markdown.update(wanted)
+                self._written = wanted
+                # each write lays the screen out again: what streams meanwhile waits for the next
+                await asyncio.sleep(WRITE_EVERY_S)
+        finally:
+            self._writing = False
 
     @property
     def copy_text(self) -> str:
@@ -324,7 +357,7 @@ def call_summary(entry: ToolEntry) -> str:
     return f"{entry.name}({first_line(shown, 60)})"
 
 
-class ToolCard(EntryWidget):
+class ToolCard(LongEntry):
     """A tool call from the moment the model starts it: arguments, running state, live output,
     result or error; long output starts collapsed."""
 
@@ -351,9 +384,6 @@ class ToolCard(EntryWidget):
     def compose(self) -> ComposeResult:
         yield Static(id="output")
 
-    def on_mount(self) -> None:
-        self.show(self.entry)
-
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, ToolEntry)
@@ -369,17 +399,7 @@ class ToolCard(EntryWidget):
         self.set_class(entry.is_error or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
         body = (entry.result if entry.result is not None else entry.output).rstrip("\n")
-        lines = (body or "").splitlines()
-        if len(lines) > COLLAPSE_LINES:
-            shown = "\n".join(
-                [
-                    *lines[: COLLAPSE_LINES // 2],
-                    f"… {len(lines) - COLLAPSE_LINES} lines …",
-                    *lines[-COLLAPSE_LINES // 2 :],
-                ]
-            )
-        else:
-            shown = body or ""
+        shown = collapsed(body, self.expanded)
         output = self.query_one("#output", Static)
         output.update(Text(shown, style="red" if entry.is_error else ""))
         output.display = bool(shown)

@@ -1,20 +1,49 @@
 """The conversation: a window of entry widgets over a `replay.transcript.Transcript`.
 
-Live and replay feed it the same projection. Only the newest `window` entries are mounted; scrolling
-to the top mounts older ones. While the user reads scrollback, new text never moves the view: the
-view follows the end only while it is anchored there.
+Live and replay feed it the same projection. At most `window` entries are mounted, a contiguous run
+of the transcript's entries: scrolling to the top mounts older ones (first from the projection, then,
+when it starts later than the session, from the store through a `Scrollback`) and unmounts the newest
+beyond the window; scrolling back to the bottom mounts them again. While the user reads scrollback,
+new text never moves the view: the view follows the end only while it is anchored there, and
+mounting or unmounting above the viewport keeps what the user reads where it was.
 """
 
 from __future__ import annotations
 
-from textual.containers import VerticalScroll
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from textual import work
+from textual.containers import VerticalScroll
+from textual.widget import AwaitMount
+
+from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
 from replay.transcript import Change, Transcript
 
 WINDOW = 200
 """Entries mounted at most; older ones load as the user scrolls up."""
 PAGE = 50
+"""Entries mounted per step of scrolling past either end of the window."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """The changes recorded since the last flush, by key (dicts keep the order of arrival)."""
+
+    added: dict[str, None] = field(default_factory=dict)
+    updated: dict[str, None] = field(default_factory=dict)
+    removed: dict[str, None] = field(default_factory=dict)
+    rebuild: bool = False
+
+    def note(self, change: Change) -> None:
+        for key in change.removed:
+            self.added.pop(key, None)  # added and removed within one batch: never mounted
+            self.removed[key] = None
+        for key in change.added:
+            self.added[key] = None  # removed then added again: a new widget replaces the old
+        self.updated.update(dict.fromkeys(change.updated))
 
 
 class TranscriptView(VerticalScroll):
@@ -22,6 +51,7 @@ class TranscriptView(VerticalScroll):
 
     DEFAULT_CSS = """
     TranscriptView {
+        layout: stream;
         height: 1fr;
         padding: 0 1;
         scrollbar-size-vertical: 1;
@@ -29,99 +59,304 @@ class TranscriptView(VerticalScroll):
     """
 
     def __init__(
-        self, transcript: Transcript, *, window: int = WINDOW, id: str | None = None
+        self,
+        transcript: Transcript,
+        *,
+        scrollback: Scrollback | None = None,
+        window: int = WINDOW,
+        id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self.transcript = transcript
+        self.scrollback = scrollback
         self.window = window
         self._widgets: dict[str, EntryWidget] = {}
-        self._first = 0  # position in the transcript of the first mounted entry
+        # after a page mounts: the entry the user was reading and its offset in the viewport, kept
+        # there while the new entries settle their heights (Markdown lays out after mounting),
+        # until the user scrolls again
+        self._hold: tuple[EntryWidget, float] | None = None
+        self._pending = _Pending()
+        self._scheduled = False  # a flush is queued
+        self._changing = asyncio.Lock()  # one flush or page changes the mounted widgets at a time
+        self._paging = False  # a page is being loaded: scrolling further waits for it
+        self._mounting: list[AwaitMount] = []  # mounts `apply` started, awaited by the next flush
 
     def on_mount(self) -> None:
         self.anchor()
         self.rebuild()
 
-    def rebuild(self) -> None:
-        """Mount the newest `window` entries from scratch (a resumed or sought session)."""
-        self.remove_children()
-        self._widgets.clear()
-        entries = self.transcript.entries
-        self._first = max(len(entries) - self.window, 0)
-        widgets = [widget_for(entry) for entry in entries[self._first :]]
-        for widget in widgets:
-            self._widgets[widget.key] = widget
-        if widgets:
-            self.mount_all(widgets)
-        self.anchor()
-
-    def apply(self, change: Change) -> None:
-        """Mount, update and remove exactly the entries the change names."""
-        for key in change.removed:
-            widget = self._widgets.pop(key, None)
-            if widget is not None:
-                widget.remove()
-        if change.added:
-            order = [entry.key for entry in self.transcript.entries]
-            for key in change.added:
-                entry = self.transcript.get(key)
-                if entry is None:
-                    continue
-                position = order.index(key)
-                if position < self._first:
-                    continue  # older than the window: it loads when the user scrolls there
-                widget = widget_for(entry)
-                after = next(
-                    (self._widgets[k] for k in order[position + 1 :] if k in self._widgets), None
-                )
-                self._widgets[key] = widget
-                if after is not None:
-                    self.mount(widget, before=after)
-                else:
-                    self.mount(widget)
-            self._trim()
-        for key in change.updated:
-            widget = self._widgets.get(key)
-            entry = self.transcript.get(key)
-            if widget is None or entry is None:
-                continue
-            if widget.is_mounted:
-                widget.show(entry)
-            else:
-                widget.entry = entry  # shown when it mounts
-
-    def _trim(self) -> None:
-        """Keep the window bounded while following the end; reading scrollback keeps everything."""
-        if not self.is_vertical_scroll_end and self.scroll_y > 0:
-            return
-        extra = len(self._widgets) - self.window
-        if extra <= 0:
-            return
-        for key in list(self._widgets)[:extra]:
-            self._widgets.pop(key).remove()
-        self._first += extra
-
-    def on_scroll_up(self) -> None:
-        self._load_older()
-
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        if new <= 0 and self._first > 0:
+    def _fill(self) -> None:
+        """A resumed session's tail shorter than the viewport: load the page above it."""
+        if self.max_scroll_y <= 0 and not self.at_start:
             self._load_older()
 
-    def _load_older(self) -> None:
-        if self._first <= 0:
-            return
-        entries = self.transcript.entries
-        start = max(self._first - PAGE, 0)
-        older = [widget_for(entry) for entry in entries[start : self._first]]
-        first_mounted = next(iter(self._widgets.values()), None)
-        fresh = {w.key: w for w in older}
-        self._widgets = {**fresh, **self._widgets}
-        self._first = start
-        if first_mounted is not None:
-            self.mount_all(older, before=first_mounted)
-        else:
-            self.mount_all(older)
+    # --- where the window stands ---------------------------------------------------------------
 
     def entry_widgets(self) -> list[EntryWidget]:
-        return list(self._widgets.values())
+        """The mounted entries, in reading order (not those being removed)."""
+        widgets = self._widgets
+        return [
+            child
+            for child in self.children
+            if isinstance(child, EntryWidget) and widgets.get(child.key) is child
+        ]
+
+    @property
+    def at_start(self) -> bool:
+        """The session's first entry is mounted (nothing older to load)."""
+        widgets = self.entry_widgets()
+        stored = self.scrollback is None or self.scrollback.exhausted
+        return stored and (not widgets or self.transcript.index(widgets[0].key) == 0)
+
+    @property
+    def at_end(self) -> bool:
+        """The transcript's last entry is mounted."""
+        widgets = self.entry_widgets()
+        count = self.transcript.count
+        return not widgets or self.transcript.index(widgets[-1].key) == count - 1
+
+    def _following(self) -> bool:
+        """Anchored to the end and not released by the user scrolling away."""
+        return self.is_anchored and not self._anchor_released
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Mount the newest `window` entries from scratch (a resumed or sought session)."""
+        self._pending = _Pending()
+        self._pending.rebuild = True
+        self._schedule()
+
+    def apply(self, change: Change) -> None:
+        """Mount the entries the change adds at once (a tool card shows as its call starts) and
+        record the rest; the widgets follow in one flush per batch of changes (`_flush`)."""
+        pending = self._pending
+        if self._changing.locked() or pending.added or pending.rebuild:
+            pending.note(change)  # a flush or page is changing the widgets: after it, in order
+        else:
+            pending.note(change._replace(added=()))
+            for key in change.added:
+                if key in pending.removed or len(self._widgets) >= self.window + PAGE:
+                    pending.added[key] = None  # its old widget goes first / a burst: the flush
+                elif (mounting := self._mount_added(key)) is not None:
+                    self._mounting.append(mounting)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self.call_later(self._flush)
+
+    async def _flush(self) -> None:
+        """Bring the widgets up to date with every change recorded since the last flush.
+
+        Flushes run one at a time (on this widget's message queue, under the lock pages take too),
+        and each awaits the mounts begun since the last one and its own, so no widget is removed
+        before Textual has mounted it (removing one whose mount is still queued left it composing
+        children into a widget being pruned: the crash a burst of events caused). A burst larger than the window mounts only what the window keeps, and a
+        streaming reply redraws once per batch of deltas, not once per delta."""
+        self._scheduled = False
+        async with self._changing:
+            mounting, self._mounting = self._mounting, []
+            await asyncio.gather(*mounting)  # removing a widget Textual has not mounted crashes
+            pending, self._pending = self._pending, _Pending()
+            if pending.rebuild or (self._following() and len(pending.added) >= self.window):
+                await self._mount_newest()
+                return
+            gone = [self._widgets.pop(key) for key in pending.removed if key in self._widgets]
+            if gone:
+                await self.remove_children(gone)
+            added = [self._mount_added(key) for key in self._in_order(pending.added)]
+            await asyncio.gather(*(mount for mount in added if mount is not None))
+            if added or mounting:
+                await self._trim()
+            for key in pending.updated:
+                widget = self._widgets.get(key)
+                entry = self.transcript.get(key)
+                if widget is not None and entry is not None and widget.entry is not entry:
+                    widget.show(entry)
+
+    async def _mount_newest(self) -> None:
+        """Replace whatever is mounted by the newest `window` entries."""
+        await self.remove_children()
+        self._widgets.clear()
+        count = self.transcript.count
+        widgets = [
+            widget_for(e) for e in self.transcript.between(max(count - self.window, 0), count)
+        ]
+        self._widgets = {widget.key: widget for widget in widgets}
+        if widgets:
+            await self.mount_all(widgets)
+        self.anchor()
+        self.call_after_refresh(self._fill)
+
+    def _in_order(self, keys: Iterable[str]) -> list[str]:
+        """The keys still in the transcript, in reading order."""
+        present = [key for key in keys if self.transcript.get(key) is not None]
+        return sorted(present, key=self.transcript.index)
+
+    def _mount_added(self, key: str) -> AwaitMount | None:
+        """Mount a new entry beside a mounted neighbour (live entries come at the end); one with
+        no mounted neighbour lies outside the window and mounts when the user scrolls there."""
+        entry = self.transcript.get(key)
+        if entry is None or key in self._widgets:
+            return None
+        position = self.transcript.index(key)
+        after = self.transcript.between(position + 1, position + 2)
+        before = self.transcript.between(position - 1, position) if position else []
+        widget = widget_for(entry)
+        if after and after[0].key in self._widgets:
+            mounted = self.mount(widget, before=self._widgets[after[0].key])
+        elif before and before[0].key in self._widgets:
+            mounted = self.mount(widget, after=self._widgets[before[0].key])
+        elif not self._widgets:
+            mounted = self.mount(widget)
+        else:
+            return None
+        self._widgets[key] = widget
+        return mounted
+
+    async def _trim(self) -> None:
+        """Keep the window bounded: while following the end the oldest go; while the user reads
+        scrollback, the newest (below the viewport) go, so nothing moves."""
+        widgets = self.entry_widgets()
+        extra = len(widgets) - self.window
+        if extra <= 0:
+            return
+        gone = widgets[:extra] if self._following() else widgets[-extra:]
+        for widget in gone:
+            self._widgets.pop(widget.key, None)
+        await self.remove_children(gone)
+
+    # --- scrolling past either end -------------------------------------------------------------
+
+    def _older_if_at_top(self) -> None:
+        """Already at the top, scrolling up does not move the view: load older entries instead."""
+        if self.scroll_y <= 0:
+            self._load_older()
+
+    def _newer_if_at_bottom(self) -> None:
+        if self.scroll_y >= self.max_scroll_y:
+            self._load_newer()
+
+    def on_mouse_scroll_up(self) -> None:
+        self._hold = None
+        self._older_if_at_top()
+
+    def on_mouse_scroll_down(self) -> None:
+        self._hold = None
+        self._newer_if_at_bottom()
+
+    def on_scroll_to(self) -> None:
+        self._hold = None  # the scrollbar dragged
+
+    def action_scroll_up(self) -> None:
+        self.on_mouse_scroll_up()
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self.on_mouse_scroll_up()
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        self.on_mouse_scroll_up()
+        super().action_scroll_home()
+
+    def action_scroll_down(self) -> None:
+        self.on_mouse_scroll_down()
+        super().action_scroll_down()
+
+    def action_page_down(self) -> None:
+        self.on_mouse_scroll_down()
+        super().action_page_down()
+
+    def action_scroll_end(self) -> None:
+        self._hold = None
+        super().action_scroll_end()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        following = self._following()  # a view that follows the end moves with layout, not the user
+        super().watch_scroll_y(old, new)
+        if following:
+            return
+        if new <= 0 < old:
+            self._load_older()
+        elif new >= self.max_scroll_y and new > old and not self.at_end:
+            self._load_newer()
+
+    @work(group="scrollback", exclusive=False)
+    async def _load_older(self) -> None:
+        """Mount up to `PAGE` entries above the window, reading a page from the store when the
+        projection holds none; the newest beyond the window go."""
+        if self._paging:
+            return
+        self._paging = True
+        try:
+            async with self._changing:
+                widgets = self.entry_widgets()
+                first = self.transcript.index(widgets[0].key) if widgets else self.transcript.count
+                if first == 0 and self.scrollback is not None and not self.scrollback.exhausted:
+                    change = self.transcript.prepend(await self.scrollback.older())
+                    first += len(change.added)
+                if first <= 0:
+                    return
+                older = [
+                    widget_for(e) for e in self.transcript.between(max(first - PAGE, 0), first)
+                ]
+                await self._keeping_still(older, before=widgets[0] if widgets else None)
+        finally:
+            self._paging = False
+
+    @work(group="scrollback", exclusive=False)
+    async def _load_newer(self) -> None:
+        """Mount up to `PAGE` entries below the window (unmounted while the user read scrollback);
+        the oldest beyond the window go."""
+        if self._paging or self.at_end:
+            return
+        self._paging = True
+        try:
+            async with self._changing:
+                widgets = self.entry_widgets()
+                last = self.transcript.index(widgets[-1].key)
+                newer = [widget_for(e) for e in self.transcript.between(last + 1, last + 1 + PAGE)]
+                await self._keeping_still(newer, before=None)
+        finally:
+            self._paging = False
+
+    async def _keeping_still(self, fresh: list[EntryWidget], *, before: EntryWidget | None) -> None:
+        """Mount `fresh` at the top (before `before`) or the bottom, unmount what the window no
+        longer holds at the other end, and scroll so that what the user reads stays in place."""
+        if not fresh:
+            return
+        self.release_anchor()
+        shown = self.entry_widgets()
+        reference = before if before is not None else shown[-1]
+        offset = reference.virtual_region.y - self.scroll_y
+        for widget in fresh:
+            self._widgets[widget.key] = widget
+        if before is not None:
+            await self.mount_all(fresh, before=before)
+        else:
+            await self.mount_all(fresh)
+        extra = len(shown) + len(fresh) - self.window
+        if extra > 0:
+            gone = shown[-extra:] if before is not None else shown[:extra]
+            for widget in gone:
+                self._widgets.pop(widget.key, None)
+            await self.remove_children(gone)
+        self._hold = (reference, offset)
+        self.call_after_refresh(self._restore)
+
+    def watch_virtual_size(self) -> None:
+        if self._hold is not None:
+            self.call_after_refresh(self._restore)
+
+    def _restore(self) -> None:
+        """Scroll so that the held entry stands where it stood when the page was loaded."""
+        if self._hold is None:
+            return
+        reference, offset = self._hold
+        if not reference.is_mounted:
+            self._hold = None
+            return
+        self.scroll_to(y=reference.virtual_region.y - offset, animate=False, immediate=True)

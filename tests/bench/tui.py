@@ -1,0 +1,406 @@
+"""Benchmark: the console on long sessions, headless (Pilot); prints JSON.
+
+Run `python -m tests.bench.tui`. Targets (issue 12):
+- first paint (the session's last turn on screen) when resuming sessions of 100, 1,000 and 10,000
+  turns: 10,000 within 2x of 100, and under 1.5 s; input enabled (the Agent ready) is measured apart;
+- streaming at 5,000 characters a second for 20 s: all text shown, in order, no backlog at the end;
+- a key press echoed in the input while a reply streams: p95 under 50 ms;
+- resident growth from first paint to having scrolled from the end to the start of a 10,000-turn
+  session: under 100 MB.
+
+Two variants alternate in rounds: `whole-log` (the console before issue 12: open the Agent on the
+whole log, then project every event from seq 0 into the transcript) and `tail` (now: the last turns
+from a range read are on screen before the Agent opens; older turns load from the store as the user
+scrolls up). Every sample runs in a child process of its own (`--sample`), so its resident memory
+(VmRSS) and its caches are its own; figures are medians over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import events
+from textual.screen import Screen
+from textual.widgets import Markdown
+
+from app.tui.app import TrellisApp
+from app.tui.screens.main import MainScreen
+from app.tui.widgets.entries import AssistantMessage
+from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.transcript_view import TranscriptView
+from engine.config import Config
+from engine.events import TurnStart
+from engine.gateway.base import ModelRequest, StreamDelta, TextDelta
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.store.sqlite import SQLiteStore
+from replay.transcript import AssistantEntry, transcript_of
+from tests.bench.store import make_events
+
+SIZES = (100, 1_000, 10_000)
+TURN_EVENTS = 13  # make_events writes turns of a prompt and two tool steps
+ROUNDS = 3
+MEMORY_ROUNDS = 1
+VARIANTS = ("whole-log", "tail")
+WHOLE_LOG_SIZES = (100, 1_000)
+"""The console before does not paint 10,000 turns within minutes (it projects and bridges every
+event before the tail shows, and its window never trims while scrolling up), so it runs at the two
+smaller sizes, and its scroll sample is skipped."""
+RATE = 5_000  # characters a second
+STREAM_S = 20.0
+KEY_EVERY_S = 0.2
+SCROLL_BUDGET_S = 180.0
+"""A variant that has not reached the session's start by then reports how far it got."""
+SIZE = (120, 40)
+PAINT_BUDGET_S = 120.0
+"""A first paint slower than this is reported as not reached (`paint_s` is the budget then)."""
+
+
+class PacedGateway(ScriptedGateway):
+    """The scripted model, its text sent at `rate` characters a second on a fixed schedule (so a
+    slow consumer does not slow the sender); `sent` counts what it sent, `done` when it ended."""
+
+    def __init__(self, replies: list[Reply], rate: int) -> None:
+        super().__init__(replies, record_requests=False)
+        self.rate = rate
+        self.sent = 0
+        self.done: float | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta]:
+        start = time.perf_counter()
+        async for delta in super().stream(request):
+            if isinstance(delta, TextDelta):
+                due = start + (self.sent + len(delta.text)) / self.rate
+                await asyncio.sleep(max(due - time.perf_counter(), 0))
+                self.sent += len(delta.text)
+            yield delta
+        self.done = time.perf_counter()
+
+
+class BenchApp(TrellisApp):
+    """The console with the paced model and no cursor blink."""
+
+    CURSOR_BLINK = False
+
+    def __init__(self, store_path: Path, session_id: str, gateway: ScriptedGateway) -> None:
+        super().__init__(
+            config=Config(),
+            cwd=Path(tempfile.gettempdir()),
+            store_path=store_path,
+            session_id=session_id,
+            gateway=gateway,
+        )
+
+
+class WholeLogApp(BenchApp):
+    """The console as it opened a session before issue 12: the Agent first (the whole log
+    loaded), then every event from seq 0 projected into the transcript."""
+
+    async def _open_session(self, session_id: str | None) -> None:
+        self.agent = await self._agent_for(session_id)
+        screen = MainScreen()
+        await self.push_screen(screen)
+        await screen.attach(self.agent, from_seq=0)
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def make_app(variant: str, db: Path, session_id: str, gateway: ScriptedGateway) -> BenchApp:
+    kind = WholeLogApp if variant == "whole-log" else BenchApp
+    return kind(db, session_id, gateway)
+
+
+async def last_key(db: Path, session_id: str) -> str:
+    async with SQLiteStore(db) as store:
+        return transcript_of(await store.read_last_turns(session_id, 1)).entries[-1].key
+
+
+def main_screen(app: TrellisApp) -> MainScreen | None:
+    screen = app.screen_stack[-1] if len(app.screen_stack) > 1 else None
+    return screen if isinstance(screen, MainScreen) and screen.is_mounted else None
+
+
+def view_of(app: TrellisApp) -> TranscriptView | None:
+    screen = main_screen(app)
+    if screen is None:
+        return None
+    return next(iter(screen.query(TranscriptView)), None)
+
+
+def painted(app: TrellisApp, key: str) -> bool:
+    """The session's last entry is laid out in the viewport of the conversation."""
+    view = view_of(app)
+    if view is None:
+        return False
+    widget = next((w for w in reversed(view.entry_widgets()) if w.key == key), None)
+    if widget is None or not widget.region.height:
+        return False
+    return bool(view.region.overlaps(widget.region))
+
+
+def ready(app: TrellisApp) -> bool:
+    screen = main_screen(app)
+    prompt = next(iter(screen.query(PromptInput)), None) if screen is not None else None
+    return app.agent is not None and prompt is not None and not prompt.disabled
+
+
+async def until(
+    check: Callable[[], bool], start: float, *, step: float = 0.002, budget: float | None = None
+) -> float:
+    """Seconds from `start` until `check` holds, polling on the app's loop (at most `budget`)."""
+    while not check():
+        if budget is not None and time.perf_counter() - start > budget:
+            break
+        await asyncio.sleep(step)
+    return time.perf_counter() - start
+
+
+async def first_paint(variant: str, db: Path, session_id: str) -> dict[str, Any]:
+    key = await last_key(db, session_id)
+    app = make_app(variant, db, session_id, ScriptedGateway([]))
+    start = time.perf_counter()
+    watch: dict[str, float] = {}
+
+    async def observe() -> None:
+        watch["paint_s"] = await until(lambda: painted(app, key), start, budget=PAINT_BUDGET_S)
+        watch["ready_s"] = await until(lambda: ready(app), start, budget=PAINT_BUDGET_S)
+
+    task = asyncio.create_task(observe())
+    async with app.run_test(headless=True, size=SIZE):
+        await task
+        reached = painted(app, key)
+    return {**watch, "painted": reached}
+
+
+async def scroll_to_start(variant: str, db: Path, session_id: str) -> dict[str, Any]:
+    key = await last_key(db, session_id)
+    app = make_app(variant, db, session_id, ScriptedGateway([]))
+    start = time.perf_counter()
+    async with app.run_test(headless=True, size=SIZE) as pilot:
+        await until(lambda: painted(app, key), start)
+        at_paint = rss_mb()
+        await until(lambda: ready(app), start)
+        await pilot.pause()
+        at_ready = rss_mb()
+        view = view_of(app)
+        assert view is not None
+        began = time.perf_counter()
+        pages = 0
+        peak = at_ready
+        while time.perf_counter() - began < SCROLL_BUDGET_S:
+            first = view.entry_widgets()[0]
+            view.scroll_home(animate=False, immediate=True)
+            view.action_scroll_home()  # at the top: a person presses Home again
+            await pilot.pause()
+            await app.workers.wait_for_complete(app.workers)
+            await pilot.pause()
+            pages += 1
+            peak = max(peak, rss_mb())
+            if view.entry_widgets()[0] is first and view.at_start:
+                break
+        reached = view.at_start and view.transcript.index(view.entry_widgets()[0].key) == 0
+        return {
+            "rss_at_paint_mb": round(at_paint, 1),
+            "rss_at_ready_mb": round(at_ready, 1),
+            "rss_at_start_mb": round(rss_mb(), 1),
+            "rss_peak_mb": round(peak, 1),
+            "growth_from_paint_mb": round(rss_mb() - at_paint, 1),
+            "growth_from_ready_mb": round(rss_mb() - at_ready, 1),
+            "reached_start": reached,
+            "scroll_s": round(time.perf_counter() - began, 2),
+            "pages": pages,
+            "mounted_at_end": len(view.entry_widgets()),
+        }
+
+
+def paragraphs(chars: int) -> str:
+    """Markdown of about `chars` characters: paragraphs, a list now and then."""
+    blocks: list[str] = []
+    total = n = 0
+    while total < chars:
+        n += 1
+        block = f"Paragraph {n}: the reply goes on with more words about the code. " * 5
+        if n % 7 == 0:
+            block = "\n".join(f"- item {n}.{i} of a list" for i in range(5))
+        blocks.append(block.strip())
+        total += len(block) + 2
+    return "\n\n".join(blocks)
+
+
+async def streaming(variant: str, db: Path, session_id: str) -> dict[str, Any]:
+    """One reply streamed at `RATE` for `STREAM_S`; a key pressed every `KEY_EVERY_S` meanwhile."""
+    text = paragraphs(int(RATE * STREAM_S))
+    gateway = PacedGateway([Reply(text=text)], RATE)
+    app = make_app(variant, db, session_id, gateway)
+    start = time.perf_counter()
+    async with app.run_test(headless=True, size=SIZE) as pilot:
+        await until(lambda: ready(app), start, step=0.01)
+        await pilot.pause()
+        assert app.agent is not None
+        screen = app.screen_stack[-1]
+        prompt = screen.query_one(PromptInput)
+        app.agent.send("go")
+        await until(lambda: streaming_reply(screen) is not None, start)
+        reply = streaming_reply(screen)
+        assert reply is not None
+        markdown = reply.query_one("#reply", Markdown)
+
+        def shown() -> str:
+            return markdown.source
+
+        lags: list[int] = []
+        in_order = True
+        echoes: list[float] = []
+        while gateway.done is None:
+            typed = len(prompt.text)
+            pressed = time.perf_counter()
+            app.post_message(events.Key("x", "x"))
+            await until(partial(echoed, prompt, typed), pressed, step=0.0005)
+            echoes.append((time.perf_counter() - pressed) * 1000)
+            source = shown()
+            in_order = in_order and text.startswith(source)
+            lags.append(gateway.sent - len(source))
+            await asyncio.sleep(KEY_EVERY_S)
+        sent_done = gateway.done
+        backlog = await until(lambda: shown() == text, sent_done, step=0.001)
+        await app.agent.when_idle()
+        final = reply.copy_text == text and shown() == text
+    echoes.sort()
+    return {
+        "chars": len(text),
+        "stream_s": round(sent_done - start, 2),
+        "all_shown_in_order": final and in_order,
+        "backlog_at_end_s": round(backlog, 4),
+        "lag_chars_median": statistics.median(lags),
+        "lag_chars_max": max(lags),
+        "keys": len(echoes),
+        "key_echo_p50_ms": round(statistics.median(echoes), 2),
+        "key_echo_p95_ms": round(echoes[int(len(echoes) * 0.95) - 1], 2),
+        "key_echo_max_ms": round(echoes[-1], 2),
+    }
+
+
+def streaming_reply(screen: Screen[Any]) -> AssistantMessage | None:
+    """The reply being streamed, once its Markdown is mounted."""
+    for reply in screen.query(AssistantMessage):
+        entry = reply.entry
+        if isinstance(entry, AssistantEntry) and entry.streaming and reply.query("#reply"):
+            return reply
+    return None
+
+
+def echoed(prompt: PromptInput, typed: int) -> bool:
+    return len(prompt.text) > typed
+
+
+SAMPLES = {"first_paint": first_paint, "scroll": scroll_to_start, "streaming": streaming}
+
+
+# --- the parent: build the sessions, run the samples in child processes, take medians ---------
+
+
+async def build(db: Path, turns: int) -> str:
+    events = make_events(turns * TURN_EVENTS)
+    assert sum(isinstance(e.data, TurnStart) for e in events) == turns
+    async with SQLiteStore(db) as store:
+        info = await store.create(cwd=tempfile.gettempdir())
+        for i in range(0, len(events), 5_000):
+            await store.append(info.id, events[i : i + 5_000])
+        await store.flush(info.id)
+        return info.id
+
+
+def sample(kind: str, variant: str, db: Path, session_id: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "tests.bench.tui", "--sample", kind, variant, str(db), session_id]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} {variant} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def medians(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in samples[0].items():
+        values = [s[name] for s in samples]
+        if isinstance(value, bool):
+            out[name] = all(values)
+        elif isinstance(value, int | float):
+            out[name] = round(statistics.median(values), 4)
+    out["samples"] = len(samples)
+    return out
+
+
+def main(rounds: int = ROUNDS, memory_rounds: int = MEMORY_ROUNDS) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        sessions = {}
+        for turns in SIZES:
+            db = Path(tmp) / f"{turns}.sqlite"
+            sessions[turns] = (db, asyncio.run(build(db, turns)))
+        paints: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        streams: dict[str, list[dict[str, Any]]] = {}
+        scrolls: dict[str, list[dict[str, Any]]] = {}
+        for round_ in range(rounds):
+            for variant in VARIANTS:  # interleaved: each round runs both
+                for turns in WHOLE_LOG_SIZES if variant == "whole-log" else SIZES:
+                    db, sid = sessions[turns]
+                    paints.setdefault((variant, turns), []).append(
+                        sample("first_paint", variant, db, sid)
+                    )
+                db, sid = sessions[SIZES[0]]
+                streams.setdefault(variant, []).append(sample("streaming", variant, db, sid))
+                if round_ < memory_rounds and variant == "tail":
+                    db, sid = sessions[SIZES[-1]]
+                    scrolls.setdefault(variant, []).append(sample("scroll", variant, db, sid))
+    result: dict[str, Any] = {"rounds": rounds, "variants": {}}
+    for variant in VARIANTS:
+        paint = {str(t): medians(found) for (v, t), found in paints.items() if v == variant}
+        stream = medians(streams[variant])
+        if variant == "whole-log":
+            result["variants"][variant] = {"first_paint": paint, "streaming": stream}
+            continue
+        small, large = paint[str(SIZES[0])]["paint_s"], paint[str(SIZES[-1])]["paint_s"]
+        scroll = medians(scrolls[variant])
+        result["variants"][variant] = {
+            "first_paint": paint,
+            "paint_ratio_10k_to_100": round(large / small, 2),
+            "streaming": stream,
+            "scroll_to_start_10k": scroll,
+            "targets_met": {
+                "paint_within_2x": large <= 2 * small,
+                "paint_under_1_5_s": large < 1.5,
+                "streaming_no_backlog": stream["all_shown_in_order"]
+                and stream["backlog_at_end_s"] < 0.5,
+                "key_echo_p95_under_50_ms": stream["key_echo_p95_ms"] < 50,
+                "memory_growth_under_100_mb": scroll["reached_start"]
+                and scroll["growth_from_paint_mb"] < 100,
+            },
+        }
+    return result
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", nargs=4, metavar=("KIND", "VARIANT", "DB", "SESSION"))
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args()
+    if args.sample:
+        kind, variant, db, session_id = args.sample
+        print(json.dumps(asyncio.run(SAMPLES[kind](variant, Path(db), session_id))))
+    else:
+        print(json.dumps(main(args.rounds), indent=2))

@@ -1,0 +1,77 @@
+"""Entries a person works with: a focused entry copies its logical text, long tool output starts
+collapsed and expands on Enter, and one-line entries read as `trellis show` words them."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from app.tui.widgets.entries import LineEntry, ToolCard, UserMessage
+from app.tui.widgets.transcript_view import TranscriptView
+from replay.entries import GcEntry, RetryEntry
+from replay.transcript import Transcript, transcript_of
+from replay.wording import gc_line, retry_line
+from tests.bench.store import make_events
+
+
+class EntriesApp(App[None]):
+    """One stored turn (a prompt and two tool steps of 40 output lines each), nothing else."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        super().__init__()
+        self.transcript = transcript
+
+    def compose(self) -> ComposeResult:
+        yield TranscriptView(self.transcript)
+
+
+def one_turn() -> Transcript:
+    return transcript_of(make_events(13))
+
+
+async def test_a_focused_entry_copies_its_logical_text() -> None:
+    app = EntriesApp(one_turn())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        user = app.query_one(UserMessage)
+        user.focus()
+        await pilot.press("c")
+        assert app.clipboard == "Please look at module 1 and fix the tests."
+        card = app.query(ToolCard).first()
+        card.focus()
+        await pilot.press("c")
+        assert app.clipboard.endswith("x = 1\n" * 40)  # the whole result, not the collapsed view
+
+
+async def test_long_tool_output_starts_collapsed_and_expands_on_enter() -> None:
+    app = EntriesApp(one_turn())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        card = app.query(ToolCard).first()
+        output = card.query_one("#output", Static)
+
+        def lines() -> list[str]:
+            return str(output.render()).splitlines()
+
+        assert len(lines()) == 13
+        assert "… 28 more lines (Enter expands)" in lines()
+        card.focus()
+        await pilot.press("enter")
+        assert lines() == ["x = 1"] * 40
+        await pilot.press("enter")
+        assert len(lines()) == 13
+
+
+def test_one_line_entries_read_as_trellis_show_words_them() -> None:
+    gc = GcEntry(
+        key="gc:1",
+        seq=1,
+        areas=("watch#2",),
+        earliest=0,
+        reclaimed=(3, 4),
+        promoted=(),
+        carried=(5,),
+    )
+    retry = RetryEntry(key="retry:1", seq=2, turn=1, step=1, attempt=2, reason="timeout")
+    assert LineEntry(gc).copy_text == f"♻ {gc_line(gc)}"
+    assert LineEntry(retry).copy_text == f"↻ {retry_line(retry)}"
