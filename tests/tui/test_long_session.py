@@ -41,10 +41,10 @@ async def opened(app: ConsoleTestApp, pilot: Pilot[None]) -> TranscriptView:
     return app.main.query_one(TranscriptView)
 
 
-def whole_log_keys(app: ConsoleTestApp) -> list[str]:
+async def whole_log_keys(app: ConsoleTestApp) -> list[str]:
     """The entries of the whole log projected at once (the Agent's log: the stored events and
-    the model binding it appended on opening)."""
-    return [entry.key for entry in transcript_of(app.live.log).entries]
+    the model binding it appended on opening, read by range)."""
+    return [entry.key for entry in transcript_of(await app.live.read_log()).entries]
 
 
 async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the_window(
@@ -59,7 +59,7 @@ async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the
         # only the tail was read and projected, not the 300 turns
         numbers = [e.number for e in view.transcript.entries if isinstance(e, TurnEntry)]
         assert numbers == list(range(300 - TAIL_TURNS + 1, 301))
-        keys = whole_log_keys(app)
+        keys = await whole_log_keys(app)
         assert [w.key for w in mounted] == keys[-len(mounted) :]
         last_turn = next(w for w in mounted if w.key == "turn:300")
         assert view.scroll_y == view.max_scroll_y, "the view opens at the end"
@@ -73,7 +73,7 @@ async def test_scrolling_to_the_top_loads_older_entries_in_order(
     app = ConsoleTestApp(workspace, data, [], session_id=session_id)
     async with app.run_test(size=(100, 30)) as pilot:
         view = await opened(app, pilot)
-        keys = whole_log_keys(app)
+        keys = await whole_log_keys(app)
         view.focus()
         seen: list[str] = [w.key for w in view.entry_widgets()]
         for _ in range(100):
