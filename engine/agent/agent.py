@@ -552,12 +552,14 @@ class Agent:
         finally:
             self._turn = None
             rt.assembler.end_turn()
-            handle.finish(TurnOutcome(number, turn.end_reason, turn.end_message))
             try:
                 await rt.session.flush()  # checkpoint: turn end
             except Exception as exc:
                 log.exception("session %s: flush at turn end failed", self.session_id)
                 rt.report_error(number, f"Saving the session failed: {exc}")
+            # after the checkpoint: whoever awaits the outcome (an ACP prompt's answer, a headless
+            # run's exit) may rely on the turn's end being in the store
+            handle.finish(TurnOutcome(number, turn.end_reason, turn.end_message))
 
     def _title(self, prompt: str) -> None:
         """spec: the title is the first line of the first prompt, trimmed (the admitted prompt,

@@ -8,6 +8,7 @@ flush transactions instead of six.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
@@ -48,3 +49,23 @@ async def test_a_turn_with_one_tool_call_flushes_four_times(
     assert turn[3] == ["assistant/message", "step/end", "turn/end"]
     log = await stored_log(store, agent.session_id)
     assert [e.seq for e in log] == list(range(len(log)))
+
+
+async def test_a_turn_outcome_is_given_only_once_its_end_is_stored(
+    make_agent: MakeAgent, store: FlakyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ACP prompt answers from the outcome, and a client then reads the store: the turn's end
+    must already be committed (it once was flushed just after the outcome was handed out)."""
+    committed: list[str] = []
+    append = SQLiteStore.append
+
+    async def recording(self: SQLiteStore, session_id: str, events: Sequence[Event]) -> None:
+        await asyncio.sleep(0.05)  # a busy disk: the commit takes a while
+        await append(self, session_id, events)
+        committed.extend(e.type for e in events)
+
+    monkeypatch.setattr(SQLiteStore, "append", recording)
+    agent = await make_agent([Reply(text="done")])
+    outcome = await agent.send("go")
+    assert outcome is not None
+    assert "turn/end" in committed
