@@ -2,7 +2,7 @@
 
 POSIX names and arguments are bytes. Python decodes them with `surrogateescape`, so a byte that is
 not UTF-8 arrives as a lone surrogate (0xE9 as U+DCE9), which no JSON event can hold. Such a
-character is written `\\xe9` (any other lone surrogate `\\udXXX`) and, so that the escape is never
+character is written `\\xe9` (any other lone surrogate `\\ud` and its three hex digits) and, so that the escape is never
 ambiguous, a backslash is written `\\\\`. `unescape_os_text` undoes exactly that, so a name the model
 was shown leads back to the same bytes.
 """

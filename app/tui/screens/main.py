@@ -44,6 +44,7 @@ from engine.events import (
     AgentStatus,
     Attachment,
     Event,
+    Figures,
     GcCollect,
     ModelBind,
     OutboxChanged,
@@ -51,6 +52,7 @@ from engine.events import (
     StepEnd,
     StepStart,
 )
+from engine.session import READ_CHUNK
 from replay.transcript import Transcript
 
 NARROW = 100
@@ -121,7 +123,10 @@ class MainScreen(Screen[None]):
         status.model = model.name
         status.egress = model.egress.name
         status.status = agent.status
-        self._catch_up(await agent.read_log(0, from_seq))
+        totals = _CatchUp()
+        for start in range(0, from_seq, READ_CHUNK):  # chunked: the whole log is never held
+            totals.take(await agent.read_log(start, min(from_seq, start + READ_CHUNK)))
+        self._catch_up(totals)
         self._refresh_panel()
         prompt = self.query_one(PromptInput)
         prompt.disabled = False
@@ -129,29 +134,16 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         await bridge(agent, self, from_seq=from_seq)
 
-    def _catch_up(self, events: Sequence[Event]) -> None:
-        """What the status line and the GC log show of the events not bridged: the token totals,
-        the last request's figures, every collection (one pass, each widget set once)."""
+    def _catch_up(self, totals: _CatchUp) -> None:
+        """What the status line and the GC log show of the events not bridged (each widget set
+        once)."""
         status = self.query_one(StatusLine)
-        figures = None
-        step = 0
-        collections: list[GcRow] = []
-        for event in events:
-            match event.data:
-                case StepStart():
-                    figures = event.data.figures
-                case StepEnd(usage=usage):
-                    step = usage.input_tokens + usage.output_tokens
-                    self._session_tokens += step
-                case GcCollect() as collected:
-                    collections.append(GcRow.of(collected))
-                case _:
-                    pass
-        if figures is not None:
-            status.chars, status.cap = figures.chars, figures.cap
-        status.step_tokens, status.session_tokens = step, self._session_tokens
-        if collections:
-            self.query_one(SidePanel).collections = tuple(collections)
+        self._session_tokens += totals.session_tokens
+        if totals.figures is not None:
+            status.chars, status.cap = totals.figures.chars, totals.figures.cap
+        status.step_tokens, status.session_tokens = totals.step_tokens, self._session_tokens
+        if totals.collections:
+            self.query_one(SidePanel).collections = tuple(totals.collections)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Cancelling and inspecting need the Agent: disabled while the session opens."""
@@ -298,3 +290,27 @@ class MainScreen(Screen[None]):
         current = assemblies[-1] if assemblies else self.agent.last_assembly
         previous = assemblies[-2] if len(assemblies) > 1 else None
         self.app.push_screen(ContextInspector(current, previous))
+
+
+class _CatchUp:
+    """The token totals, the last request's figures and every collection of the events a screen
+    did not bridge, folded one chunk of the log at a time."""
+
+    def __init__(self) -> None:
+        self.figures: Figures | None = None
+        self.step_tokens = 0
+        self.session_tokens = 0
+        self.collections: list[GcRow] = []
+
+    def take(self, events: Sequence[Event]) -> None:
+        for event in events:
+            match event.data:
+                case StepStart():
+                    self.figures = event.data.figures
+                case StepEnd(usage=usage):
+                    self.step_tokens = usage.input_tokens + usage.output_tokens
+                    self.session_tokens += self.step_tokens
+                case GcCollect() as collected:
+                    self.collections.append(GcRow.of(collected))
+                case _:
+                    pass
