@@ -10,41 +10,36 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import aiosqlite
 
-from engine.collector import collector_paused
 from engine.events import (
     Event,
-    EventDecodeError,
-    UnknownEventTypeError,
-    decode_rows,
-    make_event,
 )
-from engine.invariants import InvariantError, LogState
+from engine.invariants import LogState
 from engine.store.base import LoadedSession, SessionInfo, SessionPage
-from engine.store.catalog import INFO_COLUMNS, info_of, list_sessions
-from engine.store.errors import (
-    AmbiguousSessionError,
-    LeaseError,
-    StoreError,
-    UnknownSessionError,
-)
+from engine.store.catalog import list_sessions
+from engine.store.errors import LeaseError, StoreError
 from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
+from engine.store.log_view import decode, decode_and_check, repair, repair_view
+from engine.store.queries import (
+    MAX_SEQ,
+    SELECT_EVENTS,
+    last_turns_rows,
+    open_turn_rows,
+    range_rows,
+    resolve_session,
+    session_info,
+)
 from engine.store.sqlite_db import SQLiteDatabase
 from engine.store.sqlite_writes import LogWrites
 from engine.store.staging import StagedLog, rows_of
-
-_SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
-_MAX_SEQ = 2**63 - 1
-_AMBIGUOUS_SHOWN = 5  # candidates an ambiguous prefix error names
 
 
 class SQLiteStore:
@@ -107,14 +102,7 @@ class SQLiteStore:
         await self.close()
 
     async def _info(self, conn: aiosqlite.Connection, session_id: str) -> SessionInfo:
-        rows = list(
-            await conn.execute_fetchall(
-                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            )
-        )
-        if not rows:
-            raise UnknownSessionError(f"{self.path}: no session with id {session_id!r}")
-        return info_of(rows[0])
+        return await session_info(self._db.fetch_on(conn), session_id, str(self.path))
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -213,7 +201,7 @@ class SQLiteStore:
         await self._take_lease(session_id)
         try:
             info, events, state = await self._read_whole(session_id, "loading")
-            repaired = self._repair(state, self._clock())
+            repaired = repair(state, self._clock())
             if repaired:
                 now = self._clock()
                 stored = len(events)
@@ -238,69 +226,23 @@ class SQLiteStore:
         `info` describes what is stored, so its `event_count` excludes the repair.
         """
         info, events, state = await self._read_whole(session_id, "inspecting")
-        repaired = self._repair(state, events[-1].time if events else 0.0)
+        repaired = repair(state, events[-1].time if events else 0.0)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
-
-    @staticmethod
-    def _repair(state: LogState, at: float) -> list[Event]:
-        """DESIGN.md, "Store": close an interrupted turn without truncating it.
-
-        `load` stamps the repair with the time it writes it; the views that only compute it
-        (`inspect`, `read`, `read_last_turns`) with the time of the last stored event, so every
-        view of one stored log shows the same tail, however often it is read.
-        """
-        return [
-            make_event(payload, state.next_seq + i, at)
-            for i, payload in enumerate(state.closing_payloads())
-        ]
 
     async def _open_turn_repair(self, conn: aiosqlite.Connection, session_id: str) -> list[Event]:
         """The repair `inspect` shows, computed from the open turn alone (none if no turn is
         open), so a range read costs what the range and the last turn cost, not the whole log."""
-        markers = list(
-            await conn.execute_fetchall(
-                "SELECT seq, type FROM events WHERE session_id = ? "
-                "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                (session_id,),
-            )
-        )
-        if not markers or markers[0][1] != "turn/start":
-            return []
-        rows = await conn.execute_fetchall(
-            f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, markers[0][0])
-        )
-        return self._repair_view(self._decode(session_id, rows))
-
-    def _repair_view(self, events: list[Event]) -> list[Event]:
-        """The computed repair of `events`, a stored log's tail from a `turn/start` on (or the
-        whole log when it has no turn)."""
-        return self._repair(LogState.following(events), events[-1].time) if events else []
+        rows = await open_turn_rows(self._db.fetch_on(conn), session_id)
+        return repair_view(decode(str(self.path), session_id, rows))
 
     async def _read_whole(
         self, session_id: str, action: str
     ) -> tuple[SessionInfo, list[Event], LogState]:
         async with self._db.transaction(f"{action} session {session_id}", write=False) as conn:
             info = await self._info(conn, session_id)
-            rows = await conn.execute_fetchall(f"{_SELECT_EVENTS} ORDER BY seq", (session_id,))
+            rows = await conn.execute_fetchall(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
         # Decoding a long log is CPU work; a worker thread keeps the event loop responsive.
-        return await asyncio.to_thread(self._decode_and_check, info, rows)
-
-    def _decode_and_check(
-        self, info: SessionInfo, rows: Iterable[Any]
-    ) -> tuple[SessionInfo, list[Event], LogState]:
-        events = self._decode(info.id, rows)
-        try:
-            state = LogState.of(events)
-        except InvariantError as exc:
-            raise StoreError(f"{self.path}: session {info.id!r} is corrupt: {exc}") from exc
-        return info, events, state
-
-    def _decode(self, session_id: str, rows: Iterable[Any]) -> list[Event]:
-        try:
-            with collector_paused():
-                return decode_rows(rows)
-        except (UnknownEventTypeError, EventDecodeError) as exc:
-            raise StoreError(f"{self.path}: session {session_id!r}: {exc}") from exc
+        return await asyncio.to_thread(decode_and_check, str(self.path), info, rows)
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -310,17 +252,14 @@ class SQLiteStore:
         staged events are not included. Raises `ValueError` for a negative start."""
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
-        last = _MAX_SEQ if end is None else end
+        last = MAX_SEQ if end is None else end
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
             info = await self._info(conn, session_id)
-            rows = await conn.execute_fetchall(
-                f"{_SELECT_EVENTS} AND seq >= ? AND seq <= ? ORDER BY seq",
-                (session_id, start, last),
-            )
+            rows = await range_rows(self._db.fetch_on(conn), session_id, start, last)
             # a repair follows the stored events, so only a range reaching past them shows it
             reaches_repair = last >= info.event_count
             repaired = await self._open_turn_repair(conn, session_id) if reaches_repair else []
-        events = self._decode(session_id, rows)
+        events = decode(str(self.path), session_id, rows)
         return events + [e for e in repaired if start <= e.seq <= last]
 
     async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
@@ -331,19 +270,9 @@ class SQLiteStore:
             raise ValueError(f"turns must be >= 1, got {turns}")
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
             await self._info(conn, session_id)
-            starts = list(
-                await conn.execute_fetchall(
-                    "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' "
-                    "ORDER BY seq DESC LIMIT 1 OFFSET ?",
-                    (session_id, turns - 1),
-                )
-            )
-            first = starts[0][0] if starts else 0
-            rows = await conn.execute_fetchall(
-                f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, first)
-            )
-        events = self._decode(session_id, rows)
-        return [*events, *self._repair_view(events)]  # the events start at a turn/start
+            rows = await last_turns_rows(self._db.fetch_on(conn), session_id, turns)
+        events = decode(str(self.path), session_id, rows)
+        return [*events, *repair_view(events)]  # the events start at a turn/start
 
     async def info(self, session_id: str) -> SessionInfo:
         async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
@@ -351,30 +280,7 @@ class SQLiteStore:
 
     async def resolve(self, id_or_prefix: str) -> SessionInfo:
         async with self._db.transaction(f"finding session {id_or_prefix}", write=False) as conn:
-            exact = list(
-                await conn.execute_fetchall(
-                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,)
-                )
-            )
-            if exact:
-                return info_of(exact[0])
-            # ids sort, so those with the prefix follow it directly in the primary key
-            rows = list(
-                await conn.execute_fetchall(
-                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?",
-                    (id_or_prefix, _AMBIGUOUS_SHOWN + 1),
-                )
-            )
-        found = [row for row in rows if id_or_prefix and str(row[0]).startswith(id_or_prefix)]
-        if not found:
-            raise UnknownSessionError(f"{self.path}: no session with id {id_or_prefix!r}")
-        if len(found) > 1:
-            names = ", ".join(str(row[0]) for row in found[:_AMBIGUOUS_SHOWN])
-            more = ", ..." if len(found) > _AMBIGUOUS_SHOWN else ""
-            raise AmbiguousSessionError(
-                f"{self.path}: session id prefix {id_or_prefix!r} is ambiguous: {names}{more}"
-            )
-        return info_of(found[0])
+            return await resolve_session(self._db.fetch_on(conn), id_or_prefix, str(self.path))
 
     async def list(
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
@@ -383,7 +289,8 @@ class SQLiteStore:
 
         Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
         """
-        return await list_sessions(self._db, cwd=cwd, limit=limit, cursor=cursor)
+        async with self._db.transaction("listing sessions", write=False) as conn:
+            return await list_sessions(self._db.fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
 
     # --- fork and delete ------------------------------------------------------------------------
 
@@ -399,9 +306,10 @@ class SQLiteStore:
         now = self._clock()
         async with self._db.transaction(f"forking session {session_id}") as conn:
             parent = await self._info(conn, session_id)
-            await check_fork_point(conn, parent, at_seq)
-            title = await value_at(conn, parent, at_seq, "session/title", "title")
-            model = await value_at(conn, parent, at_seq, "model/bind", "model")
+            fetch = self._db.fetch_on(conn)
+            await check_fork_point(fetch, parent, at_seq)
+            title = await value_at(fetch, parent, at_seq, "session/title", "title")
+            model = await value_at(fetch, parent, at_seq, "model/bind", "model")
             await conn.execute(
                 "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
                 "updated, event_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
