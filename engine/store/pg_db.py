@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -20,7 +20,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.store.pg_schema import migrate, quote_ident
+from engine.store.pg_schema import Connection, migrate, quote_ident
 from engine.store.queries import Fetch, Rows, numbered
 
 CONNECT_TIMEOUT = 10.0
@@ -28,7 +28,6 @@ CONNECT_TIMEOUT = 10.0
 POOL_SIZE = 4
 """Connections one store keeps: concurrent reads and a flush need not wait for each other."""
 
-Connection = asyncpg.Connection[asyncpg.Record]
 
 _LOCKED = (
     asyncpg.exceptions.LockNotAvailableError,
@@ -53,7 +52,7 @@ def fetch_on(conn: Connection) -> Fetch:
     """The shared queries' `Fetch` on one connection (engine.store.queries)."""
 
     async def fetch(sql: str, params: Sequence[Any]) -> Rows:
-        return await conn.fetch(numbered(sql), *params)
+        return cast(Rows, await conn.fetch(numbered(sql), *params))  # a Record is a sequence
 
     return fetch
 

@@ -18,12 +18,12 @@ import asyncpg
 
 from engine.store.errors import LeaseError, UnknownSessionError
 from engine.store.lease import LeaseHolder, StoredLease, process_alive
+from engine.store.pg_schema import Connection
 
 log = logging.getLogger(__name__)
 
-Connection = asyncpg.Connection[asyncpg.Record]
 
-NOW = "extract(epoch FROM clock_timestamp())"
+NOW = "extract(epoch FROM clock_timestamp())::double precision"
 """The server's time in Unix seconds: every host's lease is judged by one clock."""
 
 DEFAULT_TTL = 30.0

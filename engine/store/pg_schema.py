@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeAlias
 
 import asyncpg
 
 from engine.store.errors import SchemaVersionError
 
-Connection = asyncpg.Connection[asyncpg.Record]
+Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+"""A connection of a store's pool (the stubs' generic; not subscriptable at run time)."""
 
 DEFAULT_SCHEMA = "trellis"
 """The PostgreSQL schema the tables live in, beside whatever else the database holds."""

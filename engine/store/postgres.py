@@ -1,0 +1,454 @@
+"""`PostgresStore`: the `SessionStore` on a PostgreSQL server (asyncpg), for several `trellis serve`
+processes, on several hosts, sharing sessions.
+
+Open it with `async with PostgresStore(url) as store:`. The same contract suite as `SQLiteStore`
+runs against it (tests/store/test_contract.py). Beyond the contract it follows a session written
+by another process (`follow`): every flush notifies the session's id and last seq on commit, and a
+follower reads the events by range.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import suppress
+from dataclasses import replace
+from types import TracebackType
+
+import asyncpg
+
+from engine.events import Event
+from engine.invariants import LogState
+from engine.store import pg_lease
+from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.catalog import list_sessions
+from engine.store.errors import LeaseError, SequenceError, StoreError
+from engine.store.fork import check_fork_point, value_at
+from engine.store.lease import LeaseHolder
+from engine.store.log_view import decode, decode_and_check, repair, repair_view
+from engine.store.pg_db import PostgresDatabase, fetch_on
+from engine.store.pg_follow import Listener
+from engine.store.pg_schema import DEFAULT_SCHEMA, Connection
+from engine.store.queries import (
+    MAX_SEQ,
+    SELECT_EVENTS,
+    last_turns_rows,
+    numbered,
+    open_turn_rows,
+    range_rows,
+    resolve_session,
+    session_info,
+)
+from engine.store.staging import Batch, Row, StagedLog, rows_of
+
+log = logging.getLogger(__name__)
+
+INSERT_EVENTS = "INSERT INTO events (session_id, seq, time, type, data) VALUES ($1, $2, $3, $4, $5)"
+_ADVANCE = (
+    "UPDATE sessions SET event_count = $2, updated = $3, title = coalesce($4, title), "
+    "model = coalesce($5, model) WHERE id = $1 AND event_count = $6 "
+    "RETURNING pg_notify($7, $1 || ' ' || ($2 - 1))"
+)
+_FOLLOW_CHUNK = 1000
+
+
+class PostgresStore:
+    """Durable session logs in one PostgreSQL schema (see `SessionStore` for the contract).
+
+    `password` is the server's password (never in `url`; None: `PGPASSFILE` or none). `schema`
+    is where the tables live. A lease lives `lease_ttl` seconds past its holder's last heartbeat;
+    the holder renews it every third of that while it runs, and on every flush.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        password: str | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        busy_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+        lease_ttl: float = pg_lease.DEFAULT_TTL,
+    ) -> None:
+        self._db = PostgresDatabase(
+            url, password=password, schema=schema, busy_timeout=busy_timeout
+        )
+        self.shown = self._db.shown
+        self._clock = clock
+        self._ttl = lease_ttl
+        self._holder = LeaseHolder()
+        self._writers: dict[str, StagedLog] = {}
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._listener = Listener(self._db)
+
+    @property
+    def channel(self) -> str:
+        """The notification channel of this store's schema."""
+        return f"trellis_events.{self._db.schema}"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> PostgresStore:
+        """Connect and migrate the schema; start renewing the leases this store will hold."""
+        await self._db.open()
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.create_task(self._beat(), name="trellis lease heartbeat")
+        return self
+
+    async def close(self) -> None:
+        """Flush what is staged, give back every lease, close the connections; idempotent."""
+        if not self._db.is_open:
+            return
+        try:
+            await self.flush()
+        finally:
+            try:
+                await self._stop_heartbeat()
+                if self._writers:
+                    async with self._db.transaction("releasing leases") as conn:
+                        await pg_lease.drop(conn, self._holder)
+            finally:
+                self._writers.clear()
+                await self._listener.close()
+                await self._db.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _stop_heartbeat(self) -> None:
+        task, self._heartbeat = self._heartbeat, None
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+    async def _beat(self) -> None:
+        """Renew this store's leases every third of their time to live; a lease found taken
+        over is forgotten here (its next flush would be refused anyway)."""
+        while True:
+            await asyncio.sleep(self._ttl / 3)
+            if not self._writers:
+                continue
+            try:
+                async with self._db.transaction("renewing leases") as conn:
+                    held = await pg_lease.heartbeat(conn, self._holder, self._ttl)
+            except StoreError as exc:
+                log.warning("%s", exc)  # the server is away: try again at the next beat
+                continue
+            for session_id in [sid for sid in self._writers if sid not in held]:
+                log.warning("session %s: the writer lease was taken over", session_id)
+
+    # --- writing --------------------------------------------------------------------------------
+
+    async def create(
+        self, *, cwd: str, title: str = "", model: str = "", session_id: str | None = None
+    ) -> SessionInfo:
+        """A new empty session, leased to this store."""
+        sid = session_id or uuid.uuid4().hex
+        now = self._clock()
+        async with self._db.transaction(f"creating session {sid}") as conn:
+            created = await conn.fetchval(
+                "INSERT INTO sessions (id, cwd, title, model, created, updated) "
+                "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING RETURNING 1",
+                sid,
+                cwd,
+                title,
+                model,
+                now,
+            )
+            if not created:
+                raise StoreError(f"{self.shown}: a session with id {sid!r} already exists")
+            await pg_lease.take(conn, self._holder, sid, self._ttl, self.shown)
+        self._writers[sid] = StagedLog.at(sid, 0, LogState())
+        return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
+
+    async def append(self, session_id: str, events: Sequence[Event]) -> None:
+        """Stage a batch; it must continue the stored and staged log and keep its invariants.
+
+        Raises `LeaseError` unless this store holds the session's lease, `SequenceError` for a seq
+        gap or overlap or a broken invariant; a refused batch stages nothing.
+        """
+        writer = self._writers.get(session_id)
+        if writer is None:
+            await self.info(session_id)  # an unknown id is UnknownSessionError, not a lease problem
+            raise LeaseError(
+                f"{self.shown}: this store does not hold the writer lease of session "
+                f"{session_id!r}; load it first"
+            )
+        writer.stage(events)
+
+    async def flush(self, session_id: str | None = None) -> None:
+        """Write every staged batch (of one session, or of all) in one transaction and commit.
+
+        Each session's lease is checked inside the transaction (fencing); on any failure nothing
+        is written, the staged batches are discarded, and a `StoreError` says why.
+        """
+        ids = list(self._writers) if session_id is None else [session_id]
+        batches = [w for sid in ids if (w := self._writers.get(sid)) and w.rows]
+        if not batches:
+            return
+        taken = [(w, w.take()) for w in batches]
+        now = self._clock()
+        try:
+            await _to_its_end(asyncio.ensure_future(self._write_batches(taken, now)))
+        except BaseException:
+            for w, _ in taken:
+                w.discard()
+            raise
+        for w, batch in taken:
+            w.stored_batch(batch)
+
+    async def _write_batches(self, taken: Sequence[tuple[StagedLog, Batch]], now: float) -> None:
+        async with self._db.transaction("flushing events") as conn:
+            for w, batch in taken:
+                await self._extend(
+                    conn, w.session_id, w.stored, batch.rows, now, batch.title, batch.model
+                )
+
+    async def _extend(
+        self,
+        conn: Connection,
+        session_id: str,
+        stored: int,
+        rows: Sequence[Row],
+        now: float,
+        title: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Append `rows` after the `stored` events, if this store still holds the lease and the
+        stored log is the one they extend; commit notifies followers of the last seq."""
+        await pg_lease.fence(conn, self._holder, session_id, self._ttl, self.shown)
+        advanced = await conn.fetch(
+            _ADVANCE, session_id, stored + len(rows), now, title, model, stored, self.channel
+        )
+        if not advanced:
+            count = await conn.fetchval(
+                "SELECT event_count FROM sessions WHERE id = $1", session_id
+            )
+            raise SequenceError(
+                f"{self.shown}: session {session_id!r} has {count} stored events, "
+                f"this writer expected {stored}"
+            )
+        await conn.executemany(INSERT_EVENTS, rows)
+
+    # --- leases ---------------------------------------------------------------------------------
+
+    async def _drop_lease(self, session_id: str) -> None:
+        self._writers.pop(session_id, None)
+        async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
+            await pg_lease.drop(conn, self._holder, session_id)
+
+    async def release(self, session_id: str) -> None:
+        """Flush the session's staged batches, then give its lease back (no-op if not held).
+
+        If the flush fails the lease is kept, so the writer can stage and flush again.
+        """
+        if session_id not in self._writers:
+            return
+        await self.flush(session_id)
+        await self._drop_lease(session_id)
+
+    # --- loading --------------------------------------------------------------------------------
+
+    async def load(self, session_id: str) -> LoadedSession:
+        """The whole log, for writing: takes the lease and commits the repair of an open turn.
+
+        Reloading a session this store already holds starts again from what is stored; staged
+        batches are dropped.
+        """
+        self._writers.pop(session_id, None)
+        async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
+            await pg_lease.take(conn, self._holder, session_id, self._ttl, self.shown)
+        try:
+            info, events, state = await self._read_whole(session_id, "loading")
+            repaired = repair(state, self._clock())
+            if repaired:
+                now = self._clock()
+                stored = len(events)
+                async with self._db.transaction(f"repairing session {session_id}") as conn:
+                    await self._extend(conn, session_id, stored, rows_of(session_id, repaired), now)
+                for event in repaired:
+                    state.apply(event)
+                info = replace(info, event_count=stored + len(repaired), updated=now)
+        except BaseException:
+            with suppress(StoreError):
+                await self._drop_lease(session_id)
+            raise
+        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
+        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    async def inspect(self, session_id: str) -> LoadedSession:
+        """The whole log, for reading: no lease; the repair is computed but not written.
+
+        `info` describes what is stored, so its `event_count` excludes the repair.
+        """
+        info, events, state = await self._read_whole(session_id, "inspecting")
+        repaired = repair(state, events[-1].time if events else 0.0)
+        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    async def _read_whole(
+        self, session_id: str, action: str
+    ) -> tuple[SessionInfo, list[Event], LogState]:
+        # one snapshot: the row and the events agree even while a writer flushes
+        async with self._db.transaction(f"{action} session {session_id}") as conn:
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            info = await session_info(fetch_on(conn), session_id, self.shown)
+            rows = await conn.fetch(f"{_numbered_select()} ORDER BY seq", session_id)
+        return await asyncio.to_thread(decode_and_check, self.shown, info, rows)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
+        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
+        shows it: stored events, then the repair of an interrupted tail (computed, not written);
+        staged events are not included. Raises `ValueError` for a negative start."""
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start}")
+        last = MAX_SEQ if end is None else end
+        async with self._db.transaction(f"reading session {session_id}") as conn:
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            fetch = fetch_on(conn)
+            info = await session_info(fetch, session_id, self.shown)
+            rows = await range_rows(fetch, session_id, start, last)
+            # a repair follows the stored events, so only a range reaching past them shows it
+            tail = await open_turn_rows(fetch, session_id) if last >= info.event_count else []
+        events = decode(self.shown, session_id, rows)
+        repaired = repair_view(decode(self.shown, session_id, tail))
+        return events + [e for e in repaired if start <= e.seq <= last]
+
+    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
+        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
+        has fewer turns), shown as `inspect` shows an interrupted tail."""
+        if turns < 1:
+            raise ValueError(f"turns must be >= 1, got {turns}")
+        async with self._db.transaction(f"reading session {session_id}") as conn:
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            fetch = fetch_on(conn)
+            await session_info(fetch, session_id, self.shown)
+            rows = await last_turns_rows(fetch, session_id, turns)
+        events = decode(self.shown, session_id, rows)
+        return [*events, *repair_view(events)]  # the events start at a turn/start
+
+    async def info(self, session_id: str) -> SessionInfo:
+        async with self._db.transaction(f"reading session {session_id}") as conn:
+            return await session_info(fetch_on(conn), session_id, self.shown)
+
+    async def resolve(self, id_or_prefix: str) -> SessionInfo:
+        async with self._db.transaction(f"finding session {id_or_prefix}") as conn:
+            return await resolve_session(fetch_on(conn), id_or_prefix, self.shown)
+
+    async def list(
+        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
+
+        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
+        """
+        async with self._db.transaction("listing sessions") as conn:
+            return await list_sessions(fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
+
+    # --- following ------------------------------------------------------------------------------
+
+    async def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
+        """The stored events from `from_seq`, then each event as another process (or this one)
+        commits it, in order, with no gap and no duplicate; it never ends by itself.
+
+        Woken by the notification each flush sends on commit, not by polling: the listener is
+        subscribed before the first read, so a flush between the read and the wait still wakes
+        it. Raises `UnknownSessionError` for an unknown session, `FollowError` if the
+        notification connection is lost (nothing after the last event yielded is skipped: follow
+        again from there).
+        """
+        next_seq = max(from_seq, 0)
+        async with self._listener.watch(self.channel, session_id) as wakeup:
+            await self.info(session_id)
+            while True:
+                rows = await self._rows_from(session_id, next_seq)
+                for event in decode(self.shown, session_id, rows):
+                    next_seq = event.seq + 1
+                    yield event
+                if len(rows) < _FOLLOW_CHUNK:
+                    await wakeup.past(next_seq - 1)
+
+    async def _rows_from(self, session_id: str, start: int) -> Sequence[asyncpg.Record]:
+        async with self._db.transaction(f"following session {session_id}") as conn:
+            return await conn.fetch(
+                f"{_numbered_select()} AND seq >= $2 ORDER BY seq LIMIT $3",
+                session_id,
+                start,
+                _FOLLOW_CHUNK,
+            )
+
+    # --- fork and delete ------------------------------------------------------------------------
+
+    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
+        """A new session holding the events with seq < `at_seq` (see `SQLiteStore.fork`)."""
+        new_id = uuid.uuid4().hex
+        now = self._clock()
+        async with self._db.transaction(f"forking session {session_id}") as conn:
+            fetch = fetch_on(conn)
+            parent = await session_info(fetch, session_id, self.shown)
+            await check_fork_point(fetch, parent, at_seq)
+            title = await value_at(fetch, parent, at_seq, "session/title", "title")
+            model = await value_at(fetch, parent, at_seq, "model/bind", "model")
+            await conn.execute(
+                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
+                "updated, event_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $6)",
+                new_id,
+                parent.cwd,
+                title,
+                model,
+                session_id,
+                at_seq,
+                now,
+            )
+            await conn.execute(
+                "INSERT INTO events (session_id, seq, time, type, data) "
+                "SELECT $1, seq, time, type, data FROM events WHERE session_id = $2 AND seq < $3",
+                new_id,
+                session_id,
+                at_seq,
+            )
+            return await session_info(fetch, new_id, self.shown)
+
+    async def delete(self, session_id: str) -> None:
+        """Remove a session and its events; refused while another live writer holds its lease."""
+        async with self._db.transaction(f"deleting session {session_id}") as conn:
+            await pg_lease.check(conn, self._holder, session_id, self.shown, "deleting it")
+            await conn.execute("DELETE FROM events WHERE session_id = $1", session_id)
+            await conn.execute("DELETE FROM leases WHERE session_id = $1", session_id)
+            await conn.execute("DELETE FROM sessions WHERE id = $1", session_id)
+        self._writers.pop(session_id, None)
+
+
+def _numbered_select() -> str:
+    """`SELECT_EVENTS` with its one placeholder numbered: `$1` is the session id."""
+    return numbered(SELECT_EVENTS)
+
+
+async def _to_its_end(task: asyncio.Future[None]) -> None:
+    """Await a transaction to its outcome even if the caller is cancelled meanwhile: a failure
+    is raised, a commit returns, and the cancellation reaches the caller at its next await, so
+    it records what was committed first (as `SQLiteDatabase.run` does)."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled = True
+    if cancelled and (current := asyncio.current_task()) is not None:
+        current.cancel()
+    task.result()
