@@ -390,6 +390,44 @@ class PostgresStore:
                 _FOLLOW_CHUNK,
             )
 
+    # --- copying in (engine.store.copy) --------------------------------------------------------
+
+    async def stored_extent(self, session_id: str) -> tuple[int, int] | None:
+        """How many events are stored and the last seq, counted in the events table (None for
+        an unknown session): what a copy is verified by."""
+        async with self._db.transaction(f"counting session {session_id}") as conn:
+            if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
+                return None
+            row = await conn.fetchrow(
+                "SELECT count(*), coalesce(max(seq), -1) FROM events WHERE session_id = $1",
+                session_id,
+            )
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    async def import_session(self, info: SessionInfo, events: Sequence[Event]) -> None:
+        """Store a session from another store as it is there (row and events), unleased."""
+        async with self._db.transaction(f"copying session {info.id}") as conn:
+            await conn.execute(
+                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
+                "updated, event_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                info.id,
+                info.cwd,
+                info.title,
+                info.model,
+                info.parent_id,
+                info.fork_seq,
+                info.created,
+                info.updated,
+                len(events),
+            )
+            await conn.copy_records_to_table(
+                "events",
+                records=rows_of(info.id, events),
+                columns=("session_id", "seq", "time", "type", "data"),
+                schema_name=self._db.schema,
+            )
+
     # --- fork and delete ------------------------------------------------------------------------
 
     async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
