@@ -84,7 +84,7 @@ def store_settings(cwd: Path | None = None) -> StoreSettings:
         )
     url = table.get("url")
     if not url:
-        return StoreSettings()
+        return StoreSettings(password_env=password_env)  # for `trellis store copy --to`
     source = f"{user}: store.url"
     return StoreSettings(
         url=checked_url(str(url), source), password_env=password_env, source=source
