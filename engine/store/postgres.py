@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from types import TracebackType
@@ -360,7 +360,7 @@ class PostgresStore:
 
     # --- following ------------------------------------------------------------------------------
 
-    async def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
+    async def follow(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
         """The stored events from `from_seq`, then each event as another process (or this one)
         commits it, in order, with no gap and no duplicate; it never ends by itself.
 
