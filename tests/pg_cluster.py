@@ -42,7 +42,7 @@ def server_bin() -> Path | None:
     return candidates[0].parent if candidates else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -98,7 +98,7 @@ class Cluster:
         pwfile.write_text(PASSWORD + "\n", encoding="utf-8")
         if user is not None:
             os.chown(pwfile, entry.pw_uid, entry.pw_gid)
-        cluster = cls(directory=directory, port=_free_port(), bin=bin_dir, user=user)
+        cluster = cls(directory=directory, port=free_port(), bin=bin_dir, user=user)
         data = directory / "data"
         init = cluster._run(
             "initdb",

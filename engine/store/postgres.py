@@ -82,6 +82,7 @@ class PostgresStore:
         self._holder = LeaseHolder()
         self._writers: dict[str, StagedLog] = {}
         self._heartbeat: asyncio.Task[None] | None = None
+        self._lost: dict[str, StagedLog] = {}  # the writers whose lost lease was logged
         self._listener = Listener(self._db)
 
     @property
@@ -134,11 +135,13 @@ class PostgresStore:
                 await task
 
     async def _beat(self) -> None:
-        """Renew this store's leases every third of their time to live; a lease found taken
-        over is forgotten here (its next flush would be refused anyway)."""
+        """Renew this store's leases every third of their time to live. A lease taken over is
+        logged once; the session's next flush is refused by the fence, naming the new holder."""
         while True:
             await asyncio.sleep(self._ttl / 3)
-            if not self._writers:
+            # leases taken before the renewal starts: one taken meanwhile is not judged by it
+            writers = dict(self._writers)
+            if not writers:
                 continue
             try:
                 async with self._db.transaction("renewing leases") as conn:
@@ -146,8 +149,10 @@ class PostgresStore:
             except StoreError as exc:
                 log.warning("%s", exc)  # the server is away: try again at the next beat
                 continue
-            for session_id in [sid for sid in self._writers if sid not in held]:
-                log.warning("session %s: the writer lease was taken over", session_id)
+            for session_id, writer in writers.items():
+                if session_id not in held and self._lost.get(session_id) is not writer:
+                    self._lost[session_id] = writer
+                    log.warning("session %s: the writer lease was taken over", session_id)
 
     # --- writing --------------------------------------------------------------------------------
 
