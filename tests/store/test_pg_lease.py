@@ -124,3 +124,17 @@ async def test_a_killed_writer_is_taken_over_with_everything_it_flushed(
         loaded = await store.load(session_id)  # its process is gone: taken over at once
     assert [e.seq for e in loaded.events] == flushed
     assert loaded.repaired == ()  # it stopped between turns
+
+
+async def test_a_running_holder_keeps_its_lease_past_its_time_to_live(
+    pg_cluster: Cluster, pg_schema: str
+) -> None:
+    """The heartbeat renews the lease while its holder runs, flushing or not."""
+    async with (
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema, lease_ttl=0.5) as holder,
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as other,
+    ):
+        info = await holder.create(cwd="/w")
+        await asyncio.sleep(1.5)  # three times its time to live, without a flush
+        with pytest.raises(LeaseError, match=r"being written by .*heartbeat"):
+            await other.load(info.id)
