@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import suppress
-from dataclasses import replace
 from types import TracebackType
 
 import asyncpg
@@ -23,12 +22,13 @@ import asyncpg
 from engine.events import Event
 from engine.invariants import LogState
 from engine.store import pg_lease
-from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.base import SessionInfo, SessionPage
 from engine.store.catalog import list_sessions
-from engine.store.errors import LeaseError, SequenceError, StoreError
+from engine.store.errors import SequenceError, StoreError
 from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder
-from engine.store.log_view import decode, decode_and_check, repair, repair_view
+from engine.store.leased_logs import LeasedLogs, Taken
+from engine.store.log_view import decode, decode_and_check, repair_view
 from engine.store.pg_db import PostgresDatabase, fetch_on
 from engine.store.pg_follow import Listener
 from engine.store.pg_schema import DEFAULT_SCHEMA, Connection
@@ -42,7 +42,7 @@ from engine.store.queries import (
     resolve_session,
     session_info,
 )
-from engine.store.staging import Batch, Row, StagedLog, rows_of
+from engine.store.staging import Row, StagedLog, rows_of
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ _ADVANCE = (
 _FOLLOW_CHUNK = 1000
 
 
-class PostgresStore:
+class PostgresStore(LeasedLogs):
     """Durable session logs in one PostgreSQL schema (see `SessionStore` for the contract).
 
     `password` is the server's password (never in `url`; None: `PGPASSFILE` or none). `schema`
@@ -77,10 +77,9 @@ class PostgresStore:
             url, password=password, schema=schema, busy_timeout=busy_timeout
         )
         self.shown = self._db.shown
-        self._clock = clock
+        super().__init__(self.shown, clock)
         self._ttl = lease_ttl
         self._holder = LeaseHolder()
-        self._writers: dict[str, StagedLog] = {}
         self._heartbeat: asyncio.Task[None] | None = None
         self._lost: dict[str, StagedLog] = {}  # the writers whose lost lease was logged
         self._listener = Listener(self._db)
@@ -178,43 +177,16 @@ class PostgresStore:
         self._writers[sid] = StagedLog.at(sid, 0, LogState())
         return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
 
-    async def append(self, session_id: str, events: Sequence[Event]) -> None:
-        """Stage a batch; it must continue the stored and staged log and keep its invariants.
+    async def _write(self, taken: Taken, now: float) -> None:
+        await _to_its_end(asyncio.ensure_future(self._write_batches(taken, now)))
 
-        Raises `LeaseError` unless this store holds the session's lease, `SequenceError` for a seq
-        gap or overlap or a broken invariant; a refused batch stages nothing.
-        """
-        writer = self._writers.get(session_id)
-        if writer is None:
-            await self.info(session_id)  # an unknown id is UnknownSessionError, not a lease problem
-            raise LeaseError(
-                f"{self.shown}: this store does not hold the writer lease of session "
-                f"{session_id!r}; load it first"
-            )
-        writer.stage(events)
+    async def _write_repair(
+        self, session_id: str, stored: int, rows: Sequence[Row], now: float
+    ) -> None:
+        async with self._db.transaction(f"repairing session {session_id}") as conn:
+            await self._extend(conn, session_id, stored, rows, now)
 
-    async def flush(self, session_id: str | None = None) -> None:
-        """Write every staged batch (of one session, or of all) in one transaction and commit.
-
-        Each session's lease is checked inside the transaction (fencing); on any failure nothing
-        is written, the staged batches are discarded, and a `StoreError` says why.
-        """
-        ids = list(self._writers) if session_id is None else [session_id]
-        batches = [w for sid in ids if (w := self._writers.get(sid)) and w.rows]
-        if not batches:
-            return
-        taken = [(w, w.take()) for w in batches]
-        now = self._clock()
-        try:
-            await _to_its_end(asyncio.ensure_future(self._write_batches(taken, now)))
-        except BaseException:
-            for w, _ in taken:
-                w.discard()
-            raise
-        for w, batch in taken:
-            w.stored_batch(batch)
-
-    async def _write_batches(self, taken: Sequence[tuple[StagedLog, Batch]], now: float) -> None:
+    async def _write_batches(self, taken: Taken, now: float) -> None:
         async with self._db.transaction("flushing events") as conn:
             for w, batch in taken:
                 await self._extend(
@@ -249,58 +221,15 @@ class PostgresStore:
 
     # --- leases ---------------------------------------------------------------------------------
 
-    async def _drop_lease(self, session_id: str) -> None:
-        self._writers.pop(session_id, None)
+    async def _take_lease(self, session_id: str) -> None:
+        async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
+            await pg_lease.take(conn, self._holder, session_id, self._ttl, self.shown)
+
+    async def _forget_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
             await pg_lease.drop(conn, self._holder, session_id)
 
-    async def release(self, session_id: str) -> None:
-        """Flush the session's staged batches, then give its lease back (no-op if not held).
-
-        If the flush fails the lease is kept, so the writer can stage and flush again.
-        """
-        if session_id not in self._writers:
-            return
-        await self.flush(session_id)
-        await self._drop_lease(session_id)
-
     # --- loading --------------------------------------------------------------------------------
-
-    async def load(self, session_id: str) -> LoadedSession:
-        """The whole log, for writing: takes the lease and commits the repair of an open turn.
-
-        Reloading a session this store already holds starts again from what is stored; staged
-        batches are dropped.
-        """
-        self._writers.pop(session_id, None)
-        async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
-            await pg_lease.take(conn, self._holder, session_id, self._ttl, self.shown)
-        try:
-            info, events, state = await self._read_whole(session_id, "loading")
-            repaired = repair(state, self._clock())
-            if repaired:
-                now = self._clock()
-                stored = len(events)
-                async with self._db.transaction(f"repairing session {session_id}") as conn:
-                    await self._extend(conn, session_id, stored, rows_of(session_id, repaired), now)
-                for event in repaired:
-                    state.apply(event)
-                info = replace(info, event_count=stored + len(repaired), updated=now)
-        except BaseException:
-            with suppress(StoreError):
-                await self._drop_lease(session_id)
-            raise
-        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
-
-    async def inspect(self, session_id: str) -> LoadedSession:
-        """The whole log, for reading: no lease; the repair is computed but not written.
-
-        `info` describes what is stored, so its `event_count` excludes the repair.
-        """
-        info, events, state = await self._read_whole(session_id, "inspecting")
-        repaired = repair(state, events[-1].time if events else 0.0)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
 
     async def _read_whole(
         self, session_id: str, action: str

@@ -11,8 +11,6 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import suppress
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -22,12 +20,13 @@ from engine.events import (
     Event,
 )
 from engine.invariants import LogState
-from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.base import SessionInfo, SessionPage
 from engine.store.catalog import list_sessions
-from engine.store.errors import LeaseError, StoreError
+from engine.store.errors import StoreError
 from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
-from engine.store.log_view import decode, decode_and_check, repair, repair_view
+from engine.store.leased_logs import LeasedLogs, Taken
+from engine.store.log_view import decode, decode_and_check, repair_view
 from engine.store.queries import (
     MAX_SEQ,
     SELECT_EVENTS,
@@ -39,10 +38,10 @@ from engine.store.queries import (
 )
 from engine.store.sqlite_db import SQLiteDatabase
 from engine.store.sqlite_writes import LogWrites
-from engine.store.staging import StagedLog, rows_of
+from engine.store.staging import Row, StagedLog
 
 
-class SQLiteStore:
+class SQLiteStore(LeasedLogs):
     """Durable session logs in one SQLite file (see `SessionStore` for the contract).
 
     `busy_timeout` (seconds) is how long a statement waits for another connection's lock before
@@ -59,13 +58,12 @@ class SQLiteStore:
         foreign_lease_ttl: float = 3600.0,
     ) -> None:
         self.path = Path(path)
-        self._clock = clock
+        super().__init__(str(self.path), clock)
         self._holder = LeaseHolder()
         self._lease_policy = LeasePolicy(
             holder=self._holder, path=self.path, foreign_ttl=foreign_lease_ttl
         )
         self._db = SQLiteDatabase(self.path, busy_timeout=busy_timeout)
-        self._writers: dict[str, StagedLog] = {}
         self._writes = LogWrites(self.path, self._holder.token)
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -124,33 +122,7 @@ class SQLiteStore:
         self._writers[sid] = StagedLog.at(sid, 0, LogState())
         return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
 
-    async def append(self, session_id: str, events: Sequence[Event]) -> None:
-        """Stage a batch; it must continue the stored and staged log and keep its invariants.
-
-        Raises `LeaseError` unless this store holds the session's lease, `SequenceError` for a seq
-        gap or overlap or a broken invariant; a refused batch stages nothing.
-        """
-        writer = self._writers.get(session_id)
-        if writer is None:
-            await self.info(session_id)  # an unknown id is UnknownSessionError, not a lease problem
-            raise LeaseError(
-                f"{self.path}: this store does not hold the writer lease of session "
-                f"{session_id!r}; load it first"
-            )
-        writer.stage(events)
-
-    async def flush(self, session_id: str | None = None) -> None:
-        """Write every staged batch (of one session, or of all) in one transaction and commit.
-
-        On any failure nothing is written, the staged batches are discarded, and a `StoreError`
-        says why; the writer stages its events again.
-        """
-        ids = list(self._writers) if session_id is None else [session_id]
-        batches = [w for sid in ids if (w := self._writers.get(sid)) and w.rows]
-        if not batches:
-            return
-        taken = [(w, w.take()) for w in batches]
-        now = self._clock()
+    async def _write(self, taken: Taken, now: float) -> None:
         writes = self._writes
 
         def write(conn: sqlite3.Connection) -> None:
@@ -159,14 +131,15 @@ class SQLiteStore:
                     conn, w.session_id, w.stored, batch.rows, now, batch.title, batch.model
                 )
 
-        try:
-            await self._db.run("flushing events", write)
-        except BaseException:
-            for w, _ in taken:
-                w.discard()
-            raise
-        for w, batch in taken:
-            w.stored_batch(batch)
+        await self._db.run("flushing events", write)
+
+    async def _write_repair(
+        self, session_id: str, stored: int, rows: Sequence[Row], now: float
+    ) -> None:
+        await self._db.run(
+            f"repairing session {session_id}",
+            lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
+        )
 
     # --- leases ---------------------------------------------------------------------------------
 
@@ -174,60 +147,11 @@ class SQLiteStore:
         async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
             await take_lease(conn, self._lease_policy, session_id, self._clock())
 
-    async def _drop_lease(self, session_id: str) -> None:
-        self._writers.pop(session_id, None)
+    async def _forget_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
             await drop_leases(conn, self._holder, session_id)
 
-    async def release(self, session_id: str) -> None:
-        """Flush the session's staged batches, then give its lease back (no-op if not held).
-
-        If the flush fails the lease is kept, so the writer can stage and flush again.
-        """
-        if session_id not in self._writers:
-            return
-        await self.flush(session_id)
-        await self._drop_lease(session_id)
-
     # --- loading --------------------------------------------------------------------------------
-
-    async def load(self, session_id: str) -> LoadedSession:
-        """The whole log, for writing: takes the lease and commits the repair of an open turn.
-
-        Reloading a session this store already holds starts again from what is stored; staged
-        batches are dropped.
-        """
-        self._writers.pop(session_id, None)
-        await self._take_lease(session_id)
-        try:
-            info, events, state = await self._read_whole(session_id, "loading")
-            repaired = repair(state, self._clock())
-            if repaired:
-                now = self._clock()
-                stored = len(events)
-                rows = rows_of(session_id, repaired)
-                await self._db.run(
-                    f"repairing session {session_id}",
-                    lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
-                )
-                for event in repaired:
-                    state.apply(event)
-                info = replace(info, event_count=stored + len(repaired), updated=now)
-        except BaseException:
-            with suppress(StoreError):
-                await self._drop_lease(session_id)
-            raise
-        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
-
-    async def inspect(self, session_id: str) -> LoadedSession:
-        """The whole log, for reading: no lease; the repair is computed but not written.
-
-        `info` describes what is stored, so its `event_count` excludes the repair.
-        """
-        info, events, state = await self._read_whole(session_id, "inspecting")
-        repaired = repair(state, events[-1].time if events else 0.0)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
 
     async def _open_turn_repair(self, conn: aiosqlite.Connection, session_id: str) -> list[Event]:
         """The repair `inspect` shows, computed from the open turn alone (none if no turn is
