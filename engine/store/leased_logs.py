@@ -1,22 +1,38 @@
 """What every store does the same around its database: staging batches for the sessions it holds
-the lease of, flushing them together, loading (with the tail repair committed) and inspecting.
+the lease of, flushing them together, loading (with the tail repair committed), inspecting, range
+reads, finding, listing and forking sessions.
 
-Each store supplies the database half: taking and dropping a lease, writing batches in one
-transaction, writing a repair, reading a whole log.
+Each store supplies the database half: a read and a write transaction (a `Fetch` that runs the
+shared SQL), taking and dropping a lease, writing batches in one transaction, writing a repair,
+reading a whole log.
 """
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from contextlib import suppress
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import replace
+from types import TracebackType
+from typing import Self
 
 from engine.events import Event
 from engine.invariants import LogState
-from engine.store.base import LoadedSession, SessionInfo
+from engine.store.base import LoadedSession, SessionInfo, SessionPage
+from engine.store.catalog import list_sessions
 from engine.store.errors import LeaseError, StoreError
-from engine.store.log_view import repair
+from engine.store.fork import check_fork_point, value_at
+from engine.store.log_view import decode, repair, repair_view
+from engine.store.queries import (
+    MAX_SEQ,
+    Fetch,
+    last_turns_rows,
+    open_turn_rows,
+    range_rows,
+    resolve_session,
+    session_info,
+)
 from engine.store.staging import Batch, Row, StagedLog, rows_of
 
 Taken = Sequence[tuple[StagedLog, Batch]]
@@ -33,7 +49,18 @@ class LeasedLogs(ABC):
     # --- the database half ----------------------------------------------------------------------
 
     @abstractmethod
-    async def info(self, session_id: str) -> SessionInfo: ...
+    async def open(self) -> Self: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    def _reading(self, action: str) -> AbstractAsyncContextManager[Fetch]:
+        """A read transaction that sees one snapshot; its errors name `action`."""
+
+    @abstractmethod
+    def _writing(self, action: str) -> AbstractAsyncContextManager[Fetch]:
+        """A write transaction; its errors name `action`."""
 
     @abstractmethod
     async def _take_lease(self, session_id: str) -> None: ...
@@ -146,3 +173,94 @@ class LeasedLogs(ABC):
         info, events, state = await self._read_whole(session_id, "inspecting")
         repaired = repair(state, events[-1].time if events else 0.0)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
+        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
+        shows it: stored events, then the repair of an interrupted tail (computed, not written);
+        staged events are not included. Raises `ValueError` for a negative start."""
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start}")
+        last = MAX_SEQ if end is None else end
+        async with self._reading(f"reading session {session_id}") as fetch:
+            info = await session_info(fetch, session_id, self._where)
+            rows = await range_rows(fetch, session_id, start, last)
+            # a repair follows the stored events, so only a range reaching past them shows it;
+            # it is computed from the open turn alone, so paging costs what the page costs
+            tail = await open_turn_rows(fetch, session_id) if last >= info.event_count else []
+        events = decode(self._where, session_id, rows)
+        repaired = repair_view(decode(self._where, session_id, tail))
+        return events + [e for e in repaired if start <= e.seq <= last]
+
+    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
+        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
+        has fewer turns), so a front end can open a long session at its end. Like `read`, an
+        interrupted tail is shown repaired, as `inspect` shows it."""
+        if turns < 1:
+            raise ValueError(f"turns must be >= 1, got {turns}")
+        async with self._reading(f"reading session {session_id}") as fetch:
+            await session_info(fetch, session_id, self._where)
+            rows = await last_turns_rows(fetch, session_id, turns)
+        events = decode(self._where, session_id, rows)
+        return [*events, *repair_view(events)]  # the events start at a turn/start
+
+    async def info(self, session_id: str) -> SessionInfo:
+        async with self._reading(f"reading session {session_id}") as fetch:
+            return await session_info(fetch, session_id, self._where)
+
+    async def resolve(self, id_or_prefix: str) -> SessionInfo:
+        async with self._reading(f"finding session {id_or_prefix}") as fetch:
+            return await resolve_session(fetch, id_or_prefix, self._where)
+
+    async def list(
+        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
+
+        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
+        """
+        async with self._reading("listing sessions") as fetch:
+            return await list_sessions(fetch, cwd=cwd, limit=limit, cursor=cursor)
+
+    # --- fork -----------------------------------------------------------------------------------
+
+    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
+        """A new session holding the events with seq < `at_seq`; its parent and fork point are
+        recorded, and its title and model are those in force at the fork point.
+
+        `at_seq` must be in 1..event_count (a fork copies at least one event) and lie where no
+        turn (and no compaction) is open: after a `turn/end` or the out-of-turn events that follow
+        it; otherwise `ForkPointError`. The fork is not leased: load it to write to it.
+        """
+        new_id = uuid.uuid4().hex
+        now = self._clock()
+        async with self._writing(f"forking session {session_id}") as fetch:
+            parent = await session_info(fetch, session_id, self._where)
+            await check_fork_point(fetch, parent, at_seq)
+            title = await value_at(fetch, parent, at_seq, "session/title", "title")
+            model = await value_at(fetch, parent, at_seq, "model/bind", "model")
+            await fetch(
+                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
+                "updated, event_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (new_id, parent.cwd, title, model, session_id, at_seq, now, now, at_seq),
+            )
+            await fetch(
+                "INSERT INTO events (session_id, seq, time, type, data) "
+                "SELECT ?, seq, time, type, data FROM events WHERE session_id = ? AND seq < ?",
+                (new_id, session_id, at_seq),
+            )
+            return await session_info(fetch, new_id, self._where)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

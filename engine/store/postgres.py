@@ -13,33 +13,26 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import suppress
-from types import TracebackType
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 
 import asyncpg
 
 from engine.events import Event
 from engine.invariants import LogState
 from engine.store import pg_lease
-from engine.store.base import SessionInfo, SessionPage
-from engine.store.catalog import list_sessions
+from engine.store.base import SessionInfo
 from engine.store.errors import SequenceError, StoreError
-from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder
 from engine.store.leased_logs import LeasedLogs, Taken
-from engine.store.log_view import decode, decode_and_check, repair_view
+from engine.store.log_view import decode, decode_and_check
 from engine.store.pg_db import PostgresDatabase, fetch_on
 from engine.store.pg_follow import Listener
 from engine.store.pg_schema import DEFAULT_SCHEMA, Connection
 from engine.store.queries import (
-    MAX_SEQ,
     SELECT_EVENTS,
-    last_turns_rows,
+    Fetch,
     numbered,
-    open_turn_rows,
-    range_rows,
-    resolve_session,
     session_info,
 )
 from engine.store.staging import Row, StagedLog, rows_of
@@ -115,16 +108,17 @@ class PostgresStore(LeasedLogs):
                 await self._listener.close()
                 await self._db.close()
 
-    async def __aenter__(self) -> PostgresStore:
-        return await self.open()
+    @asynccontextmanager
+    async def _reading(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action) as conn:
+            # one snapshot: the session's row and its events agree even while a writer flushes
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield fetch_on(conn)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    @asynccontextmanager
+    async def _writing(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action) as conn:
+            yield fetch_on(conn)
 
     async def _stop_heartbeat(self) -> None:
         task, self._heartbeat = self._heartbeat, None
@@ -234,63 +228,10 @@ class PostgresStore(LeasedLogs):
     async def _read_whole(
         self, session_id: str, action: str
     ) -> tuple[SessionInfo, list[Event], LogState]:
-        # one snapshot: the row and the events agree even while a writer flushes
-        async with self._db.transaction(f"{action} session {session_id}") as conn:
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            info = await session_info(fetch_on(conn), session_id, self.shown)
-            rows = await conn.fetch(f"{_numbered_select()} ORDER BY seq", session_id)
-        return await asyncio.to_thread(decode_and_check, self.shown, info, rows)
-
-    # --- reading --------------------------------------------------------------------------------
-
-    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
-        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
-        shows it: stored events, then the repair of an interrupted tail (computed, not written);
-        staged events are not included. Raises `ValueError` for a negative start."""
-        if start < 0:
-            raise ValueError(f"start must be >= 0, got {start}")
-        last = MAX_SEQ if end is None else end
-        async with self._db.transaction(f"reading session {session_id}") as conn:
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            fetch = fetch_on(conn)
+        async with self._reading(f"{action} session {session_id}") as fetch:
             info = await session_info(fetch, session_id, self.shown)
-            rows = await range_rows(fetch, session_id, start, last)
-            # a repair follows the stored events, so only a range reaching past them shows it
-            tail = await open_turn_rows(fetch, session_id) if last >= info.event_count else []
-        events = decode(self.shown, session_id, rows)
-        repaired = repair_view(decode(self.shown, session_id, tail))
-        return events + [e for e in repaired if start <= e.seq <= last]
-
-    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
-        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
-        has fewer turns), shown as `inspect` shows an interrupted tail."""
-        if turns < 1:
-            raise ValueError(f"turns must be >= 1, got {turns}")
-        async with self._db.transaction(f"reading session {session_id}") as conn:
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            fetch = fetch_on(conn)
-            await session_info(fetch, session_id, self.shown)
-            rows = await last_turns_rows(fetch, session_id, turns)
-        events = decode(self.shown, session_id, rows)
-        return [*events, *repair_view(events)]  # the events start at a turn/start
-
-    async def info(self, session_id: str) -> SessionInfo:
-        async with self._db.transaction(f"reading session {session_id}") as conn:
-            return await session_info(fetch_on(conn), session_id, self.shown)
-
-    async def resolve(self, id_or_prefix: str) -> SessionInfo:
-        async with self._db.transaction(f"finding session {id_or_prefix}") as conn:
-            return await resolve_session(fetch_on(conn), id_or_prefix, self.shown)
-
-    async def list(
-        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> SessionPage:
-        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
-
-        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
-        """
-        async with self._db.transaction("listing sessions") as conn:
-            return await list_sessions(fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
+            rows = await fetch(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
+        return await asyncio.to_thread(decode_and_check, self.shown, info, rows)
 
     # --- following ------------------------------------------------------------------------------
 
@@ -362,37 +303,7 @@ class PostgresStore(LeasedLogs):
                 schema_name=self._db.schema,
             )
 
-    # --- fork and delete ------------------------------------------------------------------------
-
-    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
-        """A new session holding the events with seq < `at_seq` (see `SQLiteStore.fork`)."""
-        new_id = uuid.uuid4().hex
-        now = self._clock()
-        async with self._db.transaction(f"forking session {session_id}") as conn:
-            fetch = fetch_on(conn)
-            parent = await session_info(fetch, session_id, self.shown)
-            await check_fork_point(fetch, parent, at_seq)
-            title = await value_at(fetch, parent, at_seq, "session/title", "title")
-            model = await value_at(fetch, parent, at_seq, "model/bind", "model")
-            await conn.execute(
-                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
-                "updated, event_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $6)",
-                new_id,
-                parent.cwd,
-                title,
-                model,
-                session_id,
-                at_seq,
-                now,
-            )
-            await conn.execute(
-                "INSERT INTO events (session_id, seq, time, type, data) "
-                "SELECT $1, seq, time, type, data FROM events WHERE session_id = $2 AND seq < $3",
-                new_id,
-                session_id,
-                at_seq,
-            )
-            return await session_info(fetch, new_id, self.shown)
+    # --- delete ------------------------------------------------------------------------
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and its events; refused while another live writer holds its lease."""

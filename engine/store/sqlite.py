@@ -10,30 +10,22 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
-
-import aiosqlite
 
 from engine.events import (
     Event,
 )
 from engine.invariants import LogState
-from engine.store.base import SessionInfo, SessionPage
-from engine.store.catalog import list_sessions
+from engine.store.base import SessionInfo
 from engine.store.errors import StoreError
-from engine.store.fork import check_fork_point, value_at
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
 from engine.store.leased_logs import LeasedLogs, Taken
-from engine.store.log_view import decode, decode_and_check, repair_view
+from engine.store.log_view import decode_and_check
 from engine.store.queries import (
-    MAX_SEQ,
     SELECT_EVENTS,
-    last_turns_rows,
-    open_turn_rows,
-    range_rows,
-    resolve_session,
+    Fetch,
     session_info,
 )
 from engine.store.sqlite_db import SQLiteDatabase
@@ -88,19 +80,15 @@ class SQLiteStore(LeasedLogs):
                 self._writers.clear()
                 await self._db.close()
 
-    async def __aenter__(self) -> SQLiteStore:
-        return await self.open()
+    @asynccontextmanager
+    async def _reading(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action, write=False) as conn:
+            yield self._db.fetch_on(conn)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def _info(self, conn: aiosqlite.Connection, session_id: str) -> SessionInfo:
-        return await session_info(self._db.fetch_on(conn), session_id, str(self.path))
+    @asynccontextmanager
+    async def _writing(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action) as conn:
+            yield self._db.fetch_on(conn)
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -153,98 +141,16 @@ class SQLiteStore(LeasedLogs):
 
     # --- loading --------------------------------------------------------------------------------
 
-    async def _open_turn_repair(self, conn: aiosqlite.Connection, session_id: str) -> list[Event]:
-        """The repair `inspect` shows, computed from the open turn alone (none if no turn is
-        open), so a range read costs what the range and the last turn cost, not the whole log."""
-        rows = await open_turn_rows(self._db.fetch_on(conn), session_id)
-        return repair_view(decode(str(self.path), session_id, rows))
-
     async def _read_whole(
         self, session_id: str, action: str
     ) -> tuple[SessionInfo, list[Event], LogState]:
         async with self._db.transaction(f"{action} session {session_id}", write=False) as conn:
-            info = await self._info(conn, session_id)
+            info = await session_info(self._db.fetch_on(conn), session_id, str(self.path))
             rows = await conn.execute_fetchall(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
         # Decoding a long log is CPU work; a worker thread keeps the event loop responsive.
         return await asyncio.to_thread(decode_and_check, str(self.path), info, rows)
 
-    # --- reading --------------------------------------------------------------------------------
-
-    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
-        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
-        shows it: stored events, then the repair of an interrupted tail (computed, not written);
-        staged events are not included. Raises `ValueError` for a negative start."""
-        if start < 0:
-            raise ValueError(f"start must be >= 0, got {start}")
-        last = MAX_SEQ if end is None else end
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            info = await self._info(conn, session_id)
-            rows = await range_rows(self._db.fetch_on(conn), session_id, start, last)
-            # a repair follows the stored events, so only a range reaching past them shows it
-            reaches_repair = last >= info.event_count
-            repaired = await self._open_turn_repair(conn, session_id) if reaches_repair else []
-        events = decode(str(self.path), session_id, rows)
-        return events + [e for e in repaired if start <= e.seq <= last]
-
-    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
-        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
-        has fewer turns), so a front end can open a long session at its end. Like `read`, an
-        interrupted tail is shown repaired, as `inspect` shows it."""
-        if turns < 1:
-            raise ValueError(f"turns must be >= 1, got {turns}")
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            await self._info(conn, session_id)
-            rows = await last_turns_rows(self._db.fetch_on(conn), session_id, turns)
-        events = decode(str(self.path), session_id, rows)
-        return [*events, *repair_view(events)]  # the events start at a turn/start
-
-    async def info(self, session_id: str) -> SessionInfo:
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            return await self._info(conn, session_id)
-
-    async def resolve(self, id_or_prefix: str) -> SessionInfo:
-        async with self._db.transaction(f"finding session {id_or_prefix}", write=False) as conn:
-            return await resolve_session(self._db.fetch_on(conn), id_or_prefix, str(self.path))
-
-    async def list(
-        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> SessionPage:
-        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
-
-        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
-        """
-        async with self._db.transaction("listing sessions", write=False) as conn:
-            return await list_sessions(self._db.fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
-
-    # --- fork and delete ------------------------------------------------------------------------
-
-    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
-        """A new session holding the events with seq < `at_seq`; its parent and fork point are
-        recorded, and its title and model are those in force at the fork point.
-
-        `at_seq` must be in 1..event_count (a fork copies at least one event) and lie where no
-        turn (and no compaction) is open: after a `turn/end` or the out-of-turn events that follow
-        it; otherwise `ForkPointError`. The fork is not leased: load it to write to it.
-        """
-        new_id = uuid.uuid4().hex
-        now = self._clock()
-        async with self._db.transaction(f"forking session {session_id}") as conn:
-            parent = await self._info(conn, session_id)
-            fetch = self._db.fetch_on(conn)
-            await check_fork_point(fetch, parent, at_seq)
-            title = await value_at(fetch, parent, at_seq, "session/title", "title")
-            model = await value_at(fetch, parent, at_seq, "model/bind", "model")
-            await conn.execute(
-                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
-                "updated, event_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (new_id, parent.cwd, title, model, session_id, at_seq, now, now, at_seq),
-            )
-            await conn.execute(
-                "INSERT INTO events (session_id, seq, time, type, data) "
-                "SELECT ?, seq, time, type, data FROM events WHERE session_id = ? AND seq < ?",
-                (new_id, session_id, at_seq),
-            )
-            return await self._info(conn, new_id)
+    # --- delete ------------------------------------------------------------------------
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and its events; refused while another live writer holds its lease."""
