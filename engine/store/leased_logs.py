@@ -51,8 +51,16 @@ class LeasedLogs(ABC):
     @abstractmethod
     async def open(self) -> Self: ...
 
+    @property
     @abstractmethod
-    async def close(self) -> None: ...
+    def _is_open(self) -> bool: ...
+
+    @abstractmethod
+    async def _forget_all_leases(self) -> None:
+        """Give back, in the database, every lease this store holds."""
+
+    @abstractmethod
+    async def _disconnect(self) -> None: ...
 
     @abstractmethod
     def _reading(self, action: str) -> AbstractAsyncContextManager[Fetch]:
@@ -253,6 +261,19 @@ class LeasedLogs(ABC):
             return await session_info(fetch, new_id, self._where)
 
     # --- lifecycle ------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Flush what is staged, give back every lease, close the connections; idempotent."""
+        if not self._is_open:
+            return
+        try:
+            await self.flush()
+        finally:
+            try:
+                await self._forget_all_leases()
+            finally:
+                self._writers.clear()
+                await self._disconnect()
 
     async def __aenter__(self) -> Self:
         return await self.open()

@@ -63,17 +63,13 @@ async def check(
 async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, where: str) -> None:
     """Take the session's lease, taking over one whose holder is gone or whose heartbeat is
     stale; `LeaseError` while another writer holds it."""
+    mine = (session_id, me.token, holder_name(), me.host, me.pid, ttl)
     inserted = await conn.fetchval(
         "INSERT INTO leases (session_id, token, holder, host, pid, heartbeat, expires) "
         f"SELECT $1, $2, $3, $4, $5, {NOW}, {NOW} + $6 WHERE EXISTS "
         "(SELECT 1 FROM sessions WHERE id = $1) "
         "ON CONFLICT (session_id) DO NOTHING RETURNING 1",
-        session_id,
-        me.token,
-        holder_name(),
-        me.host,
-        me.pid,
-        ttl,
+        *mine,
     )
     if inserted:
         return
@@ -89,12 +85,7 @@ async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, w
     await conn.execute(
         f"UPDATE leases SET token = $2, holder = $3, host = $4, pid = $5, heartbeat = {NOW}, "
         f"expires = {NOW} + $6 WHERE session_id = $1",
-        session_id,
-        me.token,
-        holder_name(),
-        me.host,
-        me.pid,
-        ttl,
+        *mine,
     )
 
 

@@ -91,22 +91,21 @@ class PostgresStore(LeasedLogs):
             self._heartbeat = asyncio.create_task(self._beat(), name="trellis lease heartbeat")
         return self
 
-    async def close(self) -> None:
-        """Flush what is staged, give back every lease, close the connections; idempotent."""
-        if not self._db.is_open:
-            return
+    @property
+    def _is_open(self) -> bool:
+        return self._db.is_open
+
+    async def _forget_all_leases(self) -> None:
+        await self._stop_heartbeat()
+        if self._writers:
+            async with self._db.transaction("releasing leases") as conn:
+                await pg_lease.drop(conn, self._holder)
+
+    async def _disconnect(self) -> None:
         try:
-            await self.flush()
+            await self._listener.close()
         finally:
-            try:
-                await self._stop_heartbeat()
-                if self._writers:
-                    async with self._db.transaction("releasing leases") as conn:
-                        await pg_lease.drop(conn, self._holder)
-            finally:
-                self._writers.clear()
-                await self._listener.close()
-                await self._db.close()
+            await self._db.close()
 
     @asynccontextmanager
     async def _reading(self, action: str) -> AsyncIterator[Fetch]:

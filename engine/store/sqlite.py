@@ -65,20 +65,17 @@ class SQLiteStore(LeasedLogs):
         await self._db.open()
         return self
 
-    async def close(self) -> None:
-        """Flush what is staged, give back every lease, close the connection; idempotent."""
-        if not self._db.is_open:
-            return
-        try:
-            await self.flush()
-        finally:
-            try:
-                if self._writers:
-                    async with self._db.transaction("releasing leases") as conn:
-                        await drop_leases(conn, self._holder)
-            finally:
-                self._writers.clear()
-                await self._db.close()
+    @property
+    def _is_open(self) -> bool:
+        return self._db.is_open
+
+    async def _forget_all_leases(self) -> None:
+        if self._writers:
+            async with self._db.transaction("releasing leases") as conn:
+                await drop_leases(conn, self._holder)
+
+    async def _disconnect(self) -> None:
+        await self._db.close()
 
     @asynccontextmanager
     async def _reading(self, action: str) -> AsyncIterator[Fetch]:
