@@ -435,19 +435,14 @@ async def _store_copy(args: argparse.Namespace) -> int:
     from engine.paths import sessions_db_path
     from engine.store.copy import copy_sessions
     from engine.store.postgres import PostgresStore
-    from engine.store.settings import StoreSettings, checked_url, store_settings
+    from engine.store.settings import url_settings
     from engine.store.sqlite import SQLiteStore
 
     source: Path = args.source or sessions_db_path()
     if not await asyncio.to_thread(source.is_file):
         print(f"trellis: --from {source}: no such SQLite file", file=sys.stderr)
         return EXIT_USAGE
-    # the password as the user config names it (password_env), else PGPASSFILE
-    target = StoreSettings(
-        url=checked_url(args.to, "--to"),
-        password_env=(await asyncio.to_thread(store_settings)).password_env,
-        source="--to",
-    )
+    target = await asyncio.to_thread(url_settings, args.to, "--to")
     assert target.url is not None
     copied = skipped = events = 0
     async with (

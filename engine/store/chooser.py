@@ -1,7 +1,8 @@
 """`open_store`: the one place a front end gets its session store, SQLite or PostgreSQL.
 
-Every command that opens a store asks here, so a new front end (`trellis serve --store URL`)
-needs only settings: `open_store(StoreSettings(url=checked_url(url, "--store")))`.
+Every command that opens a store asks here, so a new front end's option (`trellis serve --store
+URL`) is one line: `open_store(url_settings(args.store, "--store"))`, or
+`open_store(store_settings(cwd))` for the configured store.
 """
 
 from __future__ import annotations

@@ -91,6 +91,15 @@ def store_settings(cwd: Path | None = None) -> StoreSettings:
     )
 
 
+def url_settings(url: str, source: str) -> StoreSettings:
+    """A store named on a command line (`trellis store copy --to URL`, a `--store URL` option):
+    the URL checked as a configured one, its password from the user config's `password_env` (or
+    PGPASSFILE). `source` names the option in errors."""
+    return StoreSettings(
+        url=checked_url(url, source), password_env=store_settings().password_env, source=source
+    )
+
+
 def project_store_refused(project: Path) -> StoreConfigError:
     return StoreConfigError(
         f"{project}: store: the session store is set in the user config only "
