@@ -121,6 +121,14 @@ class PostgresDatabase:
             async with pool.acquire() as conn, conn.transaction():
                 yield conn
 
+    async def fetch(self, action: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """One statement on its own (no BEGIN and COMMIT around it: one round trip)."""
+        if self._pool is None:
+            raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
+        with self.faults(action):
+            async with self._pool.acquire() as conn:
+                return await conn.fetch(sql, *args)
+
     @contextmanager
     def faults(self, action: str) -> Iterator[None]:
         """Re-raise any driver failure inside the block as the matching `StoreError`."""

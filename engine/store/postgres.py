@@ -256,13 +256,14 @@ class PostgresStore(LeasedLogs):
                     await wakeup.past(next_seq - 1)
 
     async def _rows_from(self, session_id: str, start: int) -> Sequence[asyncpg.Record]:
-        async with self._db.transaction(f"following session {session_id}") as conn:
-            return await conn.fetch(
-                f"{_numbered_select()} AND seq >= $2 ORDER BY seq LIMIT $3",
-                session_id,
-                start,
-                _FOLLOW_CHUNK,
-            )
+        """One statement, one round trip: a follower reads as soon as it is woken."""
+        return await self._db.fetch(
+            f"following session {session_id}",
+            f"{_numbered_select()} AND seq >= $2 ORDER BY seq LIMIT $3",
+            session_id,
+            start,
+            _FOLLOW_CHUNK,
+        )
 
     # --- copying in (engine.store.copy) --------------------------------------------------------
 
