@@ -106,6 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a session's cwd must lie under DIR (repeatable; default: the current directory)",
     )
+    store = sub.add_parser("store", help="the session store: copy SQLite sessions to PostgreSQL")
+    store_sub = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    copy = store_sub.add_parser(
+        "copy", help="copy every SQLite session into a PostgreSQL store, verifying each"
+    )
+    copy.add_argument(
+        "--to", required=True, metavar="URL", help="postgresql://user@host/db (no password)"
+    )
+    copy.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the SQLite file (default: sessions.sqlite in the data directory)",
+    )
 
     replay = sub.add_parser(
         "replay", parents=[config], help="play a stored session back in the console"
@@ -207,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _models(args, log_secrets)
             case "acp":
                 return asyncio.run(_acp(args, log_secrets))
+            case "store":
+                return asyncio.run(_store_copy(args))
             case "trust":
                 return _trust(args)
             case "serve":
@@ -256,8 +274,8 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     from engine.agent.session_config import load_session_config
     from engine.commands import REGISTRY
     from engine.config import load_config_report
-    from engine.paths import sessions_db_path
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.chooser import open_store
+    from engine.store.settings import store_settings
     from engine.tools.permission import HeadlessPolicy
 
     cwd = (args.cwd or Path.cwd()).resolve()
@@ -273,7 +291,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     loaded: LoadedConfig | None = None
     if args.resume is None:  # a bad config is reported before the store is touched
         loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with open_store(await asyncio.to_thread(store_settings, cwd)) as store:
         resume: str | None = None
         if loaded is None:  # resuming: an id or a unique prefix of one
             resume = (await store.resolve(args.resume)).id
@@ -335,7 +353,7 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     """`trellis` and `trellis --resume [ID]`: the Textual console (imported only here)."""
     from app.tui.app import TrellisApp
     from engine.agent.factory import held_secrets
-    from engine.paths import sessions_db_path
+    from engine.store.settings import store_settings
 
     cwd = Path.cwd().resolve()
     replay = args.id if args.command == "replay" else None
@@ -346,7 +364,7 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     app = TrellisApp(
         config=config,
         cwd=cwd,
-        store_path=sessions_db_path(),
+        store=store_settings(cwd),
         session_id=session_id,
         model=getattr(args, "model", None),
         script=getattr(args, "script", None),
@@ -364,8 +382,8 @@ async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | N
     """The session to open (None: a new one) and the configuration it runs with."""
     from engine.agent.session_config import load_session_config
     from engine.config import load_config_report
-    from engine.paths import sessions_db_path
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.chooser import open_store
+    from engine.store.settings import store_settings
 
     if args.command == "replay":
         return None, await asyncio.to_thread(
@@ -375,7 +393,7 @@ async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | N
         return None, await asyncio.to_thread(
             load_config_report, cwd, trust_project=args.trust_project
         )
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with open_store(await asyncio.to_thread(store_settings, cwd)) as store:
         session_id: str = args.resume
         if not session_id:
             page = await store.list(cwd=str(cwd), limit=1)
@@ -389,13 +407,15 @@ async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | N
 async def _sessions(args: argparse.Namespace) -> int:
     from engine.paths import sessions_db_path
     from engine.store.catalog import open_catalog
+    from engine.store.settings import store_settings
 
     if args.limit < 1:
         print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return EXIT_USAGE
     # stored as the session's workspace is: a name that is not UTF-8 escaped (engine.os_text)
     cwd = None if args.all else storable_os_text(str((args.cwd or Path.cwd()).resolve()))
-    async with open_catalog(sessions_db_path()) as catalog:
+    settings = await asyncio.to_thread(store_settings, Path.cwd())
+    async with open_catalog(settings, sessions_db_path()) as catalog:
         page = await catalog.list(cwd=cwd, limit=args.limit)
     if args.json:
         import json
@@ -441,6 +461,39 @@ async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     )
     protocol = protect_stdout()
     await serve_stdio(options, sys.stdin.buffer, protocol)
+    return EXIT_OK
+
+
+async def _store_copy(args: argparse.Namespace) -> int:
+    """`trellis store copy --to URL`: one line per session, then the totals."""
+    from engine.paths import sessions_db_path
+    from engine.store.copy import copy_sessions
+    from engine.store.postgres import PostgresStore
+    from engine.store.settings import url_settings
+    from engine.store.sqlite import SQLiteStore
+
+    source: Path = args.source or sessions_db_path()
+    if not await asyncio.to_thread(source.is_file):
+        print(f"trellis: --from {source}: no such SQLite file", file=sys.stderr)
+        return EXIT_USAGE
+    target = await asyncio.to_thread(url_settings, args.to, "--to")
+    assert target.url is not None
+    copied = skipped = events = 0
+    async with (
+        SQLiteStore(source) as sqlite,
+        PostgresStore(target.url, password=target.password()) as postgres,
+    ):
+        async for session in copy_sessions(sqlite, postgres):
+            verb = "already there" if session.skipped else "copied"
+            print(f"{verb} {session.id}: {session.events} events, last seq {session.last_seq}")
+            skipped += session.skipped
+            copied += not session.skipped
+            events += session.events
+    print(
+        f"{copied} sessions copied, {skipped} already there, {events} events verified "
+        f"in {target.shown}",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from engine.errors import TrellisError
-from engine.paths import sessions_db_path
 from engine.privacy import PrivacyClass
-from engine.store.sqlite import SQLiteStore
+from engine.store.chooser import Store, open_store
+from engine.store.settings import store_settings
 
 
 class UsageError(TrellisError):
@@ -31,12 +31,17 @@ def max_class_of(text: str | None) -> PrivacyClass | None:
         raise UsageError(f"--max-class: {exc}") from None
 
 
+async def _store() -> Store:
+    """The configured store, seen from the current directory (engine.store.settings)."""
+    return open_store(await asyncio.to_thread(store_settings, Path.cwd()))
+
+
 async def show(args: argparse.Namespace) -> int:
     from app.transcript_text import ANSI, PLAIN, transcript_text
     from replay.transcript import transcript_of
     from replay.wording import UNTITLED
 
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with await _store() as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     if args.at is not None:
@@ -58,7 +63,7 @@ async def export(args: argparse.Namespace) -> int:
     if args.format not in FORMATS:
         raise UsageError(f"--format {args.format!r}: expected one of {', '.join(FORMATS)}")
     max_class = max_class_of(args.max_class)
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with await _store() as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     text = render(info, events, args.format, max_class=max_class)
@@ -75,7 +80,7 @@ async def export(args: argparse.Namespace) -> int:
 
 
 async def fork(args: argparse.Namespace) -> int:
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with await _store() as store:
         info = await store.resolve(args.id)
         forked = await store.fork(info.id, info.event_count if args.at is None else args.at)
     print(forked.id)
@@ -83,7 +88,7 @@ async def fork(args: argparse.Namespace) -> int:
 
 
 async def delete(args: argparse.Namespace) -> int:
-    async with SQLiteStore(sessions_db_path()) as store:
+    async with await _store() as store:
         info = await store.resolve(args.id)
         if not args.yes:
             if not sys.stdin.isatty():

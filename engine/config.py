@@ -385,6 +385,7 @@ def load_config_report(
     user_layer: dict[str, Any] = {}
     if user is not None:
         user_layer = _parse_layer(user, _read_file(user))
+        _store_section(user_layer, user, project=False)
         _merge(merged, user_layer, user, provenance, ())
     report: ProjectLayer | None = None
     project = _project_layer_file(cwd, user)
@@ -392,6 +393,7 @@ def load_config_report(
         # one read: the bytes that are hashed for trust are the bytes that are parsed
         data = _read_file(project)
         layer = _parse_layer(project, data)
+        _store_section(layer, project, project=True)
         directory = project.parent.parent
         digest = file_digest(data)
         trusted = trust_project or _trusted(trust_store, directory, digest)
@@ -407,6 +409,23 @@ def load_config_report(
     except ValidationError as exc:
         raise _config_error(exc, provenance) from exc
     return LoadedConfig(config=config, project=report)
+
+
+def _store_section(layer: dict[str, Any], file: Path, *, project: bool) -> None:
+    """Take `[store]` out of a layer before validation: `engine.store.settings` reads and checks
+    it (without pydantic, for `trellis sessions`); a project file may not name it at all."""
+    from engine.store.errors import StoreConfigError
+    from engine.store.settings import project_store_refused, store_table
+
+    if "store" not in layer:
+        return
+    try:
+        if project:
+            raise project_store_refused(file)
+        store_table(layer, file)
+    except StoreConfigError as exc:
+        raise ConfigError(str(exc)) from exc
+    del layer["store"]
 
 
 def project_layer_of(cwd: Path) -> tuple[Path, bytes] | None:

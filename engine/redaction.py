@@ -84,3 +84,25 @@ class RedactingLogFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+def redacted_url(url: str) -> str:
+    """`url` with the password of its user part (and any `password=` parameter) replaced by
+    `REDACTED`, so a connection string can be named in a message or the log."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return REDACTED  # not even a URL: nothing of it is safe to show
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        name = user.partition(":")[0]
+        netloc = f"{name}:{REDACTED}@{host}"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):
+        shown = [(key, REDACTED if key == "password" else value) for key, value in query]
+        return urlunsplit((parts.scheme, netloc, parts.path, urlencode(shown, safe="[]"), ""))
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.store.sqlite as sqlite_module
+import engine.store.log_view as log_view_module
 from engine.collector import collector_paused
 from engine.events import Event, decode_rows
 from engine.session import Session
@@ -70,7 +70,7 @@ async def test_loading_decodes_with_the_collector_paused(
         seen.append(gc.isenabled())
         return decode_rows(rows)
 
-    monkeypatch.setattr(sqlite_module, "decode_rows", recording)
+    monkeypatch.setattr(log_view_module, "decode_rows", recording)
     async with SQLiteStore(tmp_path / "s.sqlite") as store:
         info = await store.create(cwd="/w")
         session = Session(info.id, store)

@@ -30,7 +30,8 @@ from engine.gateway.base import Gateway, GatewayType
 from engine.os_text import storable_os_text
 from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
-from engine.store.sqlite import SQLiteStore
+from engine.store.chooser import Store, open_store
+from engine.store.settings import StoreSettings
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from engine.trust import TrustStore
 from replay.transcript import transcript_of
@@ -55,7 +56,8 @@ class TrellisApp(App[None]):
         *,
         config: Config,
         cwd: Path,
-        store_path: Path,
+        store_path: Path | None = None,
+        store: StoreSettings | None = None,
         session_id: str | None = None,
         model: str | None = None,
         gateway: Gateway | None = None,
@@ -69,6 +71,7 @@ class TrellisApp(App[None]):
         self._config = config
         self._cwd = cwd
         self._store_path = store_path
+        self._store_settings = store or StoreSettings()
         self._session_id = session_id
         self._model = model
         self._gateway = gateway
@@ -77,13 +80,13 @@ class TrellisApp(App[None]):
         self._tools = tools
         self._replay = replay
         self._project = project  # the project config as loaded: the trust dialog asks about it
-        self.store: SQLiteStore | None = None
+        self.store: Store | None = None
         self.agent: Agent | None = None
         self.error: str | None = None  # why the session could not open, shown after exit
 
     async def on_mount(self) -> None:
         try:
-            self.store = SQLiteStore(self._store_path)
+            self.store = open_store(self._store_settings, path=self._store_path)
             await self.store.open()
             if self._replay is not None:
                 await self._open_replay(self._replay)

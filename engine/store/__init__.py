@@ -1,14 +1,16 @@
-"""Session stores: the protocol and the embedded SQLite implementation."""
+"""Session stores: the protocol, the embedded SQLite store and the PostgreSQL store."""
 
 from engine.store.base import LoadedSession, SessionInfo, SessionPage, SessionStore
 from engine.store.errors import (
     AmbiguousSessionError,
     DatabaseLockedError,
+    FollowError,
     ForkPointError,
     LeaseError,
     NotADatabaseError,
     SchemaVersionError,
     SequenceError,
+    StoreConfigError,
     StoreError,
     StoreUnavailableError,
     UnknownSessionError,
@@ -17,6 +19,7 @@ from engine.store.errors import (
 __all__ = [
     "AmbiguousSessionError",
     "DatabaseLockedError",
+    "FollowError",
     "ForkPointError",
     "LeaseError",
     "LoadedSession",
@@ -26,6 +29,7 @@ __all__ = [
     "SessionInfo",
     "SessionPage",
     "SessionStore",
+    "StoreConfigError",
     "StoreError",
     "StoreUnavailableError",
     "UnknownSessionError",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -106,3 +106,12 @@ class SessionStore(Protocol):
     async def release(self, session_id: str) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class FollowingStore(SessionStore, Protocol):
+    """A store whose sessions can be followed as other processes write them (PostgreSQL: every
+    flush notifies its session and last seq on commit)."""
+
+    def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
+        """The stored events from `from_seq`, then each one as it is committed, with no gap."""
+        ...

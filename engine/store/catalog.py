@@ -2,7 +2,7 @@
 
 Listing sessions needs neither the event models nor the log's invariants, and building those is
 most of what `trellis sessions` would otherwise spend starting. `open_catalog` opens the database as
-`SQLiteStore` does and lists through the same function; this module imports no event model.
+the store does and lists through the same function; no module here imports an event model.
 """
 
 from __future__ import annotations
@@ -10,36 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from engine.store.base import SessionInfo, SessionPage
-from engine.store.sqlite_db import SQLiteDatabase
-
-# `turns` is counted on the partial index of turn/start rows (schema version 2)
-INFO_COLUMNS = (
-    "id, cwd, title, model, parent_id, fork_seq, created, updated, event_count, "
-    "(SELECT count(*) FROM events WHERE events.session_id = sessions.id "
-    "AND events.type = 'turn/start')"
-)
-
-
-def info_of(row: Sequence[Any]) -> SessionInfo:
-    """A `SessionInfo` from a row of `INFO_COLUMNS`."""
-    return SessionInfo(
-        id=row[0],
-        cwd=row[1],
-        title=row[2],
-        model=row[3],
-        parent_id=row[4],
-        fork_seq=row[5],
-        created=row[6],
-        updated=row[7],
-        event_count=row[8],
-        turns=row[9],
-    )
+from engine.store.queries import INFO_COLUMNS, Fetch, info_of
+from engine.store.settings import StoreSettings
 
 
 def _encode_cursor(info: SessionInfo) -> str:
@@ -58,7 +36,7 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
 
 
 async def list_sessions(
-    db: SQLiteDatabase, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    fetch: Fetch, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
 ) -> SessionPage:
     """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
 
@@ -76,14 +54,10 @@ async def list_sessions(
         where.append("(updated < ? OR (updated = ? AND id < ?))")
         params += [updated, updated, last_id]
     clause = f"WHERE {' AND '.join(where)}" if where else ""
-    async with db.transaction("listing sessions", write=False) as conn:
-        rows = list(
-            await conn.execute_fetchall(
-                f"SELECT {INFO_COLUMNS} FROM sessions {clause} "
-                "ORDER BY updated DESC, id DESC LIMIT ?",
-                (*params, limit + 1),
-            )
-        )
+    rows = await fetch(
+        f"SELECT {INFO_COLUMNS} FROM sessions {clause} ORDER BY updated DESC, id DESC LIMIT ?",
+        (*params, limit + 1),
+    )
     sessions = tuple(info_of(row) for row in rows[:limit])
     more = len(rows) > limit
     return SessionPage(
@@ -91,27 +65,31 @@ async def list_sessions(
     )
 
 
-class SessionCatalog:
-    """The sessions of one open SQLite file, for a front end that only lists them."""
-
-    def __init__(self, db: SQLiteDatabase) -> None:
-        self._db = db
+class SessionCatalog(Protocol):
+    """The sessions of one open store, for a front end that only lists them."""
 
     async def list(
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """As `SQLiteStore.list`."""
-        return await list_sessions(self._db, cwd=cwd, limit=limit, cursor=cursor)
+        """As `SessionStore.list`."""
+        ...
 
 
 @asynccontextmanager
-async def open_catalog(path: Path, *, busy_timeout: float = 5.0) -> AsyncIterator[SessionCatalog]:
-    """The catalog of the file at `path`, opened (created and migrated) like `SQLiteStore.open`
-    and closed on exit; `busy_timeout` (seconds) is how long a read waits for another
-    connection's lock before `DatabaseLockedError`."""
-    db = SQLiteDatabase(Path(path), busy_timeout=busy_timeout)
-    await db.open()
-    try:
-        yield SessionCatalog(db)
-    finally:
-        await db.close()
+async def open_catalog(
+    settings: StoreSettings, path: Path, *, busy_timeout: float = 5.0
+) -> AsyncIterator[SessionCatalog]:
+    """The catalog of the store `settings` name (the SQLite file at `path` when they name none),
+    opened (created and migrated) as the store opens and closed on exit; `busy_timeout`
+    (seconds) is how long a read waits for another connection's lock before
+    `DatabaseLockedError`."""
+    if settings.url is not None:
+        from engine.store.pg_catalog import open_pg_catalog
+
+        async with open_pg_catalog(settings, busy_timeout=busy_timeout) as catalog:
+            yield catalog
+        return
+    from engine.store.sqlite_catalog import open_sqlite_catalog
+
+    async with open_sqlite_catalog(Path(path), busy_timeout=busy_timeout) as sqlite_catalog:
+        yield sqlite_catalog

@@ -44,3 +44,12 @@ class SequenceError(StoreError, ValueError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer Trellis, or a migration failed."""
+
+
+class StoreConfigError(StoreError):
+    """The store's configuration is refused: a project naming `[store]`, a URL with a password,
+    a server off loopback without verified TLS."""
+
+
+class FollowError(StoreError):
+    """Following a session stopped: the notification connection was lost."""

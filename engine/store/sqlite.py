@@ -10,44 +10,30 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import suppress
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
-import aiosqlite
-
-from engine.collector import collector_paused
 from engine.events import (
     Event,
-    EventDecodeError,
-    UnknownEventTypeError,
-    decode_rows,
-    make_event,
 )
-from engine.invariants import InvariantError, LogState
-from engine.store.base import LoadedSession, SessionInfo, SessionPage
-from engine.store.catalog import INFO_COLUMNS, info_of, list_sessions
-from engine.store.errors import (
-    AmbiguousSessionError,
-    LeaseError,
-    StoreError,
-    UnknownSessionError,
-)
-from engine.store.fork import check_fork_point, value_at
+from engine.invariants import LogState
+from engine.store.base import SessionInfo
+from engine.store.errors import StoreError
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
+from engine.store.leased_logs import LeasedLogs, Taken
+from engine.store.log_view import decode_and_check
+from engine.store.queries import (
+    SELECT_EVENTS,
+    Fetch,
+    session_info,
+)
 from engine.store.sqlite_db import SQLiteDatabase
 from engine.store.sqlite_writes import LogWrites
-from engine.store.staging import StagedLog, rows_of
-
-_SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
-_MAX_SEQ = 2**63 - 1
-_AMBIGUOUS_SHOWN = 5  # candidates an ambiguous prefix error names
+from engine.store.staging import Row, StagedLog
 
 
-class SQLiteStore:
+class SQLiteStore(LeasedLogs):
     """Durable session logs in one SQLite file (see `SessionStore` for the contract).
 
     `busy_timeout` (seconds) is how long a statement waits for another connection's lock before
@@ -64,13 +50,12 @@ class SQLiteStore:
         foreign_lease_ttl: float = 3600.0,
     ) -> None:
         self.path = Path(path)
-        self._clock = clock
+        super().__init__(str(self.path), clock)
         self._holder = LeaseHolder()
         self._lease_policy = LeasePolicy(
             holder=self._holder, path=self.path, foreign_ttl=foreign_lease_ttl
         )
         self._db = SQLiteDatabase(self.path, busy_timeout=busy_timeout)
-        self._writers: dict[str, StagedLog] = {}
         self._writes = LogWrites(self.path, self._holder.token)
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -80,41 +65,27 @@ class SQLiteStore:
         await self._db.open()
         return self
 
-    async def close(self) -> None:
-        """Flush what is staged, give back every lease, close the connection; idempotent."""
-        if not self._db.is_open:
-            return
-        try:
-            await self.flush()
-        finally:
-            try:
-                if self._writers:
-                    async with self._db.transaction("releasing leases") as conn:
-                        await drop_leases(conn, self._holder)
-            finally:
-                self._writers.clear()
-                await self._db.close()
+    @property
+    def _is_open(self) -> bool:
+        return self._db.is_open
 
-    async def __aenter__(self) -> SQLiteStore:
-        return await self.open()
+    async def _forget_all_leases(self) -> None:
+        if self._writers:
+            async with self._db.transaction("releasing leases") as conn:
+                await drop_leases(conn, self._holder)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _disconnect(self) -> None:
+        await self._db.close()
 
-    async def _info(self, conn: aiosqlite.Connection, session_id: str) -> SessionInfo:
-        rows = list(
-            await conn.execute_fetchall(
-                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            )
-        )
-        if not rows:
-            raise UnknownSessionError(f"{self.path}: no session with id {session_id!r}")
-        return info_of(rows[0])
+    @asynccontextmanager
+    async def _reading(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action, write=False) as conn:
+            yield self._db.fetch_on(conn)
+
+    @asynccontextmanager
+    async def _writing(self, action: str) -> AsyncIterator[Fetch]:
+        async with self._db.transaction(action) as conn:
+            yield self._db.fetch_on(conn)
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -136,33 +107,7 @@ class SQLiteStore:
         self._writers[sid] = StagedLog.at(sid, 0, LogState())
         return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
 
-    async def append(self, session_id: str, events: Sequence[Event]) -> None:
-        """Stage a batch; it must continue the stored and staged log and keep its invariants.
-
-        Raises `LeaseError` unless this store holds the session's lease, `SequenceError` for a seq
-        gap or overlap or a broken invariant; a refused batch stages nothing.
-        """
-        writer = self._writers.get(session_id)
-        if writer is None:
-            await self.info(session_id)  # an unknown id is UnknownSessionError, not a lease problem
-            raise LeaseError(
-                f"{self.path}: this store does not hold the writer lease of session "
-                f"{session_id!r}; load it first"
-            )
-        writer.stage(events)
-
-    async def flush(self, session_id: str | None = None) -> None:
-        """Write every staged batch (of one session, or of all) in one transaction and commit.
-
-        On any failure nothing is written, the staged batches are discarded, and a `StoreError`
-        says why; the writer stages its events again.
-        """
-        ids = list(self._writers) if session_id is None else [session_id]
-        batches = [w for sid in ids if (w := self._writers.get(sid)) and w.rows]
-        if not batches:
-            return
-        taken = [(w, w.take()) for w in batches]
-        now = self._clock()
+    async def _write(self, taken: Taken, now: float) -> None:
         writes = self._writes
 
         def write(conn: sqlite3.Connection) -> None:
@@ -171,14 +116,15 @@ class SQLiteStore:
                     conn, w.session_id, w.stored, batch.rows, now, batch.title, batch.model
                 )
 
-        try:
-            await self._db.run("flushing events", write)
-        except BaseException:
-            for w, _ in taken:
-                w.discard()
-            raise
-        for w, batch in taken:
-            w.stored_batch(batch)
+        await self._db.run("flushing events", write)
+
+    async def _write_repair(
+        self, session_id: str, stored: int, rows: Sequence[Row], now: float
+    ) -> None:
+        await self._db.run(
+            f"repairing session {session_id}",
+            lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
+        )
 
     # --- leases ---------------------------------------------------------------------------------
 
@@ -186,283 +132,22 @@ class SQLiteStore:
         async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
             await take_lease(conn, self._lease_policy, session_id, self._clock())
 
-    async def _drop_lease(self, session_id: str) -> None:
-        self._writers.pop(session_id, None)
+    async def _forget_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
             await drop_leases(conn, self._holder, session_id)
 
-    async def release(self, session_id: str) -> None:
-        """Flush the session's staged batches, then give its lease back (no-op if not held).
-
-        If the flush fails the lease is kept, so the writer can stage and flush again.
-        """
-        if session_id not in self._writers:
-            return
-        await self.flush(session_id)
-        await self._drop_lease(session_id)
-
     # --- loading --------------------------------------------------------------------------------
-
-    async def load(self, session_id: str) -> LoadedSession:
-        """The whole log, for writing: takes the lease and commits the repair of an open turn.
-
-        Reloading a session this store already holds starts again from what is stored; staged
-        batches are dropped.
-        """
-        events: list[Event] = []
-
-        async def whole() -> tuple[SessionInfo, LogState]:
-            info, read, state = await self._read_whole(session_id, "loading")
-            events.extend(read)
-            return info, state
-
-        info, repaired = await self._open_writer(session_id, whole)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
-
-    async def acquire(self, session_id: str) -> SessionInfo:
-        """Like `load` (the lease taken, an interrupted tail repaired and committed, staged
-        batches dropped), but reads only the log's last turn: the writer's position and the
-        repair follow from it."""
-
-        async def last_turn() -> tuple[SessionInfo, LogState]:
-            async with self._db.transaction(f"opening session {session_id}", write=False) as conn:
-                info = await self._info(conn, session_id)
-                starts = list(
-                    await conn.execute_fetchall(
-                        "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' "
-                        "ORDER BY seq DESC LIMIT 1",
-                        (session_id,),
-                    )
-                )
-                rows = await conn.execute_fetchall(
-                    f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq",
-                    (session_id, starts[0][0] if starts else info.event_count),
-                )
-            state = LogState.following(self._decode(session_id, rows))
-            state.next_seq = info.event_count
-            return info, state
-
-        info, _ = await self._open_writer(session_id, last_turn)
-        return info
-
-    async def _open_writer(
-        self, session_id: str, position: Callable[[], Awaitable[tuple[SessionInfo, LogState]]]
-    ) -> tuple[SessionInfo, list[Event]]:
-        """Take the lease, find the log's end (`position`), commit the repair of an interrupted
-        tail and stage from there; returns the session after the repair, and the repair. The
-        lease is given back if any of it fails."""
-        self._writers.pop(session_id, None)
-        await self._take_lease(session_id)
-        try:
-            info, state = await position()
-            info, repaired = await self._commit_repair(info, state)
-        except BaseException:
-            with suppress(StoreError):
-                await self._drop_lease(session_id)
-            raise
-        self._writers[session_id] = StagedLog.at(session_id, info.event_count, state)
-        return info, repaired
-
-    async def _commit_repair(
-        self, info: SessionInfo, state: LogState
-    ) -> tuple[SessionInfo, list[Event]]:
-        """Write the repair of an interrupted tail (if any) and advance `state` past it."""
-        session_id = info.id
-        repaired = self._repair(state, self._clock())
-        if not repaired:
-            return info, repaired
-        now = self._clock()
-        stored = info.event_count
-        rows = rows_of(session_id, repaired)
-        await self._db.run(
-            f"repairing session {session_id}",
-            lambda conn: self._writes.extend(conn, session_id, stored, rows, now),
-        )
-        for event in repaired:
-            state.apply(event)
-        return replace(info, event_count=stored + len(repaired), updated=now), repaired
-
-    async def inspect(self, session_id: str) -> LoadedSession:
-        """The whole log, for reading: no lease; the repair is computed but not written.
-
-        `info` describes what is stored, so its `event_count` excludes the repair.
-        """
-        info, events, state = await self._read_whole(session_id, "inspecting")
-        repaired = self._repair(state, events[-1].time if events else 0.0)
-        return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
-
-    @staticmethod
-    def _repair(state: LogState, at: float) -> list[Event]:
-        """DESIGN.md, "Store": close an interrupted turn without truncating it.
-
-        `load` stamps the repair with the time it writes it; the views that only compute it
-        (`inspect`, `read`, `read_last_turns`) with the time of the last stored event, so every
-        view of one stored log shows the same tail, however often it is read.
-        """
-        return [
-            make_event(payload, state.next_seq + i, at)
-            for i, payload in enumerate(state.closing_payloads())
-        ]
-
-    async def _open_turn_repair(self, conn: aiosqlite.Connection, session_id: str) -> list[Event]:
-        """The repair `inspect` shows, computed from the open turn alone (none if no turn is
-        open), so a range read costs what the range and the last turn cost, not the whole log."""
-        markers = list(
-            await conn.execute_fetchall(
-                "SELECT seq, type FROM events WHERE session_id = ? "
-                "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                (session_id,),
-            )
-        )
-        if not markers or markers[0][1] != "turn/start":
-            return []
-        rows = await conn.execute_fetchall(
-            f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, markers[0][0])
-        )
-        return self._repair_view(self._decode(session_id, rows))
-
-    def _repair_view(self, events: list[Event]) -> list[Event]:
-        """The computed repair of `events`, a stored log's tail from a `turn/start` on (or the
-        whole log when it has no turn)."""
-        return self._repair(LogState.following(events), events[-1].time) if events else []
 
     async def _read_whole(
         self, session_id: str, action: str
     ) -> tuple[SessionInfo, list[Event], LogState]:
         async with self._db.transaction(f"{action} session {session_id}", write=False) as conn:
-            info = await self._info(conn, session_id)
-            rows = await conn.execute_fetchall(f"{_SELECT_EVENTS} ORDER BY seq", (session_id,))
+            info = await session_info(self._db.fetch_on(conn), session_id, str(self.path))
+            rows = await conn.execute_fetchall(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
         # Decoding a long log is CPU work; a worker thread keeps the event loop responsive.
-        return await asyncio.to_thread(self._decode_and_check, info, rows)
+        return await asyncio.to_thread(decode_and_check, str(self.path), info, rows)
 
-    def _decode_and_check(
-        self, info: SessionInfo, rows: Iterable[Any]
-    ) -> tuple[SessionInfo, list[Event], LogState]:
-        events = self._decode(info.id, rows)
-        try:
-            state = LogState.of(events)
-        except InvariantError as exc:
-            raise StoreError(f"{self.path}: session {info.id!r} is corrupt: {exc}") from exc
-        return info, events, state
-
-    def _decode(self, session_id: str, rows: Iterable[Any]) -> list[Event]:
-        try:
-            with collector_paused():
-                return decode_rows(rows)
-        except (UnknownEventTypeError, EventDecodeError) as exc:
-            raise StoreError(f"{self.path}: session {session_id!r}: {exc}") from exc
-
-    # --- reading --------------------------------------------------------------------------------
-
-    async def read(self, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
-        """Events with `start <= seq <= end` (`end=None`: to the last) of the log as `inspect`
-        shows it: stored events, then the repair of an interrupted tail (computed, not written);
-        staged events are not included. Raises `ValueError` for a negative start."""
-        if start < 0:
-            raise ValueError(f"start must be >= 0, got {start}")
-        last = _MAX_SEQ if end is None else end
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            info = await self._info(conn, session_id)
-            rows = await conn.execute_fetchall(
-                f"{_SELECT_EVENTS} AND seq >= ? AND seq <= ? ORDER BY seq",
-                (session_id, start, last),
-            )
-            # a repair follows the stored events, so only a range reaching past them shows it
-            reaches_repair = last >= info.event_count
-            repaired = await self._open_turn_repair(conn, session_id) if reaches_repair else []
-        events = self._decode(session_id, rows)
-        return events + [e for e in repaired if start <= e.seq <= last]
-
-    async def read_last_turns(self, session_id: str, turns: int) -> list[Event]:
-        """From the `turn/start` of the `turns`-th last turn to the end (all events if the session
-        has fewer turns), so a front end can open a long session at its end. Like `read`, an
-        interrupted tail is shown repaired, as `inspect` shows it."""
-        if turns < 1:
-            raise ValueError(f"turns must be >= 1, got {turns}")
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            await self._info(conn, session_id)
-            starts = list(
-                await conn.execute_fetchall(
-                    "SELECT seq FROM events WHERE session_id = ? AND type = 'turn/start' "
-                    "ORDER BY seq DESC LIMIT 1 OFFSET ?",
-                    (session_id, turns - 1),
-                )
-            )
-            first = starts[0][0] if starts else 0
-            rows = await conn.execute_fetchall(
-                f"{_SELECT_EVENTS} AND seq >= ? ORDER BY seq", (session_id, first)
-            )
-        events = self._decode(session_id, rows)
-        return [*events, *self._repair_view(events)]  # the events start at a turn/start
-
-    async def info(self, session_id: str) -> SessionInfo:
-        async with self._db.transaction(f"reading session {session_id}", write=False) as conn:
-            return await self._info(conn, session_id)
-
-    async def resolve(self, id_or_prefix: str) -> SessionInfo:
-        async with self._db.transaction(f"finding session {id_or_prefix}", write=False) as conn:
-            exact = list(
-                await conn.execute_fetchall(
-                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,)
-                )
-            )
-            if exact:
-                return info_of(exact[0])
-            # ids sort, so those with the prefix follow it directly in the primary key
-            rows = list(
-                await conn.execute_fetchall(
-                    f"SELECT {INFO_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?",
-                    (id_or_prefix, _AMBIGUOUS_SHOWN + 1),
-                )
-            )
-        found = [row for row in rows if id_or_prefix and str(row[0]).startswith(id_or_prefix)]
-        if not found:
-            raise UnknownSessionError(f"{self.path}: no session with id {id_or_prefix!r}")
-        if len(found) > 1:
-            names = ", ".join(str(row[0]) for row in found[:_AMBIGUOUS_SHOWN])
-            more = ", ..." if len(found) > _AMBIGUOUS_SHOWN else ""
-            raise AmbiguousSessionError(
-                f"{self.path}: session id prefix {id_or_prefix!r} is ambiguous: {names}{more}"
-            )
-        return info_of(found[0])
-
-    async def list(
-        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> SessionPage:
-        """Newest first (by `updated`, then id); `next_cursor` fetches the following page.
-
-        Raises `ValueError` for a limit below 1 or a cursor this store did not hand out.
-        """
-        return await list_sessions(self._db, cwd=cwd, limit=limit, cursor=cursor)
-
-    # --- fork and delete ------------------------------------------------------------------------
-
-    async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
-        """A new session holding the events with seq < `at_seq`; its parent and fork point are
-        recorded, and its title and model are those in force at the fork point.
-
-        `at_seq` must be in 1..event_count (a fork copies at least one event) and lie where no
-        turn (and no compaction) is open: after a `turn/end` or the out-of-turn events that follow
-        it; otherwise `ForkPointError`. The fork is not leased: load it to write to it.
-        """
-        new_id = uuid.uuid4().hex
-        now = self._clock()
-        async with self._db.transaction(f"forking session {session_id}") as conn:
-            parent = await self._info(conn, session_id)
-            await check_fork_point(conn, parent, at_seq)
-            title = await value_at(conn, parent, at_seq, "session/title", "title")
-            model = await value_at(conn, parent, at_seq, "model/bind", "model")
-            await conn.execute(
-                "INSERT INTO sessions (id, cwd, title, model, parent_id, fork_seq, created, "
-                "updated, event_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (new_id, parent.cwd, title, model, session_id, at_seq, now, now, at_seq),
-            )
-            await conn.execute(
-                "INSERT INTO events (session_id, seq, time, type, data) "
-                "SELECT ?, seq, time, type, data FROM events WHERE session_id = ? AND seq < ?",
-                (new_id, session_id, at_seq),
-            )
-            return await self._info(conn, new_id)
+    # --- delete ------------------------------------------------------------------------
 
     async def delete(self, session_id: str) -> None:
         """Remove a session and its events; refused while another live writer holds its lease."""

@@ -6,15 +6,16 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
 from engine.store.errors import DatabaseLockedError, StoreError, StoreUnavailableError
+from engine.store.queries import Fetch, Rows
 from engine.store.schema import migrate
 from engine.store.sqlite_errors import sqlite_faults
 
@@ -104,6 +105,15 @@ class SQLiteDatabase:
                 f"{directory}: cannot create the directory for {self.path.name}: "
                 f"{exc.strerror or exc}"
             ) from exc
+
+    @staticmethod
+    def fetch_on(conn: aiosqlite.Connection) -> Fetch:
+        """The shared queries' `Fetch` on the connection, inside a `transaction` block."""
+
+        async def fetch(sql: str, params: Sequence[Any]) -> Rows:
+            return list(await conn.execute_fetchall(sql, params))
+
+        return fetch
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,9 @@ from engine.events import (
 from engine.message import Source, ToolCall
 from engine.session import Session
 from engine.store.base import SessionStore
+from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
+from tests.pg_cluster import PASSWORD, REQUIRE_ENV, Cluster, ClusterUnavailable, required
 
 StoreFactory = Callable[[], Awaitable[SessionStore]]
 
@@ -36,17 +39,52 @@ class Tick:
         return float(next(self._ticks))
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL cluster for the whole run; each test takes a schema of its own.
+
+    Without a PostgreSQL server on the machine its tests skip, unless `TRELLIS_REQUIRE_POSTGRES`
+    is set (CI sets it), where they fail.
+    """
+    try:
+        cluster = Cluster.start()
+    except ClusterUnavailable as exc:
+        if required():
+            pytest.fail(f"PostgreSQL is required ({REQUIRE_ENV}) but unavailable: {exc}")
+        pytest.skip(f"no PostgreSQL cluster: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_schema() -> str:
+    """A schema of its own for each test on the shared cluster."""
+    return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
 async def store_factory(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[StoreFactory]:
     """Each call opens another store (another writer) on the same database."""
     clock = Tick()
     opened: list[SessionStore] = []
+    open_one: Callable[[], SessionStore]
+    if request.param == "postgres":
+        cluster: Cluster = request.getfixturevalue("pg_cluster")
+        schema: str = request.getfixturevalue("pg_schema")
+
+        def open_one() -> SessionStore:
+            return PostgresStore(cluster.url, password=PASSWORD, schema=schema, clock=clock)
+    else:
+
+        def open_one() -> SessionStore:
+            return SQLiteStore(tmp_path / "data" / "sessions.sqlite", clock=clock)
 
     async def make() -> SessionStore:
-        assert request.param == "sqlite"
-        store = await SQLiteStore(tmp_path / "data" / "sessions.sqlite", clock=clock).open()
+        store = open_one()
+        assert isinstance(store, SQLiteStore | PostgresStore)
+        await store.open()
         opened.append(store)
         return store
 

@@ -1,0 +1,25 @@
+"""`open_store`: the one place a front end gets its session store, SQLite or PostgreSQL.
+
+Every command that opens a store asks here, so a new front end's option (`trellis serve --store
+URL`) is one line: `open_store(url_settings(args.store, "--store"))`, or
+`open_store(store_settings(cwd))` for the configured store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.paths import sessions_db_path
+from engine.store.postgres import PostgresStore
+from engine.store.settings import StoreSettings
+from engine.store.sqlite import SQLiteStore
+
+Store = SQLiteStore | PostgresStore
+
+
+def open_store(settings: StoreSettings, *, path: Path | None = None) -> Store:
+    """The store `settings` name, not yet opened (`async with` it, or `await store.open()`):
+    PostgreSQL for a URL, else the SQLite file at `path` (default: the data directory's)."""
+    if settings.url is not None:
+        return PostgresStore(settings.url, password=settings.password())
+    return SQLiteStore(path or sessions_db_path())

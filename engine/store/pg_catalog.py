@@ -1,0 +1,42 @@
+"""The session catalog of a PostgreSQL store (see `engine.store.catalog`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from engine.store.base import SessionPage
+from engine.store.catalog import list_sessions
+from engine.store.pg_db import PostgresDatabase, fetch_on
+from engine.store.pg_schema import DEFAULT_SCHEMA
+from engine.store.settings import StoreSettings
+
+
+class PostgresCatalog:
+    def __init__(self, db: PostgresDatabase) -> None:
+        self._db = db
+
+    async def list(
+        self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """As `PostgresStore.list`."""
+        async with self._db.transaction("listing sessions") as conn:
+            return await list_sessions(fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
+
+
+@asynccontextmanager
+async def open_pg_catalog(
+    settings: StoreSettings, *, busy_timeout: float
+) -> AsyncIterator[PostgresCatalog]:
+    assert settings.url is not None
+    db = PostgresDatabase(
+        settings.url,
+        password=settings.password(),
+        schema=DEFAULT_SCHEMA,
+        busy_timeout=busy_timeout,
+    )
+    await db.open()
+    try:
+        yield PostgresCatalog(db)
+    finally:
+        await db.close()

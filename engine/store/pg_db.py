@@ -1,0 +1,156 @@
+"""One PostgreSQL database on an asyncpg pool: connecting, migrating, transactions, and asyncpg
+failures turned into store errors that name the server (never a password) and the cause.
+
+Imports no event model: `trellis sessions` lists through it (`engine.store.pg_catalog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, cast
+
+import asyncpg
+
+from engine.redaction import Redactor, redacted_url
+from engine.store.errors import (
+    DatabaseLockedError,
+    SchemaVersionError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.store.pg_schema import Connection, migrate, quote_ident
+from engine.store.queries import Fetch, Rows, numbered
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to reach the server before `StoreUnavailableError`."""
+POOL_SIZE = 4
+"""Connections one store keeps: concurrent reads and a flush need not wait for each other."""
+
+
+_LOCKED = (
+    asyncpg.exceptions.LockNotAvailableError,
+    asyncpg.exceptions.QueryCanceledError,  # lock_timeout, statement_timeout
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+)
+_UNAVAILABLE = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.InvalidAuthorizationSpecificationError,
+    asyncpg.exceptions.InvalidCatalogNameError,
+    asyncpg.exceptions.InsufficientPrivilegeError,
+    asyncpg.exceptions.ClientConfigurationError,
+)
+
+
+def fetch_on(conn: Connection) -> Fetch:
+    """The shared queries' `Fetch` on one connection (engine.store.queries)."""
+
+    async def fetch(sql: str, params: Sequence[Any]) -> Rows:
+        return cast(Rows, await conn.fetch(numbered(sql), *params))  # a Record is a sequence
+
+    return fetch
+
+
+class PostgresDatabase:
+    """The pool of one store. `schema` is the PostgreSQL schema its tables live in (several
+    Trellis installations, or tests, can share one database); `busy_timeout` (seconds) is how
+    long a statement waits for a row another connection locked before `DatabaseLockedError`."""
+
+    def __init__(self, url: str, *, password: str | None, schema: str, busy_timeout: float) -> None:
+        self.url = url
+        self.shown = redacted_url(url)
+        self.schema = schema
+        self._password = password
+        self._redact = Redactor([password] if password else [])
+        self._busy_timeout = busy_timeout
+        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
+    def connect_args(self) -> dict[str, Any]:
+        """What `asyncpg.connect` needs for one more connection (the follower's listener)."""
+        return {
+            "dsn": self.url,
+            "password": self._password,
+            "timeout": CONNECT_TIMEOUT,
+            "server_settings": {
+                "search_path": quote_ident(self.schema),
+                "lock_timeout": str(int(self._busy_timeout * 1000)),
+                "application_name": "trellis",
+            },
+        }
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (one migrating process at a time)."""
+        if self._pool is not None:
+            return
+        with self.faults("connecting"):
+            pool = await asyncpg.create_pool(min_size=1, max_size=POOL_SIZE, **self.connect_args())
+        try:
+            async with self.transaction("migrating the schema", pool=pool) as conn:
+                await migrate(conn, self.schema, self.shown)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with self.faults("closing"):
+                await pool.close()
+
+    @asynccontextmanager
+    async def transaction(
+        self, action: str, *, pool: asyncpg.Pool[asyncpg.Record] | None = None
+    ) -> AsyncIterator[Connection]:
+        """One connection in one transaction: committed if the block succeeds, rolled back if
+        anything escapes it; asyncpg errors come out as `StoreError`s naming `action`."""
+        pool = pool or self._pool
+        if pool is None:
+            raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
+        with self.faults(action):
+            async with pool.acquire() as conn, conn.transaction():
+                yield conn
+
+    async def fetch(self, action: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """One statement on its own (no BEGIN and COMMIT around it: one round trip)."""
+        if self._pool is None:
+            raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
+        with self.faults(action):
+            async with self._pool.acquire() as conn:
+                return await conn.fetch(sql, *args)
+
+    @contextmanager
+    def faults(self, action: str) -> Iterator[None]:
+        """Re-raise any driver failure inside the block as the matching `StoreError`."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except _LOCKED as exc:
+            raise DatabaseLockedError(
+                self._cause(action, exc, "another connection held the rows too long")
+            ) from None
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailableError(
+                self._cause(action, exc, "the server cannot be reached or refused us")
+            ) from None
+        except asyncpg.exceptions.UndefinedTableError as exc:
+            raise SchemaVersionError(
+                self._cause(action, exc, "the schema is missing or was changed by hand")
+            ) from None
+        except asyncpg.PostgresError as exc:
+            raise StoreError(self._cause(action, exc, "")) from None
+
+    def _cause(self, action: str, exc: BaseException, why: str) -> str:
+        text = self._redact(str(exc) or type(exc).__name__)
+        return f"{self.shown}: {action} failed: {text}" + (f" ({why})" if why else "")

@@ -1,0 +1,311 @@
+"""PostgresStore beside raw asyncpg calls on the same rows and beside SQLiteStore, in interleaved
+rounds of one run, and cross-process follow latency; prints JSON.
+
+Run `python -m tests.bench.store_postgres [--rounds N] [--follow N]`. It starts a throwaway
+cluster (tests/pg_cluster.py: fsync off, so the store's own overhead is not hidden behind the
+disk). The raw baseline is what a program would write without the store: json.dumps of the
+payload dicts, `executemany` of the same INSERT in a transaction per batch; its load a SELECT plus
+json.loads per row. Each round runs the three sides back to back in a rotating order; the figures
+are medians over the rounds, the ratios the medians of the rounds' ratios.
+
+Follow latency: a child process appends one event per flush (the event's time is taken when it is
+appended); this process follows the session (`PostgresStore.follow`) and records delivery time
+minus event time for each: append in one process to delivery in another.
+
+Targets (issue 14): append batch 100 >= 0.5 of raw events/s; load <= 1.5x raw; follow p99 < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from engine.events import Event, UserMessage
+from engine.message import Source
+from engine.session import Session
+from engine.store.postgres import INSERT_EVENTS, PostgresStore
+from engine.store.sqlite import SQLiteStore
+from tests.bench.store import _median, collector, make_events
+from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
+
+TOTAL = 100_000
+ROUNDS = 5
+FOLLOW_EVENTS = 300
+APPEND_EVENTS = {1: 1_000, 10: 5_000, 100: 20_000}
+"""Events appended per round, by batch size (events per flush)."""
+APPEND_TARGETS = {100: 0.5}
+LOAD_TARGET = 1.5
+FOLLOW_P99_TARGET_MS = 50.0
+_RAW_DDL = (
+    "CREATE TABLE IF NOT EXISTS raw_events (session_id text NOT NULL, seq bigint NOT NULL, "
+    "time double precision NOT NULL, type text NOT NULL, data text NOT NULL, "
+    "PRIMARY KEY (session_id, seq))"
+)
+_RAW_INSERT = INSERT_EVENTS.replace("INSERT INTO events", "INSERT INTO raw_events")
+
+Side = Callable[[], Awaitable[float]]
+
+
+async def rotated(rounds: int, sides: Sequence[Side]) -> list[list[float]]:
+    """Seconds of each side per round; which side goes first rotates from round to round."""
+    seconds: list[list[float]] = [[] for _ in sides]
+    for number in range(rounds):
+        for k in range(len(sides)):
+            index = (number + k) % len(sides)
+            seconds[index].append(await sides[index]())
+    return seconds
+
+
+async def store_append(
+    store: PostgresStore | SQLiteStore, events: Sequence[Event], batch: int
+) -> float:
+    info = await store.create(cwd="/bench")
+    start = time.perf_counter()
+    for i in range(0, len(events), batch):
+        await store.append(info.id, events[i : i + batch])
+        await store.flush(info.id)
+    elapsed = time.perf_counter() - start
+    await store.release(info.id)
+    return elapsed
+
+
+async def raw_append(
+    conn: asyncpg.Connection[asyncpg.Record],
+    ids: list[str],
+    events: Sequence[Event],
+    payloads: list[dict[str, Any]],
+    batch: int,
+) -> float:
+    session_id = f"raw{len(ids)}"
+    ids.append(session_id)
+    start = time.perf_counter()
+    for i in range(0, len(events), batch):
+        rows = [
+            (session_id, e.seq, e.time, e.type, json.dumps(p))
+            for e, p in zip(events[i : i + batch], payloads[i : i + batch], strict=True)
+        ]
+        async with conn.transaction():
+            await conn.executemany(_RAW_INSERT, rows)
+    return time.perf_counter() - start
+
+
+async def store_load(store: PostgresStore | SQLiteStore, session_id: str) -> float:
+    start = time.perf_counter()
+    loaded = await store.load(session_id)
+    elapsed = time.perf_counter() - start
+    assert len(loaded.events) == TOTAL
+    assert not loaded.repaired
+    await store.release(session_id)
+    return elapsed
+
+
+async def raw_load(conn: asyncpg.Connection[asyncpg.Record], session_id: str) -> float:
+    start = time.perf_counter()
+    rows = await conn.fetch(
+        "SELECT seq, time, type, data FROM events WHERE session_id = $1 ORDER BY seq", session_id
+    )
+    loaded = [
+        {"seq": seq, "time": t, "type": kind, "data": json.loads(data)}
+        for seq, t, kind, data in rows
+    ]
+    elapsed = time.perf_counter() - start
+    assert len(loaded) == TOTAL
+    return elapsed
+
+
+def _rate(count: int, seconds: Sequence[float]) -> int:
+    return round(statistics.median(count / s for s in seconds))
+
+
+async def bench_append(
+    cluster: Cluster, root: Path, events: list[Event], rounds: int
+) -> list[dict[str, Any]]:
+    payloads = [e.data.model_dump(mode="json") for e in events]
+    results: list[dict[str, Any]] = []
+    for batch, count in APPEND_EVENTS.items():
+        subset = events[:count]
+        conn = await asyncpg.connect(cluster.url, password=PASSWORD)
+        try:
+            await conn.execute(_RAW_DDL)
+            await conn.execute(  # the store's table has it: the same work per row
+                "CREATE INDEX ON raw_events (session_id, seq) WHERE type = 'turn/start'"
+            )
+            async with (
+                PostgresStore(cluster.url, password=PASSWORD, schema=f"a{batch}") as pg,
+                SQLiteStore(root / f"append-{batch}.sqlite") as sqlite,
+            ):
+                pg_s, raw_s, sqlite_s = await rotated(
+                    rounds,
+                    [
+                        partial(store_append, pg, subset, batch),
+                        partial(raw_append, conn, [], subset, payloads[:count], batch),
+                        partial(store_append, sqlite, subset, batch),
+                    ],
+                )
+            await conn.execute("DROP TABLE raw_events")
+        finally:
+            await conn.close()
+        ratios = [r / s for s, r in zip(pg_s, raw_s, strict=True)]
+        target = APPEND_TARGETS.get(batch)
+        results.append(
+            {
+                "batch": batch,
+                "events_per_round": count,
+                "postgres_events_per_s": _rate(count, pg_s),
+                "raw_asyncpg_events_per_s": _rate(count, raw_s),
+                "sqlite_events_per_s": _rate(count, sqlite_s),
+                "ratio_to_raw": _median(ratios),
+                "ratios": [round(r, 3) for r in ratios],
+                "target": target,
+                "met": None if target is None else statistics.median(ratios) >= target,
+            }
+        )
+    return results
+
+
+async def bench_load(
+    cluster: Cluster, root: Path, events: list[Event], rounds: int
+) -> list[dict[str, Any]]:
+    async with (
+        PostgresStore(cluster.url, password=PASSWORD, schema="load") as pg,
+        SQLiteStore(root / "load.sqlite") as sqlite,
+    ):
+        ids = []
+        for store in (pg, sqlite):
+            info = await store.create(cwd="/bench")
+            for i in range(0, len(events), 1_000):
+                await store.append(info.id, events[i : i + 1_000])
+            await store.release(info.id)
+            ids.append(info.id)
+        conn = await asyncpg.connect(cluster.url, password=PASSWORD)
+        await conn.execute("SET search_path = load")
+        results: list[dict[str, Any]] = []
+        try:
+            for enabled in (True, False):
+                with collector(enabled):
+                    pg_s, raw_s, sqlite_s = await rotated(
+                        rounds,
+                        [
+                            partial(store_load, pg, ids[0]),
+                            partial(raw_load, conn, ids[0]),
+                            partial(store_load, sqlite, ids[1]),
+                        ],
+                    )
+                ratios = [s / r for s, r in zip(pg_s, raw_s, strict=True)]
+                results.append(
+                    {
+                        "collector": "enabled" if enabled else "disabled",
+                        "events": TOTAL,
+                        "postgres_s": _median(pg_s, 4),
+                        "raw_asyncpg_s": _median(raw_s, 4),
+                        "sqlite_s": _median(sqlite_s, 4),
+                        "ratio_to_raw": _median(ratios),
+                        "ratios": [round(r, 3) for r in ratios],
+                        "target": LOAD_TARGET,
+                        "met": statistics.median(ratios) <= LOAD_TARGET,
+                    }
+                )
+        finally:
+            await conn.close()
+    return results
+
+
+async def follow_writer(url: str, session_id: str, count: int) -> None:
+    """The child: loads the session and flushes one event at a time, a little apart."""
+    async with PostgresStore(url, password=os.environ[PASSWORD_ENV], schema="follow") as store:
+        loaded = await store.load(session_id)
+        session = Session(session_id, store, loaded.events)
+        for n in range(count):
+            session.append(UserMessage(content=f"note {n}", source=Source("plugin")))
+            await session.flush()
+            await asyncio.sleep(0.005)
+
+
+async def bench_follow(cluster: Cluster, count: int) -> dict[str, Any]:
+    async with PostgresStore(cluster.url, password=PASSWORD, schema="follow") as store:
+        info = await store.create(cwd="/bench")
+        await store.release(info.id)
+        latencies: list[float] = []
+        stream = store.follow(info.id)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.bench.store_postgres",
+            "--writer",
+            cluster.url,
+            info.id,
+            str(count),
+            env={**os.environ, PASSWORD_ENV: PASSWORD},
+        )
+        async for event in stream:
+            latencies.append((time.time() - event.time) * 1000)
+            if len(latencies) == count:
+                break
+        await stream.aclose()
+        await child.wait()
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return {
+        "events": count,
+        "median_ms": round(statistics.median(ordered), 2),
+        "p99_ms": round(p99, 2),
+        "max_ms": round(ordered[-1], 2),
+        "target_p99_ms": FOLLOW_P99_TARGET_MS,
+        "met": p99 < FOLLOW_P99_TARGET_MS,
+    }
+
+
+async def run(rounds: int, follow: int) -> dict[str, Any]:
+    events = make_events(TOTAL)
+    cluster = Cluster.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+            root = Path(tmp)
+            append = await bench_append(cluster, root, events, rounds)
+            load = await bench_load(cluster, root, events, rounds)
+        following = await bench_follow(cluster, follow)
+    finally:
+        cluster.stop()
+    met = [row["met"] for row in (*append, *load, following) if row["met"] is not None]
+    return {
+        "benchmark": "store_postgres",
+        "rounds": rounds,
+        "cluster": "throwaway, loopback, fsync off",
+        "append": append,
+        "load": load,
+        "follow": following,
+        "pass": all(met),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.store_postgres")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--follow", type=int, default=FOLLOW_EVENTS, help="events followed")
+    parser.add_argument("--writer", nargs=3, metavar=("URL", "SESSION", "COUNT"), help="(child)")
+    args = parser.parse_args(argv)
+    if args.writer is not None:
+        url, session_id, count = args.writer
+        asyncio.run(follow_writer(url, session_id, int(count)))
+        return 0
+    if args.rounds < 1 or args.follow < 1:
+        parser.error("rounds and follow must be at least 1")
+    report = asyncio.run(run(args.rounds, args.follow))
+    print(json.dumps(report, indent=2))
+    return 0 if report["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

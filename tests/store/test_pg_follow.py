@@ -1,0 +1,77 @@
+"""Following a session another process writes: the stored events, then each flush as it commits,
+through the ordinary Session API (`engine.replica`), with no gap and no polling."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from engine.events import Event, LiveEvent
+from engine.replica import followed_session
+from engine.store.postgres import PostgresStore
+from tests.pg_cluster import PASSWORD, Cluster
+from tests.store.test_pg_lease import Writer
+
+FOLLOW_WAIT = 60.0
+"""Seconds before a follower that never sees an event fails the test (a hang, not a speed)."""
+
+
+@pytest.fixture
+def writer(pg_cluster: Cluster, pg_schema: str) -> Iterator[Writer]:
+    started = Writer(pg_cluster, pg_schema, ttl=30.0)
+    yield started
+    started.end()
+
+
+async def test_a_reader_follows_another_process_live_with_no_gap(
+    pg_cluster: Cluster, pg_schema: str, writer: Writer
+) -> None:
+    session_id = writer.ready["id"]
+    async with (
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store,
+        followed_session(store, session_id) as replica,
+    ):
+        seen: list[Event] = []
+        arrived = asyncio.Event()
+        expected: list[int] = list(writer.ready["seqs"])
+
+        def on_event(event: Event | LiveEvent) -> None:
+            assert isinstance(event, Event)
+            seen.append(event)
+            arrived.set()
+
+        async def all_expected() -> None:
+            while [e.seq for e in seen] != expected:
+                arrived.clear()
+                await asyncio.wait_for(arrived.wait(), FOLLOW_WAIT)
+
+        replica.subscribe(on_event, from_seq=0)
+        for _ in range(3):
+            await all_expected()
+            expected += await asyncio.to_thread(lambda: writer.ask("turn")["ok"])
+        await all_expected()
+        assert seen == await store.read(session_id)
+        assert list(await replica.read(0, replica.next_seq)) == seen
+
+        late: list[int] = []
+        async for event in replica.stream(from_seq=3):  # a late subscriber catches up from seq 3
+            assert isinstance(event, Event)
+            late.append(event.seq)
+            if len(late) == len(seen) - 3:
+                break
+        assert late == [e.seq for e in seen[3:]]
+
+
+async def test_follow_reads_from_a_seq_and_names_an_unknown_session(
+    pg_cluster: Cluster, pg_schema: str, writer: Writer
+) -> None:
+    session_id = writer.ready["id"]
+    async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
+        stream = store.follow(session_id, 2)
+        first = await asyncio.wait_for(anext(stream), FOLLOW_WAIT)
+        assert first.seq == 2
+        await stream.aclose()
+        with pytest.raises(Exception, match="nope"):
+            await anext(store.follow("nope"))
