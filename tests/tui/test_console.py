@@ -78,13 +78,18 @@ async def test_a_tool_card_appears_before_the_reply_ends(workspace: Path, data: 
         ],
         tools=tools,
     )
-    seen_at_reply: list[int] = []
+    seen_at_pending: list[int] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
 
+        def count() -> None:
+            seen_at_pending.append(len(app.main.query(ToolCard)))
+
         def on_event(event: object) -> None:
-            if getattr(event, "type", "") == "assistant/message" and not seen_at_reply:
-                seen_at_reply.append(len(app.main.query(ToolCard)))
+            # queued behind the screen's own message for this event, so it runs once the
+            # screen has handled tool/pending and nothing after it
+            if getattr(event, "type", "") == "tool/pending" and not seen_at_pending:
+                app.main.call_later(count)
 
         app.live.subscribe(on_event)
         await send(app, pilot, "open the gate")
@@ -95,7 +100,8 @@ async def test_a_tool_card_appears_before_the_reply_ends(workspace: Path, data: 
         assert cards[0].border_subtitle == "running"
         gate.gate.set()
         await settle(app, pilot)
-        assert seen_at_reply == [1], "the card was on screen before the reply was complete"
+        # tool/pending comes while the reply still streams (before assistant/message)
+        assert seen_at_pending == [1], "the card is on screen as soon as the call starts"
         assert app.main.query_one(ToolCard).border_subtitle == "done"
 
 
