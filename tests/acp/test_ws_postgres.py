@@ -22,12 +22,12 @@ from acp import text_block
 from acp.exceptions import RequestError
 
 from app.acp import rpc
-from engine.events import Event
+from engine.events import Event, UserMessage
 from engine.store.postgres import PostgresStore
 from replay.acp import replay_updates
 from tests.acp.stdio_peer import trellis_acp
 from tests.acp.ws_peer import RecordingClient, ServeProcess, acp_client, serving
-from tests.agent.harness import trellis_argv, trellis_env
+from tests.agent.harness import payloads, trellis_argv, trellis_env
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.processes import POLL, POLLS
 from tests.store.test_store_copy import PASSWORD_VAR, new_database
@@ -170,9 +170,8 @@ async def test_trellis_acp_stores_its_sessions_in_the_store_named_by_store(
         await peer.conn.initialize(protocol_version=1)
         session_id = (await peer.conn.new_session(cwd=str(two_servers.root))).session_id
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("over stdio")])
-    assert "over stdio" in [
-        e.data.content for e in await stored(two_servers, session_id) if e.type == "user/message"
-    ]
+    messages = payloads(await stored(two_servers, session_id), UserMessage)
+    assert [m.content for m in messages] == ["over stdio"]
     assert not (tmp_path / "home" / "sessions.sqlite").exists()
 
 
