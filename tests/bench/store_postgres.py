@@ -35,7 +35,7 @@ import asyncpg
 from engine.events import Event, UserMessage
 from engine.message import Source
 from engine.session import Session
-from engine.store.postgres import INSERT_EVENTS, PostgresStore
+from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
 from tests.bench.store import _median, collector, make_events
 from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
@@ -53,7 +53,9 @@ _RAW_DDL = (
     "time double precision NOT NULL, type text NOT NULL, data text NOT NULL, "
     "PRIMARY KEY (session_id, seq))"
 )
-_RAW_INSERT = INSERT_EVENTS.replace("INSERT INTO events", "INSERT INTO raw_events")
+_RAW_INSERT = (
+    "INSERT INTO raw_events (session_id, seq, time, type, data) VALUES ($1, $2, $3, $4, $5)"
+)
 
 Side = Callable[[], Awaitable[float]]
 
