@@ -22,6 +22,7 @@ from engine.os_text import storable_os_text
 if TYPE_CHECKING:
     from engine.config import Config, LoadedConfig
     from engine.redaction import RedactingLogFilter
+    from engine.store.settings import StoreSettings
 
 # Each command imports what it uses when it runs (`trellis --version` and `trellis sessions` never
 # load the agent, the gateways or the tools): start time is part of the interface.
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a session's cwd must lie under DIR (repeatable; default: the current directory)",
     )
+    _store_option(acp)
     store = sub.add_parser("store", help="the session store: copy SQLite sessions to PostgreSQL")
     store_sub = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
     copy = store_sub.add_parser(
@@ -142,7 +144,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", help="the address to bind (default: [serve] host, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="the port (default: [serve] port, 8765; 0: any)")
+    _store_option(serve)
     return parser
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="the sessions' PostgreSQL store, postgresql://user@host/db without a password "
+        "(default: [store] url of the user config, TRELLIS_STORE_URL, else SQLite)",
+    )
 
 
 class _PrintVersion(argparse.Action):
@@ -439,7 +451,6 @@ async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     from app.acp.core import AcpOptions
     from app.acp.stdio import protect_stdout, serve_stdio
     from engine.config import load_config_report
-    from engine.paths import sessions_db_path
 
     here = Path.cwd().resolve()
     roots = [root.resolve() for root in args.root] or [here]
@@ -449,11 +460,11 @@ async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                 f"trellis: --root {storable_os_text(str(root))} is not a directory", file=sys.stderr
             )
             return EXIT_USAGE
-    # a bad config is reported before the protocol starts, as one line on stderr
+    # a bad config or store is reported before the protocol starts, as one line on stderr
     loaded = await asyncio.to_thread(load_config_report, here, trust_project=args.trust_project)
     _reported(loaded, log_secrets)
     options = AcpOptions(
-        store_path=sessions_db_path(),
+        store=await asyncio.to_thread(_chosen_store, args.store, here),
         roots=roots,
         model=args.model,
         script=args.script,
@@ -524,6 +535,7 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
     config = _reported(loaded, log_secrets)
     await serve(
         config.serve,
+        store=await asyncio.to_thread(_chosen_store, args.store, cwd),
         started_in=cwd,
         host=args.host,
         port=args.port,
@@ -531,6 +543,14 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
         log_secrets=log_secrets,
     )
     return EXIT_OK
+
+
+def _chosen_store(url: str | None, cwd: Path) -> StoreSettings:
+    """`--store URL` (checked as a configured URL), else the configured store seen from `cwd`;
+    raises `StoreConfigError` (one line, exit 2) for a refused URL or config."""
+    from engine.store.settings import store_settings, url_settings
+
+    return url_settings(url, "--store") if url is not None else store_settings(cwd)
 
 
 def _trust(args: argparse.Namespace) -> int:

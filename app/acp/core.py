@@ -66,6 +66,7 @@ from engine.events import TurnEnd
 from engine.message import AdditionalContext, Source
 from engine.os_text import storable_os_text
 from engine.store.errors import UnknownSessionError
+from engine.store.settings import StoreSettings
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
 from replay.acp import AcpProjection, AcpUpdate
 
@@ -85,14 +86,17 @@ LIST_PAGE = 50
 class AcpOptions:
     """What the server needs to open sessions.
 
-    `store_path`: the sessions database. `roots`: a session's cwd must lie under one of them.
+    `roots`: a session's cwd must lie under one of them. `store`: which store holds the sessions
+    (`engine.store.settings`: a PostgreSQL URL, or none for SQLite); `store_path`: the SQLite
+    file when `store` names no URL (None: the data directory's).
     `config`: one configuration for every session (tests); None reads each workspace's config as
     the CLI does, with its trust rules. `model`, `script`: as `trellis run --model/--script`.
     `clock`: event times. `gateway_factory` (tests): a fresh Gateway for each session.
     """
 
-    store_path: Path
     roots: list[Path]
+    store_path: Path | None = None
+    store: StoreSettings = field(default_factory=StoreSettings)
     config: Any = None  # engine.config.Config | None
     model: str | None = None
     script: Path | None = None
@@ -119,6 +123,16 @@ class AcpServer:
         self.sessions = SessionTable(options, self._ask)
         self._connections: dict[str, AcpConnection] = {}
         self._closed = False
+
+    async def open(self) -> None:
+        """Open the store now, so a store that cannot be opened (a server away, a bad file)
+        stops the command at its start instead of failing each request; raises `StoreError`
+        (the server is closed then)."""
+        try:
+            await self.sessions.store()
+        except BaseException:
+            await self.aclose()
+            raise
 
     def connect(self, send: Send, *, connection_id: str) -> AcpConnection:
         if self._closed:
@@ -173,7 +187,8 @@ Handler = Callable[[Any], Awaitable[Any]]
 
 @dataclass(slots=True)
 class _Opened:
-    """A session this connection opened, and its feed (None for a read-only session)."""
+    """A session this connection opened, and its feed (None for a read-only session that is not
+    followed)."""
 
     session: AcpSession
     feed: Feed | None
@@ -533,9 +548,12 @@ class AcpConnection:
     ) -> None:
         start = len(session.log) if from_seq is None else from_seq
         feed = None
-        if session.agent is not None:
+        if session.live:
+            if session.agent is None:  # followed: every event comes from the store, the
+                projection.replaying = True  # words of the other process's client included
             feed = Feed(
-                session.agent,
+                session.id,
+                session.events,
                 projection,
                 self._update,
                 self._notify,

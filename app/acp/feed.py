@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate
 from pydantic_core import PydanticSerializationError
 
-from engine.agent import Agent
 from engine.events import Event, LiveEvent
 from replay.acp import AcpProjection, AcpUpdate
 
@@ -31,6 +30,10 @@ SessionUpdate = AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
 
 SendUpdate = Callable[[str, AcpUpdate], Awaitable[None]]
 """Sends one `session/update` (session id, payload) on the connection, in order."""
+
+Events = Callable[[int], AsyncIterator[Event | LiveEvent]]
+"""A session's event stream from a seq: its Agent's (`Agent.events`), or for a session another
+process writes, the followed replica's (`engine.replica`)."""
 
 
 def update_params(session_id: str, update: SessionUpdate) -> Any:
@@ -57,11 +60,12 @@ def event_params(session_id: str, event: Event | LiveEvent) -> dict[str, Any]:
 
 
 class Feed:
-    """Follows `agent`'s events from `from_seq` until stopped."""
+    """Follows a session's `events` from `from_seq` until stopped."""
 
     def __init__(
         self,
-        agent: Agent,
+        session_id: str,
+        events: Events,
         projection: AcpProjection,
         send_update: SendUpdate,
         notify: Notify,
@@ -69,7 +73,8 @@ class Feed:
         from_seq: int,
         engine_events: bool,
     ) -> None:
-        self._agent = agent
+        self._session_id = session_id
+        self._events = events
         self._projection = projection
         self._send_update = send_update
         self._notify = notify
@@ -77,7 +82,7 @@ class Feed:
         self.sent = from_seq - 1
         """The seq of the last durable event whose updates were sent (or that had none)."""
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._task = asyncio.create_task(self._run(from_seq), name=f"acp feed {agent.session_id}")
+        self._task = asyncio.create_task(self._run(from_seq), name=f"acp feed {session_id}")
 
     async def caught_up(self, seq: int) -> None:
         """Wait until everything up to durable event `seq` was sent."""
@@ -93,9 +98,9 @@ class Feed:
         self._release(everyone=True)
 
     async def _run(self, from_seq: int) -> None:
-        session_id = self._agent.session_id
+        session_id = self._session_id
         try:
-            async for event in self._agent.events(from_seq):
+            async for event in self._events(from_seq):
                 for update in self._projection.apply(event):
                     await self._send_update(session_id, update)
                 if self._engine_events:

@@ -18,7 +18,7 @@ from app.acp.core import AcpOptions, AcpServer
 from app.acp.websocket import ACP_PATH, AcpWebSocketServer, close_server
 from app.stop_signals import on_stop_signals
 from engine.errors import TrellisError
-from engine.paths import sessions_db_path
+from engine.store.settings import StoreSettings
 
 if TYPE_CHECKING:
     from engine.config import ServeConfig
@@ -36,18 +36,21 @@ async def serve(
     port: int | None = None,
     trust_project: bool = False,
     log_secrets: RedactingLogFilter | None = None,
+    store: StoreSettings | None = None,
 ) -> None:
-    """Serve until a stop signal; raises `TrellisError` when the token or the address is unusable.
+    """Serve until a stop signal; raises `TrellisError` when the token, the store or the address
+    is unusable.
 
-    `host` and `port` override the configured ones; `started_in` is the default root.
+    `host` and `port` override the configured ones; `started_in` is the default root; `store`
+    names the session store (None: the SQLite file in the data directory).
     """
+    store = store or StoreSettings()
     token = await asyncio.to_thread(load_token, settings.token_env)
     if log_secrets is not None:
         log_secrets.redactor = log_secrets.redactor.with_secrets(token.value)
     roots = settings.root_paths(started_in)
-    acp = AcpServer(
-        AcpOptions(store_path=sessions_db_path(), roots=roots, trust_project=trust_project)
-    )
+    acp = AcpServer(AcpOptions(roots=roots, store=store, trust_project=trust_project))
+    await acp.open()
     transport = AcpWebSocketServer(acp, token=token.value, allowed_origins=settings.allowed_origins)
     host = host if host is not None else settings.host
     port = port if port is not None else settings.port
@@ -60,7 +63,7 @@ async def serve(
     stop = asyncio.Event()
     try:
         with on_stop_signals(STOP_SIGNALS, stop.set):
-            _banner(url_of(host, bound), roots, token)
+            _banner(url_of(host, bound), roots, token, store)
             await stop.wait()
     finally:
         # 1. no new connections, every open one closed: their turns are cancelled and stored
@@ -76,7 +79,7 @@ def url_of(host: str, port: int) -> str:
     return f"ws://{shown}:{port}{ACP_PATH}"
 
 
-def _banner(url: str, roots: list[Path], token: ServeToken) -> None:
+def _banner(url: str, roots: list[Path], token: ServeToken, store: StoreSettings) -> None:
     """Where the token is, then the URL: the URL line comes last, once everything is ready."""
     if token.created:
         # the only time the value is shown: it is in the file from now on
@@ -86,4 +89,9 @@ def _banner(url: str, roots: list[Path], token: ServeToken) -> None:
         file=sys.stderr,
     )
     under = ", ".join(str(root) for root in roots)
-    print(f"trellis: serving ACP at {url} (sessions under {under})", file=sys.stderr, flush=True)
+    stored = f", stored in {store.shown}" if store.url is not None else ""
+    print(
+        f"trellis: serving ACP at {url} (sessions under {under}{stored})",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -2,16 +2,19 @@
 opened it, built the way `trellis run` builds one (`open_agent`, the workspace's config with its
 trust rules, a resumed session's own workspace config).
 
-A session another process holds for writing (its lease) is opened read-only from the stored log:
-it can be replayed, and a prompt gets a clear error. An Agent is disposed when the last connection
-holding it lets go, which gives its writer lease back.
+A session another process holds for writing (its lease) is opened read-only: it can be replayed,
+and a prompt gets a clear error. On a store that can follow (PostgreSQL) it is a replica fed each
+event as the writer commits it (`engine.replica`), so its clients see the other process's turns
+live; on SQLite it is the stored log as it was when opened. An Agent is disposed when the last
+connection holding it lets go, which gives its writer lease back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,10 +23,13 @@ from app.acp.mcp import ClientMcpServer, ClientServers, start_client_servers
 from engine.agent import Agent, open_agent
 from engine.agent.session_config import load_session_config
 from engine.config import Config, load_config_report
-from engine.events import Event
+from engine.events import Event, LiveEvent
 from engine.os_text import storable_os_text, stored_os_path
+from engine.replica import followed_session
+from engine.session import Session
+from engine.store.base import FollowingStore
+from engine.store.chooser import Store, open_store
 from engine.store.errors import LeaseError
-from engine.store.sqlite import SQLiteStore
 from engine.tools import default_registry
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
 
@@ -46,6 +52,10 @@ class AcpSession:
     stored_log: tuple[Event, ...] = ()
     read_only: str = ""
     """Why prompts are refused (another process holds the session for writing); "" if writable."""
+    replica: Session | None = None
+    """A read-only session followed as another process writes it (None: not followed)."""
+    following: AsyncExitStack = field(default_factory=AsyncExitStack)
+    """Ends the following when the session is let go."""
     servers: ClientServers = field(default_factory=ClientServers)
     holders: set[str] = field(default_factory=set)
     prompting: Any = None
@@ -55,12 +65,28 @@ class AcpSession:
     def log(self) -> Sequence[Event]:
         """The events held in memory; `len` is the next seq. A resumed Agent holds only its tail:
         read older events with `read`."""
-        return self.agent.log if self.agent is not None else self.stored_log
+        if self.agent is not None:
+            return self.agent.log
+        return self.replica.held if self.replica is not None else self.stored_log
+
+    @property
+    def live(self) -> bool:
+        """Whether new events arrive: written here (an Agent) or followed (a replica)."""
+        return self.agent is not None or self.replica is not None
+
+    def events(self, from_seq: int) -> AsyncIterator[Event | LiveEvent]:
+        """The event stream from `from_seq`, as `Agent.events` (only for a `live` session)."""
+        if self.agent is not None:
+            return self.agent.events(from_seq)
+        assert self.replica is not None
+        return self.replica.stream(from_seq)
 
     async def read(self, start: int, end: int) -> Sequence[Event]:
         """The durable events with `start <= seq < end`, from the store where not held."""
         if self.agent is not None:
             return await self.agent.read_log(start, end)
+        if self.replica is not None:
+            return await self.replica.read(start, end)
         return self.stored_log[start:end]
 
 
@@ -70,15 +96,17 @@ class SessionTable:
     def __init__(self, options: AcpOptions, ask: Asker) -> None:
         self._options = options
         self._ask = ask
-        self._store: SQLiteStore | None = None
+        self._store: Store | None = None
         self._store_lock = asyncio.Lock()
         self._sessions: dict[str, AcpSession] = {}
         self._opening: dict[str, asyncio.Future[AcpSession]] = {}
 
-    async def store(self) -> SQLiteStore:
+    async def store(self) -> Store:
+        """The configured store (`AcpOptions.store`), opened on first use."""
         async with self._store_lock:
             if self._store is None:
-                store = SQLiteStore(self._options.store_path, clock=self._options.clock)
+                options = self._options
+                store = open_store(options.store, path=options.store_path, clock=options.clock)
                 await store.open()
                 self._store = store
             return self._store
@@ -164,7 +192,13 @@ class SessionTable:
         except LeaseError as held:
             await started.aclose()
             session.servers = ClientServers()
-            session.stored_log = (await store.inspect(session_id)).events
+            if isinstance(store, FollowingStore):
+                # the stored log as written (an open turn is the writer's, not a crash) and
+                # each event as the writer commits it
+                following = followed_session(store, session_id)
+                session.replica = await session.following.enter_async_context(following)
+            else:
+                session.stored_log = (await store.inspect(session_id)).events
             session.read_only = (
                 f"session {session_id} is open for writing in another process ({held}); "
                 "it is shown read-only"
@@ -196,7 +230,10 @@ class SessionTable:
             if session.agent is not None:
                 await session.agent.dispose()
         finally:
-            await session.servers.aclose()
+            try:
+                await session.following.aclose()
+            finally:
+                await session.servers.aclose()
 
     async def _config_for(self, cwd: Path) -> Config:
         if self._options.config is not None:

@@ -85,6 +85,7 @@ async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -
     read = await _chunk_reader(reader)
     send = await _line_sender(writer)
     server = AcpServer(options)
+    await server.open()
     connection = server.connect(send, connection_id="stdio")
 
     async def overlong(size: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the session catalog imports this without the event models
     from engine.events import Event
@@ -108,9 +108,11 @@ class SessionStore(Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
 class FollowingStore(SessionStore, Protocol):
     """A store whose sessions can be followed as other processes write them (PostgreSQL: every
-    flush notifies its session and last seq on commit)."""
+    flush notifies its session and last seq on commit). `isinstance(store, FollowingStore)` tells
+    a front end whether it can follow a session another process writes."""
 
     def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
         """The stored events from `from_seq`, then each one as it is committed, with no gap."""

@@ -7,6 +7,8 @@ URL`) is one line: `open_store(url_settings(args.store, "--store"))`, or
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.paths import sessions_db_path
@@ -17,9 +19,12 @@ from engine.store.sqlite import SQLiteStore
 Store = SQLiteStore | PostgresStore
 
 
-def open_store(settings: StoreSettings, *, path: Path | None = None) -> Store:
+def open_store(
+    settings: StoreSettings, *, path: Path | None = None, clock: Callable[[], float] = time.time
+) -> Store:
     """The store `settings` name, not yet opened (`async with` it, or `await store.open()`):
-    PostgreSQL for a URL, else the SQLite file at `path` (default: the data directory's)."""
+    PostgreSQL for a URL, else the SQLite file at `path` (default: the data directory's).
+    `clock` stamps what the store writes (tests fix it)."""
     if settings.url is not None:
-        return PostgresStore(settings.url, password=settings.password())
-    return SQLiteStore(path or sessions_db_path())
+        return PostgresStore(settings.url, password=settings.password(), clock=clock)
+    return SQLiteStore(path or sessions_db_path(), clock=clock)

@@ -48,6 +48,17 @@ _UNAVAILABLE = (
 )
 
 
+class PooledConnection(asyncpg.Connection):
+    """A pool connection handed back without asyncpg's reset query (advisory unlock, CLOSE ALL,
+    UNLISTEN, RESET ALL): the store keeps no session state on one (its settings are connection
+    parameters, its advisory lock is transaction-scoped, it LISTENs on a connection of its own),
+    and the reset cost a round trip after every flush and read, which on a busy machine is
+    where a follower's latency went. An open transaction is still rolled back."""
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
 def fetch_on(conn: Connection) -> Fetch:
     """The shared queries' `Fetch` on one connection (engine.store.queries)."""
 
@@ -93,7 +104,12 @@ class PostgresDatabase:
         if self._pool is not None:
             return
         with self.faults("connecting"):
-            pool = await asyncpg.create_pool(min_size=1, max_size=POOL_SIZE, **self.connect_args())
+            pool = await asyncpg.create_pool(
+                min_size=1,
+                max_size=POOL_SIZE,
+                connection_class=PooledConnection,
+                **self.connect_args(),
+            )
         try:
             async with self.transaction("migrating the schema", pool=pool) as conn:
                 await migrate(conn, self.schema, self.shown)
@@ -121,13 +137,20 @@ class PostgresDatabase:
             async with pool.acquire() as conn, conn.transaction():
                 yield conn
 
-    async def fetch(self, action: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-        """One statement on its own (no BEGIN and COMMIT around it: one round trip)."""
+    @asynccontextmanager
+    async def connection(self, action: str) -> AsyncIterator[Connection]:
+        """One connection, each statement a transaction of its own (one round trip each);
+        asyncpg errors come out as `StoreError`s naming `action`."""
         if self._pool is None:
             raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
         with self.faults(action):
             async with self._pool.acquire() as conn:
-                return await conn.fetch(sql, *args)
+                yield conn
+
+    async def fetch(self, action: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """One statement on its own (no BEGIN and COMMIT around it: one round trip)."""
+        async with self.connection(action) as conn:
+            return await conn.fetch(sql, *args)
 
     @contextmanager
     def faults(self, action: str) -> Iterator[None]:

@@ -2,8 +2,8 @@
 expiry), taken and checked with the server's clock, so hosts whose clocks disagree still agree on
 who holds it.
 
-Fencing: a flush first updates its own lease row (`fence`), which locks the row and rechecks the
-token after any concurrent takeover commits; a takeover updates the same row, so it waits for a
+Fencing: a flush first updates its own lease row (`FENCE`, the first step of the flush's one
+statement), which locks the row and rechecks the token after any concurrent takeover commits; a takeover updates the same row, so it waits for a
 flush in progress and every flush after it finds the token changed. A holder that was paused past
 its expiry and taken over can never write again.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import asyncpg
 
@@ -89,20 +90,18 @@ async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, w
     )
 
 
-async def fence(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, where: str) -> None:
-    """Inside a flush's transaction: renew the lease if this store still holds it, else raise.
+FENCE = (
+    f"UPDATE leases SET heartbeat = {NOW}, expires = {NOW} + $3 "
+    "WHERE session_id = $1 AND token = $2 RETURNING 1"
+)
+"""Inside a flush: renew the lease ($1 session, $2 token, $3 ttl) if this store still holds it;
+no row if not. The update locks the row until the flush commits, and a takeover committed
+meanwhile is seen (PostgreSQL rechecks the condition on the newest row version)."""
 
-    The update locks the row until the flush commits, and a takeover committed meanwhile is seen
-    (PostgreSQL rechecks the condition on the newest row version)."""
-    renewed = await conn.fetchval(
-        f"UPDATE leases SET heartbeat = {NOW}, expires = {NOW} + $3 "
-        "WHERE session_id = $1 AND token = $2 RETURNING 1",
-        session_id,
-        me.token,
-        ttl,
-    )
-    if renewed:
-        return
+
+async def lost(conn: Connection, session_id: str, where: str) -> NoReturn:
+    """Raise why a flush's `FENCE` found no lease of ours: `LeaseError` naming the holder now, or
+    `UnknownSessionError` for a session deleted meanwhile."""
     row = await conn.fetchrow(
         "SELECT s.id, l.holder, l.pid, l.host FROM sessions s "
         "LEFT JOIN leases l ON l.session_id = s.id WHERE s.id = $1",

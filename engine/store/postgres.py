@@ -39,12 +39,23 @@ from engine.store.staging import Row, StagedLog, rows_of
 
 log = logging.getLogger(__name__)
 
-INSERT_EVENTS = "INSERT INTO events (session_id, seq, time, type, data) VALUES ($1, $2, $3, $4, $5)"
-_ADVANCE = (
-    "UPDATE sessions SET event_count = $2, updated = $3, title = coalesce($4, title), "
-    "model = coalesce($5, model) WHERE id = $1 AND event_count = $6 "
-    "RETURNING pg_notify($7, $1 || ' ' || ($2 - 1))"
+_FLUSH = f"""WITH fence AS ({pg_lease.FENCE}),
+advanced AS (
+    UPDATE sessions SET event_count = $4, updated = $5, title = coalesce($6, title),
+        model = coalesce($7, model)
+    WHERE id = $1 AND event_count = $8 AND EXISTS (SELECT FROM fence)
+    RETURNING pg_notify($9, $1 || ' ' || ($4 - 1))
+),
+inserted AS (
+    INSERT INTO events (session_id, seq, time, type, data)
+    SELECT $1, r.seq, r.at, r.kind, r.data
+    FROM unnest($10::bigint[], $11::float8[], $12::text[], $13::text[]) AS r(seq, at, kind, data)
+    WHERE EXISTS (SELECT FROM advanced)
 )
+SELECT EXISTS (SELECT FROM fence) AS fenced, EXISTS (SELECT FROM advanced) AS advanced"""
+"""A batch of one session in one statement, so one round trip: the lease fence, the session's
+count advanced only from the count the writer expects (notifying followers on commit), the rows.
+Each step runs only if the one before it matched, and the result says which did."""
 _FOLLOW_CHUNK = 1000
 
 
@@ -180,6 +191,13 @@ class PostgresStore(LeasedLogs):
             await self._extend(conn, session_id, stored, rows, now)
 
     async def _write_batches(self, taken: Taken, now: float) -> None:
+        if len(taken) == 1:  # one statement is a transaction of its own: no BEGIN, no COMMIT
+            ((w, batch),) = taken
+            async with self._db.connection("flushing events") as conn:
+                await self._extend(
+                    conn, w.session_id, w.stored, batch.rows, now, batch.title, batch.model
+                )
+            return
         async with self._db.transaction("flushing events") as conn:
             for w, batch in taken:
                 await self._extend(
@@ -198,11 +216,27 @@ class PostgresStore(LeasedLogs):
     ) -> None:
         """Append `rows` after the `stored` events, if this store still holds the lease and the
         stored log is the one they extend; commit notifies followers of the last seq."""
-        await pg_lease.fence(conn, self._holder, session_id, self._ttl, self.shown)
-        advanced = await conn.fetch(
-            _ADVANCE, session_id, stored + len(rows), now, title, model, stored, self.channel
+        _, seqs, times, kinds, data = zip(*rows, strict=True) if rows else ((),) * 5
+        row = await conn.fetchrow(
+            _FLUSH,
+            session_id,
+            self._holder.token,
+            self._ttl,
+            stored + len(rows),
+            now,
+            title,
+            model,
+            stored,
+            self.channel,
+            seqs,
+            times,
+            kinds,
+            data,
         )
-        if not advanced:
+        assert row is not None
+        if not row["fenced"]:
+            await pg_lease.lost(conn, session_id, self.shown)
+        if not row["advanced"]:
             count = await conn.fetchval(
                 "SELECT event_count FROM sessions WHERE id = $1", session_id
             )
@@ -210,7 +244,6 @@ class PostgresStore(LeasedLogs):
                 f"{self.shown}: session {session_id!r} has {count} stored events, "
                 f"this writer expected {stored}"
             )
-        await conn.executemany(INSERT_EVENTS, rows)
 
     # --- leases ---------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +77,12 @@ def serving(
     token: str | None = TOKEN,
     root: Path | None = None,
     name: str = "serve",
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[ServeProcess]:
-    """`trellis serve --port 0` in `root` (default `tmp_path/name/root`) with the user config
-    `config`; stopped with SIGTERM (killed if it hangs) when the block ends."""
+    """`trellis serve --port 0 ARGS` in `root` (default `tmp_path/name/root`) with the user config
+    `config` and the variables `env` added; stopped with SIGTERM (killed if it hangs) when the
+    block ends."""
     base = tmp_path / name
     home = base / "home"
     root = root or base / "root"
@@ -87,13 +90,13 @@ def serving(
     base.mkdir(parents=True, exist_ok=True)
     config_file = base / "config.toml"
     config_file.write_text(config, encoding="utf-8")
-    env = trellis_env(home=home, config=config_file)
+    variables = {**trellis_env(home=home, config=config_file), **(env or {})}
     if token is not None:
-        env["TRELLIS_SERVE_TOKEN"] = token
+        variables["TRELLIS_SERVE_TOKEN"] = token
     process = subprocess.Popen(
-        trellis_argv(["serve", "--port", "0"]),
+        trellis_argv(["serve", "--port", "0", *args]),
         cwd=root,
-        env=env,
+        env=variables,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -1,8 +1,8 @@
 """PostgresStore beside raw asyncpg calls on the same rows and beside SQLiteStore, in interleaved
 rounds of one run, and cross-process follow latency; prints JSON.
 
-Run `python -m tests.bench.store_postgres [--rounds N] [--follow N]`. It starts a throwaway
-cluster (tests/pg_cluster.py: fsync off, so the store's own overhead is not hidden behind the
+Run `python -m tests.bench.store_postgres [--rounds N] [--follow N] [--only PART]`. It starts a
+throwaway cluster (tests/pg_cluster.py: fsync off, so the store's own overhead is not hidden behind the
 disk). The raw baseline is what a program would write without the store: json.dumps of the
 payload dicts, `executemany` of the same INSERT in a transaction per batch; its load a SELECT plus
 json.loads per row. Each round runs the three sides back to back in a rotating order; the figures
@@ -10,7 +10,10 @@ are medians over the rounds, the ratios the medians of the rounds' ratios.
 
 Follow latency: a child process appends one event per flush (the event's time is taken when it is
 appended); this process follows the session (`PostgresStore.follow`) and records delivery time
-minus event time for each: append in one process to delivery in another.
+minus event time for each: append in one process to delivery in another. The baseline does the
+same with raw asyncpg (a child inserting each row with its notification in one statement; LISTEN
+here, the new rows read by range on a second connection). Store and raw rounds alternate, which
+goes first rotating; median and p99 pool every round's events, and each round's are listed.
 
 Targets (issue 14): append batch 100 >= 0.5 of raw events/s; load <= 1.5x raw; follow p99 < 50 ms.
 """
@@ -25,17 +28,18 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
 from engine.events import Event, UserMessage
 from engine.message import Source
 from engine.session import Session
-from engine.store.postgres import INSERT_EVENTS, PostgresStore
+from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
 from tests.bench.store import _median, collector, make_events
 from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
@@ -48,24 +52,37 @@ APPEND_EVENTS = {1: 1_000, 10: 5_000, 100: 20_000}
 APPEND_TARGETS = {100: 0.5}
 LOAD_TARGET = 1.5
 FOLLOW_P99_TARGET_MS = 50.0
+WRITE_GAP = 0.005
+"""Seconds between two flushes of a follow benchmark's writer."""
 _RAW_DDL = (
     "CREATE TABLE IF NOT EXISTS raw_events (session_id text NOT NULL, seq bigint NOT NULL, "
     "time double precision NOT NULL, type text NOT NULL, data text NOT NULL, "
     "PRIMARY KEY (session_id, seq))"
 )
-_RAW_INSERT = INSERT_EVENTS.replace("INSERT INTO events", "INSERT INTO raw_events")
+_RAW_CHANNEL = "raw_follow"
+_RAW_NOTIFY = (
+    "WITH row AS (INSERT INTO raw_follow (session_id, seq, time, type, data) "
+    "VALUES ($1, $2, $3, $4, $5) RETURNING seq) "
+    f"SELECT pg_notify('{_RAW_CHANNEL}', $1 || ' ' || (SELECT seq FROM row))"
+)
+_RAW_READ = (
+    "SELECT seq, time, type, data FROM raw_follow WHERE session_id = $1 AND seq >= $2 ORDER BY seq"
+)
+_RAW_INSERT = (
+    "INSERT INTO raw_events (session_id, seq, time, type, data) VALUES ($1, $2, $3, $4, $5)"
+)
 
-Side = Callable[[], Awaitable[float]]
+T = TypeVar("T")
 
 
-async def rotated(rounds: int, sides: Sequence[Side]) -> list[list[float]]:
-    """Seconds of each side per round; which side goes first rotates from round to round."""
-    seconds: list[list[float]] = [[] for _ in sides]
+async def rotated(rounds: int, sides: Sequence[Callable[[], Awaitable[T]]]) -> list[list[T]]:
+    """What each side measured, per round; which side goes first rotates from round to round."""
+    measured: list[list[T]] = [[] for _ in sides]
     for number in range(rounds):
         for k in range(len(sides)):
             index = (number + k) % len(sides)
-            seconds[index].append(await sides[index]())
-    return seconds
+            measured[index].append(await sides[index]())
+    return measured
 
 
 async def store_append(
@@ -223,86 +240,176 @@ async def bench_load(
 
 
 async def follow_writer(url: str, session_id: str, count: int) -> None:
-    """The child: loads the session and flushes one event at a time, a little apart."""
+    """The store's child: loads the session and flushes one event at a time, a little apart."""
     async with PostgresStore(url, password=os.environ[PASSWORD_ENV], schema="follow") as store:
         loaded = await store.load(session_id)
         session = Session(session_id, store, loaded.events)
         for n in range(count):
             session.append(UserMessage(content=f"note {n}", source=Source("plugin")))
             await session.flush()
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(WRITE_GAP)
 
 
-async def bench_follow(cluster: Cluster, count: int) -> dict[str, Any]:
-    async with PostgresStore(cluster.url, password=PASSWORD, schema="follow") as store:
-        info = await store.create(cwd="/bench")
-        await store.release(info.id)
-        latencies: list[float] = []
-        stream = store.follow(info.id)
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.bench.store_postgres",
-            "--writer",
-            cluster.url,
-            info.id,
-            str(count),
-            env={**os.environ, PASSWORD_ENV: PASSWORD},
-        )
-        async for event in stream:
-            latencies.append((time.time() - event.time) * 1000)
-            if len(latencies) == count:
-                break
-        await stream.aclose()
+async def raw_follow_writer(url: str, session_id: str, count: int) -> None:
+    """The baseline's child: one statement per event on a plain connection (the row and its
+    notification, committed together), the same gap apart."""
+    conn = await asyncpg.connect(url, password=os.environ[PASSWORD_ENV])
+    try:
+        for n in range(count):
+            data = json.dumps({"content": f"note {n}", "source": {"kind": "plugin"}})
+            await conn.execute(_RAW_NOTIFY, session_id, n, time.time(), "user/message", data)
+            await asyncio.sleep(WRITE_GAP)
+    finally:
+        await conn.close()
+
+
+async def _child(mode: str, url: str, session_id: str, count: int) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.bench.store_postgres",
+        mode,
+        url,
+        session_id,
+        str(count),
+        env={**os.environ, PASSWORD_ENV: PASSWORD},
+    )
+
+
+async def follow_store_round(cluster: Cluster, store: PostgresStore, count: int) -> list[float]:
+    """Milliseconds from each event's append in the child to its delivery here."""
+    info = await store.create(cwd="/bench")
+    await store.release(info.id)
+    latencies: list[float] = []
+    stream = store.follow(info.id)
+    child = await _child("--writer", cluster.url, info.id, count)
+    async for event in stream:
+        latencies.append((time.time() - event.time) * 1000)
+        if len(latencies) == count:
+            break
+    await stream.aclose()
+    await child.wait()
+    return latencies
+
+
+async def follow_raw_round(cluster: Cluster, count: int) -> list[float]:
+    """The same through raw asyncpg: LISTEN on one connection, and on each notification the new
+    rows read by range on another (what the store does, without the store)."""
+    session_id = uuid.uuid4().hex
+    listen = await asyncpg.connect(cluster.url, password=PASSWORD)
+    query = await asyncpg.connect(cluster.url, password=PASSWORD)
+    woken = asyncio.Event()
+    await listen.add_listener(_RAW_CHANNEL, lambda *_: woken.set())
+    latencies: list[float] = []
+    try:
+        child = await _child("--raw-writer", cluster.url, session_id, count)
+        while len(latencies) < count:
+            await woken.wait()
+            woken.clear()
+            rows = await query.fetch(_RAW_READ, session_id, len(latencies))
+            now = time.time()
+            latencies += [(now - row["time"]) * 1000 for row in rows]
         await child.wait()
-    ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    finally:
+        await listen.close()
+        await query.close()
+    return latencies
+
+
+def _latency(values: list[float], rounds: list[list[float]]) -> dict[str, Any]:
+    ordered = sorted(values)
     return {
-        "events": count,
+        "events": len(ordered),
         "median_ms": round(statistics.median(ordered), 2),
-        "p99_ms": round(p99, 2),
+        "p99_ms": round(_p99(ordered), 2),
         "max_ms": round(ordered[-1], 2),
-        "target_p99_ms": FOLLOW_P99_TARGET_MS,
-        "met": p99 < FOLLOW_P99_TARGET_MS,
+        "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
+        "round_p99s_ms": [round(_p99(sorted(r)), 2) for r in rounds],
     }
 
 
-async def run(rounds: int, follow: int) -> dict[str, Any]:
-    events = make_events(TOTAL)
-    cluster = Cluster.start()
+def _p99(ordered: Sequence[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+async def bench_follow(cluster: Cluster, count: int, rounds: int) -> dict[str, Any]:
+    """Rounds of `count` events through the store and through raw asyncpg, which goes first
+    rotating from round to round; the figures pool every round's events."""
+    conn = await asyncpg.connect(cluster.url, password=PASSWORD)
     try:
-        with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
-            root = Path(tmp)
-            append = await bench_append(cluster, root, events, rounds)
-            load = await bench_load(cluster, root, events, rounds)
-        following = await bench_follow(cluster, follow)
+        await conn.execute(_RAW_DDL.replace("raw_events", "raw_follow"))
     finally:
-        cluster.stop()
-    met = [row["met"] for row in (*append, *load, following) if row["met"] is not None]
+        await conn.close()
+    async with PostgresStore(cluster.url, password=PASSWORD, schema="follow") as store:
+        store_rounds, raw_rounds = await rotated(
+            rounds,
+            [
+                partial(follow_store_round, cluster, store, count),
+                partial(follow_raw_round, cluster, count),
+            ],
+        )
+    by_store = _latency([ms for r in store_rounds for ms in r], store_rounds)
     return {
+        "rounds": rounds,
+        "postgres_store": by_store,
+        "raw_asyncpg": _latency([ms for r in raw_rounds for ms in r], raw_rounds),
+        "target_p99_ms": FOLLOW_P99_TARGET_MS,
+        "met": by_store["p99_ms"] < FOLLOW_P99_TARGET_MS,
+    }
+
+
+PARTS = ("append", "load", "follow")
+
+
+async def run(rounds: int, follow: int, parts: Sequence[str] = PARTS) -> dict[str, Any]:
+    cluster = Cluster.start()
+    report: dict[str, Any] = {
         "benchmark": "store_postgres",
         "rounds": rounds,
         "cluster": "throwaway, loopback, fsync off",
-        "append": append,
-        "load": load,
-        "follow": following,
-        "pass": all(met),
     }
+    try:
+        if "append" in parts or "load" in parts:
+            events = make_events(TOTAL)
+            with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+                root = Path(tmp)
+                if "append" in parts:
+                    report["append"] = await bench_append(cluster, root, events, rounds)
+                if "load" in parts:
+                    report["load"] = await bench_load(cluster, root, events, rounds)
+        if "follow" in parts:
+            report["follow"] = await bench_follow(cluster, follow, rounds)
+    finally:
+        cluster.stop()
+    rows = [*report.get("append", ()), *report.get("load", ())]
+    if "follow" in report:
+        rows.append(report["follow"])
+    report["pass"] = all(row["met"] for row in rows if row["met"] is not None)
+    return report
+
+
+CHILDREN = {"--writer": follow_writer, "--raw-writer": raw_follow_writer}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.store_postgres")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--follow", type=int, default=FOLLOW_EVENTS, help="events followed")
-    parser.add_argument("--writer", nargs=3, metavar=("URL", "SESSION", "COUNT"), help="(child)")
+    parser.add_argument("--follow", type=int, default=FOLLOW_EVENTS, help="events per round")
+    parser.add_argument(
+        "--only", choices=PARTS, action="append", help="run only this part (repeatable)"
+    )
+    for flag in CHILDREN:
+        parser.add_argument(flag, nargs=3, metavar=("URL", "SESSION", "COUNT"), help="(child)")
     args = parser.parse_args(argv)
-    if args.writer is not None:
-        url, session_id, count = args.writer
-        asyncio.run(follow_writer(url, session_id, int(count)))
-        return 0
+    for flag, child in CHILDREN.items():
+        given = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        if given is not None:
+            url, session_id, count = given
+            asyncio.run(child(url, session_id, int(count)))
+            return 0
     if args.rounds < 1 or args.follow < 1:
         parser.error("rounds and follow must be at least 1")
-    report = asyncio.run(run(args.rounds, args.follow))
+    report = asyncio.run(run(args.rounds, args.follow, args.only or PARTS))
     print(json.dumps(report, indent=2))
     return 0 if report["pass"] else 1
 

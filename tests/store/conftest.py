@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
-from tests.pg_cluster import PASSWORD, REQUIRE_ENV, Cluster, ClusterUnavailable, required
+from tests.pg_cluster import PASSWORD, Cluster
 
 StoreFactory = Callable[[], Awaitable[SessionStore]]
 
@@ -37,23 +37,6 @@ class Tick:
 
     def __call__(self) -> float:
         return float(next(self._ticks))
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[Cluster]:
-    """One throwaway PostgreSQL cluster for the whole run; each test takes a schema of its own.
-
-    Without a PostgreSQL server on the machine its tests skip, unless `TRELLIS_REQUIRE_POSTGRES`
-    is set (CI sets it), where they fail.
-    """
-    try:
-        cluster = Cluster.start()
-    except ClusterUnavailable as exc:
-        if required():
-            pytest.fail(f"PostgreSQL is required ({REQUIRE_ENV}) but unavailable: {exc}")
-        pytest.skip(f"no PostgreSQL cluster: {exc}")
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
+import asyncpg
 import pytest
 
 from engine.events import Event, LiveEvent
@@ -75,3 +76,35 @@ async def test_follow_reads_from_a_seq_and_names_an_unknown_session(
         await stream.aclose()
         with pytest.raises(Exception, match="nope"):
             await anext(store.follow("nope"))
+
+
+async def test_a_replica_starts_caught_up_and_follows_again_after_losing_its_connection(
+    pg_cluster: Cluster, pg_schema: str, writer: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engine.replica.RETRY_AFTER", 0.0)
+    session_id = writer.ready["id"]
+    async with (
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store,
+        followed_session(store, session_id) as followed,
+    ):
+        # the block starts with every event stored when it was entered (the open turn too)
+        assert [e.seq for e in followed.held] == writer.ready["seqs"]
+        arrived = asyncio.Event()
+        followed.subscribe(lambda _: arrived.set())
+        admin = await asyncpg.connect(pg_cluster.url, password=PASSWORD)
+        try:  # the server ends the listening connection (a restart, an administrator)
+            ended = await admin.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE $1",
+                f'LISTEN "trellis_events.{pg_schema}"%',
+            )
+        finally:
+            await admin.close()
+        assert ended == 1
+        expected = [
+            *writer.ready["seqs"],
+            *await asyncio.to_thread(lambda: writer.ask("turn")["ok"]),
+        ]
+        while [e.seq for e in followed.held] != expected:
+            arrived.clear()
+            await asyncio.wait_for(arrived.wait(), FOLLOW_WAIT)
+        assert list(followed.held) == await store.read(session_id)

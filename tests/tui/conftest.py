@@ -23,6 +23,7 @@ from engine.agent import Agent
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.project_config import ProjectLayer
+from engine.store.settings import StoreSettings
 from engine.tools import ToolRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,12 +59,14 @@ class ConsoleTestApp(TrellisApp):
         session_id: str | None = None,
         tools: ToolRegistry | None = None,
         project: ProjectLayer | None = None,
+        store: StoreSettings | None = None,
     ) -> None:
         self.gateway = ScriptedGateway(replies)
         super().__init__(
             config=config or Config(),
             cwd=workspace,
             store_path=data / "sessions.sqlite",
+            store=store,
             session_id=session_id,
             gateway=self.gateway,
             clock=fixed_clock(),
