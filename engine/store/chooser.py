@@ -2,24 +2,30 @@
 
 Every command that opens a store asks here, so a new front end's option (`trellis serve --store
 URL`) is one line: `open_store(url_settings(args.store, "--store"))`, or
-`open_store(store_settings(cwd))` for the configured store.
+`open_store(store_settings(cwd))` for the configured store. The PostgreSQL store (and asyncpg) is
+imported only when a URL names it: the SQLite commands start without it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from engine.paths import sessions_db_path
-from engine.store.postgres import PostgresStore
 from engine.store.settings import StoreSettings
 from engine.store.sqlite import SQLiteStore
 
-Store = SQLiteStore | PostgresStore
+if TYPE_CHECKING:
+    from engine.store.postgres import PostgresStore
+
+Store: TypeAlias = "SQLiteStore | PostgresStore"
 
 
 def open_store(settings: StoreSettings, *, path: Path | None = None) -> Store:
     """The store `settings` name, not yet opened (`async with` it, or `await store.open()`):
     PostgreSQL for a URL, else the SQLite file at `path` (default: the data directory's)."""
     if settings.url is not None:
+        from engine.store.postgres import PostgresStore
+
         return PostgresStore(settings.url, password=settings.password())
     return SQLiteStore(path or sessions_db_path())
