@@ -50,9 +50,11 @@ UNUSED_BY_A_NEW_RUN = (
     "engine.gateway.codec.openai",
     "engine.gateway.codec.gemini",
     "engine.gateway.codec.anthropic",
+    "engine.gateway.script_file",
 )
 """What `trellis run -p` on a new session with the scripted model never uses: the PostgreSQL store,
-/compact, the front ends' views, replaying and resuming a log, the other providers' codecs."""
+/compact, the front ends' views, replaying and resuming a log, the other providers' codecs, the
+script file's models."""
 
 VERSION_NEEDS_NONE_OF = ("argparse", "asyncio", "app.cli", "importlib.metadata", "pydantic")
 """`trellis --version` alone is answered before the command line exists."""
@@ -102,17 +104,20 @@ def test_version_prints_the_installed_package_version(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()  # it opens neither the log file nor the store
 
 
-def test_a_run_builds_only_the_event_models_it_uses(tmp_path: Path) -> None:
+def test_a_run_builds_only_the_models_it_uses(tmp_path: Path) -> None:
     """The payload models build on first use: `run -p` on a new session decodes no stored row,
-    so the models of the events it never writes (compaction, areas, pins, ...) stay unbuilt."""
+    so the models of the events it never writes (compaction, areas, pins, ...) stay unbuilt; a
+    tool's argument model builds when a call is validated or a gateway reads its schema."""
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     script = (
         "import json, sys\n"
         "from app.cli import main\n"
         "code = main(['run', '-p', 'hi'])\n"
         "import engine.events as e\n"
+        "from engine.tools.builtins import builtin_tools\n"
         "built = sorted(t for t, p in e.PAYLOADS.items() if p.__pydantic_complete__)\n"
-        "print(json.dumps([code, built]))\n"
+        "tools = sorted(t.name for t in builtin_tools() if t.args_model.__pydantic_complete__)\n"
+        "print(json.dumps([code, built, tools]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -122,10 +127,11 @@ def test_a_run_builds_only_the_event_models_it_uses(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    code, built = json.loads(done.stdout.splitlines()[-1])
+    code, built, tools = json.loads(done.stdout.splitlines()[-1])
     assert code == 0
     assert "turn/start" in built
     assert not {"compact/summary", "area/render", "pin/add", "gc/collect"} & set(built)
+    assert tools == []  # the scripted model reads no schema and no tool was called
 
 
 def test_version_alone_loads_neither_the_command_line_nor_the_metadata(tmp_path: Path) -> None:
