@@ -158,19 +158,16 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
 
 
 class _PrintVersion(argparse.Action):
-    """`--version`: the installed package's version, read only when asked for."""
+    """`--version` among other arguments (alone, `app.launcher` answers it before this module
+    loads)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from app.version import version_line
 
-        try:
-            installed = version("trellis")
-        except PackageNotFoundError:
-            parser.exit(EXIT_USAGE, "trellis: version unknown: the package is not installed\n")
-        print(f"trellis {installed}")
+        print(version_line())
         parser.exit(EXIT_OK)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.agent.compactor import DEFAULT_KEEP_GROUPS, CompactionError
+from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.config import ConfigError
 from engine.context.area import AreaLifeState
 from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
@@ -210,6 +210,8 @@ async def _model(agent: Agent, args: str) -> CommandResult:
 
 
 async def _compact(agent: Agent, args: str) -> CommandResult:
+    from engine.agent.compactor import CompactionError
+
     keep = DEFAULT_KEEP_GROUPS
     if args:
         try:

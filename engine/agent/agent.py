@@ -12,24 +12,15 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.agent.admission import Allow, PromptListener, PromptSubmission, Reject, run_admission
-from engine.agent.compactor import DEFAULT_KEEP_GROUPS, CompactionResult, compact
+from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.agent.outbox import Steering
 from engine.agent.runtime import Runtime, ToolHook
 from engine.agent.send import Blocked, Dropped, SendHandle, TurnOutcome
 from engine.agent.turn import Turn
-from engine.agent.views import (
-    AreaView,
-    AssemblyView,
-    ModelView,
-    OutboxView,
-    PinView,
-    area_views,
-    assembly_view,
-    dropped_views,
-)
-from engine.context import Context, UnrestorableArea
+from engine.context import Context
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import SubtaskArea
 from engine.errors import TrellisError
@@ -49,6 +40,11 @@ from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import STREAM_QUEUE_SIZE, Subscriber
+
+if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
+    from engine.agent.compactor import CompactionResult
+    from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
+    from engine.context import UnrestorableArea
 
 __all__ = ["Agent", "AgentClosedError", "ModelChange", "ToolHook"]
 
@@ -168,11 +164,15 @@ class Agent:
 
     @property
     def areas(self) -> tuple[AreaView, ...]:
+        from engine.agent.views import area_views
+
         return area_views(self._rt.coop)
 
     @property
     def last_assembly(self) -> AssemblyView | None:
         """The last request assembled in this process (None before the first step)."""
+        from engine.agent.views import assembly_view, dropped_views
+
         assembled = self._rt.last_assembly
         if assembled is None:
             return None
@@ -187,6 +187,8 @@ class Agent:
 
     @property
     def outbox(self) -> OutboxView:
+        from engine.agent.views import OutboxView
+
         outbox = self._rt.outbox
         return OutboxView(
             contexts=tuple((c.content, c.source) for c in outbox.contexts),
@@ -195,10 +197,14 @@ class Agent:
 
     @property
     def pins(self) -> tuple[PinView, ...]:
+        from engine.agent.views import PinView
+
         return tuple(PinView(id=i, text=t) for i, t in self._rt.assembler.pins.pins)
 
     @property
     def model(self) -> ModelView:
+        from engine.agent.views import ModelView
+
         grants = self._rt.assembler.grants
         binding = self._rt.assembler.binding
         upcoming = grants.staged or grants.active
@@ -407,6 +413,8 @@ class Agent:
 
     async def compact(self, keep_groups: int = DEFAULT_KEEP_GROUPS) -> CompactionResult | None:
         """Summarize the oldest history groups (between turns only); None if nothing to compact."""
+        from engine.agent.compactor import compact
+
         self._check_open()
         return await compact(self._rt, turn_open=self.turn_open, keep_groups=keep_groups)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.agent.retry import with_retries
 from engine.context.compaction import plan_compaction
 from engine.context.orchestrator import label_for_provenance
@@ -23,7 +24,6 @@ from engine.privacy import join_all
 if TYPE_CHECKING:
     from engine.agent.runtime import Runtime
 
-DEFAULT_KEEP_GROUPS = 2
 INSTRUCTION = (
     "Summarize the conversation above for your own later use. Keep every fact, decision, file "
     "name, command, result and open question that later work may need; drop pleasantries and "

@@ -9,13 +9,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
 from engine.agent.runtime import Runtime, replay_log
 from engine.config import Config, ConfigError
-from engine.context import ContextReplayer, RebuiltContext
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event
@@ -29,6 +29,9 @@ from engine.store.base import SessionStore
 from engine.tools import ToolRegistry, default_registry
 from engine.tools.mcp import McpToolset
 from engine.tools.permission import HeadlessPolicy, PermissionBroker, PermissionResponder
+
+if TYPE_CHECKING:
+    from engine.context import ContextReplayer, RebuiltContext
 
 
 def held_secrets(config: Config) -> Redactor:
@@ -133,6 +136,8 @@ async def open_agent(
                 name, _ = config.model(guess)
                 made = (name, *gateway_for(name))
         guessed = gateway if made is None else made[1]
+        from engine.context import ContextReplayer
+
         replayer = ContextReplayer(
             GatewayType.scripted if guessed is None else guessed.gateway_type
         )

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+DEFAULT_KEEP_GROUPS = 2
+"""The newest complete history groups `/compact` leaves as they are."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentOptions:

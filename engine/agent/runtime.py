@@ -11,20 +11,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
 from engine.agent.outbox import Outbox, Steering
 from engine.agent.subtask import SubtaskDoneTool
-from engine.context import (
-    Context,
-    ContextReplayer,
-    CoopContext,
-    RebuiltContext,
-    UnrestorableArea,
-    emplace_event,
-    resume_coop_context,
-)
+from engine.context import Context, CoopContext, emplace_event
 from engine.context.area import AreaLifeState, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, SubtaskArea
 from engine.context.orchestrator import AssembledContext
@@ -52,6 +45,9 @@ from engine.session import Session
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
 from engine.tools.permission import PermissionBroker
 
+if TYPE_CHECKING:  # replaying and resuming are imported by the sessions that reopen a log
+    from engine.context import ContextReplayer, RebuiltContext, UnrestorableArea
+
 log = logging.getLogger(__name__)
 
 ToolHook = Callable[[ToolCall, ToolOutput], Iterable[AdditionalContext]]
@@ -66,6 +62,8 @@ INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 async def replay_log(session: Session, gateway_type: GatewayType) -> ContextReplayer:
     """A replayer fed the session's whole log in `gateway_type`'s format, read by range (a
     stored session does not hold all of it)."""
+    from engine.context import ContextReplayer
+
     replayer = ContextReplayer(gateway_type)
     async for chunk in session.chunks():
         for event in chunk:
@@ -108,6 +106,8 @@ class Runtime:
         if rebuilt is None:
             self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
         else:
+            from engine.context import resume_coop_context
+
             resumed = resume_coop_context(rebuilt, area_kinds, sink=self._sink)
             self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
         self.outbox = Outbox(self._outbox_changed)

@@ -1,26 +1,33 @@
 """The working Context and the cooperative Areas that render into it (spec/context-areas.md)."""
 
-from engine.context.area import (
-    AreaFlowState,
-    AreaLifeState,
-    ContextAreaImplementation,
-    EffectRange,
-    RestorableArea,
-)
-from engine.context.context import Context
-from engine.context.coop_context import CoopContext, Sink
-from engine.context.errors import AreaCallbackError, AreaRegistrationError
-from engine.context.provenance import ItemKind, Provenance
-from engine.context.rebuild import emplace_event, message_provenance, user_message_text
-from engine.context.replayer import (
-    AreaRecord,
-    ContextReplayer,
-    RebuiltContext,
-    ReplayMark,
-    rebuild_context,
-)
-from engine.context.resume import Resumed, UnrestorableArea, resume_coop_context
-from engine.gateway.base import NativeContent
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from engine.context.area import (
+        AreaFlowState,
+        AreaLifeState,
+        ContextAreaImplementation,
+        EffectRange,
+        RestorableArea,
+    )
+    from engine.context.context import Context
+    from engine.context.coop_context import CoopContext, Sink
+    from engine.context.errors import AreaCallbackError, AreaRegistrationError
+    from engine.context.provenance import ItemKind, Provenance
+    from engine.context.rebuild import emplace_event, message_provenance, user_message_text
+    from engine.context.replayer import (
+        AreaRecord,
+        ContextReplayer,
+        RebuiltContext,
+        ReplayMark,
+        rebuild_context,
+    )
+    from engine.context.resume import Resumed, UnrestorableArea, resume_coop_context
+    from engine.gateway.base import NativeContent
 
 __all__ = [
     "AreaCallbackError",
@@ -48,3 +55,33 @@ __all__ = [
     "resume_coop_context",
     "user_message_text",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AreaCallbackError": "engine.context.errors",
+        "AreaFlowState": "engine.context.area",
+        "AreaLifeState": "engine.context.area",
+        "AreaRecord": "engine.context.replayer",
+        "AreaRegistrationError": "engine.context.errors",
+        "Context": "engine.context.context",
+        "ContextAreaImplementation": "engine.context.area",
+        "ContextReplayer": "engine.context.replayer",
+        "CoopContext": "engine.context.coop_context",
+        "EffectRange": "engine.context.area",
+        "ItemKind": "engine.context.provenance",
+        "NativeContent": "engine.gateway.base",
+        "Provenance": "engine.context.provenance",
+        "RebuiltContext": "engine.context.replayer",
+        "ReplayMark": "engine.context.replayer",
+        "RestorableArea": "engine.context.area",
+        "Resumed": "engine.context.resume",
+        "Sink": "engine.context.coop_context",
+        "UnrestorableArea": "engine.context.resume",
+        "emplace_event": "engine.context.rebuild",
+        "message_provenance": "engine.context.rebuild",
+        "rebuild_context": "engine.context.replayer",
+        "resume_coop_context": "engine.context.resume",
+        "user_message_text": "engine.context.rebuild",
+    },
+)

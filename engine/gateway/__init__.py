@@ -6,7 +6,7 @@ that only needs the contract or the scripted model (the TUI's startup, most test
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.gateway.base import (
     Codec,
@@ -24,6 +24,7 @@ from engine.gateway.base import (
     ToolSpec,
     UsageDelta,
 )
+from engine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from engine.gateway.anthropic import AnthropicGateway
@@ -59,24 +60,18 @@ __all__ = [
     "make_gateway",
 ]
 
-_LAZY = {
-    "AnthropicGateway": "engine.gateway.anthropic",
-    "GeminiGateway": "engine.gateway.gemini",
-    "OpenAIGateway": "engine.gateway.openai",
-    "ModelEntryLike": "engine.gateway.factory",
-    "UnknownProviderError": "engine.gateway.factory",
-    "make_gateway": "engine.gateway.factory",
-    "Reply": "engine.gateway.scripted",
-    "ScriptError": "engine.gateway.scripted",
-    "ScriptedGateway": "engine.gateway.scripted",
-    "load_script": "engine.gateway.scripted",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine.gateway' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AnthropicGateway": "engine.gateway.anthropic",
+        "GeminiGateway": "engine.gateway.gemini",
+        "OpenAIGateway": "engine.gateway.openai",
+        "ModelEntryLike": "engine.gateway.factory",
+        "UnknownProviderError": "engine.gateway.factory",
+        "make_gateway": "engine.gateway.factory",
+        "Reply": "engine.gateway.scripted",
+        "ScriptError": "engine.gateway.scripted",
+        "ScriptedGateway": "engine.gateway.scripted",
+        "load_script": "engine.gateway.scripted",
+    },
+)

@@ -7,7 +7,7 @@ as deltas. Nothing here knows a front end.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -58,11 +58,17 @@ class Codec(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool as the model sees it: its JSON schema comes from the tool's argument model."""
+    """A tool as the model sees it. `schema` is its JSON schema, or what builds it: a built-in
+    tool's schema comes from its argument model, built when a gateway first reads `parameters`
+    (the scripted model never does, so a run on it builds none)."""
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    schema: dict[str, Any] | Callable[[], dict[str, Any]]
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.schema() if callable(self.schema) else self.schema
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

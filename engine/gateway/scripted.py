@@ -15,14 +15,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import tomllib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import TrellisError
 from engine.events import Finish, Usage
@@ -80,82 +77,15 @@ class ScriptError(TrellisError, ValueError):
     """A script file that cannot be played; the message names the file and what is wrong."""
 
 
-class _ToolCallSpec(BaseModel):
-    # the script models are built when a script is read, not by every run that imports this
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    id: str = ""
-
-
-class _ReplySpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    text: str = ""
-    reasoning: str = ""
-    tool_calls: list[_ToolCallSpec] = Field(default_factory=list)
-    chunk_delay: float = Field(default=0.0, ge=0)
-    error: str | None = None
-    transient: bool = False
-    status: int | None = None
-    finish: Finish | None = None
-    usage: Usage | None = None
-    provider_state: dict[str, Any] = Field(default_factory=dict)
-
-    def to_reply(self) -> Reply:
-        return Reply(
-            text=self.text,
-            reasoning=self.reasoning,
-            tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in self.tool_calls],
-            chunk_delay=self.chunk_delay,
-            error=self.error,
-            transient=self.transient,
-            status=self.status,
-            finish=self.finish,
-            usage=self.usage,
-            provider_state=self.provider_state,
-        )
-
-
-class _ScriptSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    replies: list[_ReplySpec]
-
-
 def load_script(path: str | Path) -> list[Reply]:
     """The replies of a script file: JSON (`{"replies": [...]}` or a list) or TOML (`[[replies]]`).
 
-    Raises `ScriptError` naming the file, and the reply and key at fault.
+    Raises `ScriptError` naming the file, and the reply and key at fault. The file's models are
+    imported here, by the runs that read a script.
     """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".json", ".toml"):
-        raise ScriptError(f"{path}: a script must be a .json or .toml file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScriptError(f"{path}: cannot read the script: {exc}") from exc
-    raw: Any
-    try:
-        raw = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ScriptError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
-    if isinstance(raw, list):
-        raw = {"replies": raw}
-    try:
-        spec = _ScriptSpec.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{_location(error['loc'])}: {error['msg']}" for error in exc.errors()[:5]
-        )
-        raise ScriptError(f"{path}: {problems}") from None
-    return [reply.to_reply() for reply in spec.replies]
+    from engine.gateway.script_file import read_script
 
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
-    return text or "script"
+    return read_script(Path(path))
 
 
 class ScriptedGateway:

@@ -113,7 +113,8 @@ class ToolArgs(BaseModel):
     """Base of the built-in argument models: an unknown argument is most likely a misspelt one,
     so the model is told rather than silently ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    # built when a call is validated or a gateway reads the schema, not by every run importing it
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -133,13 +134,20 @@ class Tool(ABC, Generic[ArgsT]):
         """Do the work; expected failures are error outputs, never exceptions."""
 
     def spec(self) -> ToolSpec:
-        """The tool as the model sees it: name, description and a title-free JSON schema."""
-        return ToolSpec(self.name, self.description, _schema_of(self.args_model))
+        """The tool as the model sees it: name, description and a title-free JSON schema (built
+        when a gateway first reads it)."""
+        return _spec_of(self.name, self.description, self.args_model)
+
+
+@functools.cache
+def _spec_of(name: str, description: str, args_model: type[BaseModel]) -> ToolSpec:
+    """One spec per tool: every request lists the tools, and they never change."""
+    return ToolSpec(name, description, functools.partial(_schema_of, args_model))
 
 
 @functools.cache
 def _schema_of(args_model: type[BaseModel]) -> dict[str, Any]:
-    """Built once per argument model: every request lists the tools, the schema never changes."""
+    """Built once per argument model, when a gateway first asks for it."""
     schema: dict[str, Any] = _strip_titles(args_model.model_json_schema())
     return schema
 

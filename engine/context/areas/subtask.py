@@ -19,7 +19,7 @@ SUBTASK_DONE = "subtask_done"
 SUBTASK_DONE_TOOL = ToolSpec(
     name=SUBTASK_DONE,
     description="Finish the active subtask and report its result in one or two sentences.",
-    parameters={
+    schema={
         "type": "object",
         "properties": {"result": {"type": "string", "description": "What the subtask found."}},
         "required": ["result"],
