@@ -35,13 +35,16 @@ def entry(cls: type[T]) -> type[T]:
     defaults = {f.name: f.default for f in declared if f.default is not MISSING}
     names = frozenset(f.name for f in declared)
     required = names - defaults.keys()
+    # the class's `__dict__` descriptor, taken once: `object.__setattr__` looks it up by name
+    set_dict = made.__dict__["__dict__"].__set__
 
     def __init__(self: object, **values: Any) -> None:
-        given = values.keys()
-        if not (given >= required and given <= names):
+        merged = {**defaults, **values}
+        if merged.keys() != names:  # a required field missing or an unknown one: one test
+            given = values.keys()
             missing, unknown = sorted(required - given), sorted(given - names)
             raise TypeError(f"{made.__name__}: missing {missing}, unknown {unknown}")
-        _set_attribute(self, "__dict__", {**defaults, **values})
+        set_dict(self, merged)
 
     made.__init__ = __init__  # type: ignore[method-assign]
     return made
