@@ -636,11 +636,12 @@ what a reader reads."""
 
 def _plus(total: Usage, more: Usage) -> Usage:
     """`total + more` without validating again what the log already validated."""
-    if not (more.input_tokens or more.output_tokens):
+    added = more.__dict__  # read past `BaseModel.__getattr__`'s hook: every step end adds
+    if not (added["input_tokens"] or added["output_tokens"]):
         return total
     return Usage.model_construct(
-        input_tokens=total.input_tokens + more.input_tokens,
-        output_tokens=total.output_tokens + more.output_tokens,
+        input_tokens=total.input_tokens + added["input_tokens"],
+        output_tokens=total.output_tokens + added["output_tokens"],
     )
 
 
