@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -31,9 +32,17 @@ from pydantic import (
 from engine.message import Message, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
+
+@lru_cache(maxsize=1024)
+def _parsed_source(text: str) -> Source:
+    """`Source.parse`, remembered: a log names a few sources over and over, and a `Source` is
+    frozen, so one value serves every event that names it (decoding a log parses each)."""
+    return Source.parse(text)
+
+
 SourceField = Annotated[
     Source,
-    BeforeValidator(lambda v: Source.parse(v) if isinstance(v, str) else v),
+    BeforeValidator(lambda v: _parsed_source(v) if isinstance(v, str) else v),
     PlainSerializer(str, return_type=str),
 ]
 ClassField = Annotated[

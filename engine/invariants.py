@@ -56,16 +56,15 @@ def check_storable(event: Event) -> None:
         raise UnstorableEventError(event.seq, event.type, str(exc)) from exc
 
 
-_FIELDS: dict[type[Payload], frozenset[str]] = {}
+_SHAPES: dict[type[Payload], tuple[Scope, bool, bool]] = {}
 
 
-def _fields_of(kind: type[Payload]) -> frozenset[str]:
-    """A payload class's field names, looked up once per class: `getattr(data, name, None)` on a
-    pydantic model that lacks the field costs an exception, and every event is checked."""
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = frozenset(kind.model_fields)
-    return fields
+def _shape_of(kind: type[Payload]) -> tuple[Scope, bool, bool]:
+    """A payload class's scope and whether it has a `turn` and a `step` field, looked up once per
+    class: every event of a loaded log is checked, and reading the scope through an instance
+    passes pydantic's `__getattr__` hook, asking for a missing field costs an exception."""
+    shape = _SHAPES[kind] = (kind.scope, "turn" in kind.model_fields, "step" in kind.model_fields)
+    return shape
 
 
 @dataclass(slots=True)
@@ -114,12 +113,12 @@ class LogState:
     def check_payload(self, seq: int, data: Payload) -> None:
         if seq != self.next_seq:
             raise InvariantError(seq, f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
-        scope = data.scope
+        kind = type(data)  # a payload class is never subclassed; `is` spares ABC isinstance misses
+        scope, has_turn, has_step = _SHAPES.get(kind) or _shape_of(kind)
         if scope is Scope.session:
             return
         if scope is Scope.live:
             raise InvariantError(seq, f"{data.event_type} is live-only and is never stored")
-        kind = type(data)  # a payload class is never subclassed; `is` spares ABC isinstance misses
         if kind is TurnStart:
             if self.open_turn is not None:
                 raise InvariantError(seq, f"turn/start while turn {self.open_turn} is open")
@@ -133,13 +132,12 @@ class LogState:
             raise InvariantError(
                 seq, f"{data.event_type} outside a turn (turn-level events need an open turn)"
             )
-        fields = _fields_of(type(data))
-        turn = data.__dict__["turn"] if "turn" in fields else None
+        turn = data.__dict__["turn"] if has_turn else None
         if turn is not None and turn != self.open_turn:
             raise InvariantError(
                 seq, f"{data.event_type} names turn {turn} but turn {self.open_turn} is open"
             )
-        if "step" in fields and kind is not StepStart:
+        if has_step and kind is not StepStart:
             self._check_in_step(seq, data, data.__dict__["step"])
             return
         match data:

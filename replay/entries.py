@@ -10,6 +10,7 @@ which is what makes updating an entry for most events of a long log cheap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, TypeVar, dataclass_transform
 
@@ -27,24 +28,33 @@ _set_attribute = object.__setattr__
 @dataclass_transform(frozen_default=True, kw_only_default=True)
 def entry(cls: type[T]) -> type[T]:
     """A frozen, keyword-only dataclass whose `__init__` sets the instance's `__dict__` in one
-    step, with the same checks (every field without a default given, no unknown field): the
-    generated one assigns each field through `object.__setattr__`, which made building entries
-    a third of a long log's projection."""
+    step: the generated one assigns each field through `object.__setattr__`, which made building
+    entries a third of a long log's projection."""
     made = dataclass(frozen=True, kw_only=True)(cls)
-    declared = fields(made)  # type: ignore[arg-type]  # made a dataclass on the line above
-    defaults = {f.name: f.default for f in declared if f.default is not MISSING}
-    names = frozenset(f.name for f in declared)
-    required = names - defaults.keys()
-
-    def __init__(self: object, **values: Any) -> None:
-        given = values.keys()
-        if not (given >= required and given <= names):
-            missing, unknown = sorted(required - given), sorted(given - names)
-            raise TypeError(f"{made.__name__}: missing {missing}, unknown {unknown}")
-        _set_attribute(self, "__dict__", {**defaults, **values})
-
-    made.__init__ = __init__  # type: ignore[method-assign]
+    made.__init__ = _init_of(made)  # type: ignore[method-assign]
     return made
+
+
+def _init_of(made: type) -> Callable[..., None]:
+    """An `__init__` with the fields as keyword-only parameters (so Python's own argument binding
+    refuses a missing or unknown field, as the dataclass's would) that builds the `__dict__` in
+    one dict display. Written as source and compiled, as `dataclasses` writes its own: a generic
+    `**values` version cost several times as much as the entry it built."""
+    declared = fields(made)
+    namespace: dict[str, Any] = {
+        # the class's `__dict__` descriptor, taken once: `object.__setattr__` looks it up by name
+        "_set_dict": made.__dict__["__dict__"].__set__,
+        **{f"_default_{f.name}": f.default for f in declared if f.default is not MISSING},
+    }
+    parameters = ", ".join(
+        f.name if f.default is MISSING else f"{f.name}=_default_{f.name}" for f in declared
+    )
+    values = ", ".join(f"{f.name!r}: {f.name}" for f in declared)
+    source = f"def __init__(self, *, {parameters}):\n    _set_dict(self, {{{values}}})\n"
+    exec(source, namespace)  # the source holds only the class's field names
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = f"{made.__qualname__}.__init__"
+    return init
 
 
 TurnStatus = Literal["running", "ended"]
@@ -229,22 +239,19 @@ TranscriptEntry = (
 E = TypeVar("E", bound=TranscriptEntry)
 
 
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
-
-
 def evolve(entry: E, **changes: Any) -> E:
     """`dataclasses.replace` for the projection's frozen entries, several times cheaper: the
     projection updates an entry for most events of a long log. An entry has no `__post_init__`
-    and keeps its fields in its `__dict__`, so a copy of that dict with the changes is the same
-    value as `replace` builds field by field through the frozen `__setattr__`."""
-    kind = type(entry)
-    names = _FIELD_NAMES.get(kind)
-    if names is None:
-        names = _FIELD_NAMES[kind] = frozenset(f.name for f in fields(kind))
-    if not names.issuperset(changes):
-        raise TypeError(f"{kind.__name__} has no field {sorted(set(changes) - names)}")
-    new = _new(kind)
-    _set_attribute(new, "__dict__", {**entry.__dict__, **changes})
+    and keeps its fields, and only them, in its `__dict__`, so a copy of that dict with the
+    changes is the same value as `replace` builds field by field through the frozen
+    `__setattr__`, and a change that adds a key names no field."""
+    current = entry.__dict__
+    values = {**current, **changes}
+    if len(values) != len(current):
+        kind = type(entry).__name__
+        raise TypeError(f"{kind} has no field {sorted(values.keys() - current.keys())}")
+    new = _new(type(entry))
+    _set_attribute(new, "__dict__", values)
     return new
 
 

@@ -10,6 +10,7 @@ from engine.events import (
     EventDecodeError,
     TurnStart,
     UnknownEventTypeError,
+    decode_event_json,
     decode_row,
     decode_rows,
     encode_data,
@@ -27,6 +28,8 @@ def test_every_durable_type_decodes_equal_to_decode_row() -> None:
     decoded = decode_rows(_rows(events))
     assert decoded == events
     assert decoded == [decode_row(*row) for row in _rows(events)]
+    # the validating reader of untrusted input, the envelope and all through pydantic
+    assert decoded == [decode_event_json(e.model_dump_json()) for e in events]
     for got, want in zip(decoded, events, strict=True):
         assert type(got.data) is type(want.data)
         assert got.model_fields_set == Event.model_construct(**dict(want)).model_fields_set

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -107,6 +108,38 @@ async def test_an_unknown_event_type_is_named_with_its_seq(tmp_path: Path) -> No
             conn.execute("UPDATE events SET type = 'from/future' WHERE seq = 3")
         with pytest.raises(StoreError, match=r"'from/future' at seq 3"):
             await store.inspect(session.id)
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        ('{"turn": 1', "Invalid JSON"),  # cut short
+        ('{"turn": "one"}', "valid integer"),
+        ('{"turn": 1, "mood": "odd"}', "Extra inputs"),
+        ("[1]", "should be an object"),
+    ],
+)
+async def test_a_malformed_row_is_named_with_its_seq_and_loses_nothing(
+    tmp_path: Path, data: str, why: str
+) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path) as store:
+        session = Session((await store.create(cwd="/w")).id, store)
+        full_turn(session)
+        await session.flush()
+        await store.release(session.id)
+        with raw(path) as conn:
+            good = conn.execute("SELECT data FROM events WHERE seq = 0").fetchone()[0]
+            conn.execute("UPDATE events SET data = ? WHERE seq = 0", (data,))
+        where = re.escape(f"{path}: session '{session.id}'")
+        refused = rf"(?s){where}: invalid turn/start event at seq 0:.*{why}"
+        for view in (store.inspect, store.load, store.read):
+            with pytest.raises(StoreError, match=refused):
+                await view(session.id)
+        # a refused load takes no lease and writes no repair: mended, the log reads whole
+        with raw(path) as conn:
+            conn.execute("UPDATE events SET data = ? WHERE seq = 0", (good,))
+        assert len((await store.load(session.id)).events) == len(session.held)
 
 
 async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
