@@ -91,6 +91,8 @@ class AcpOptions:
     `config`: one configuration for every session (tests); None reads each workspace's config as
     the CLI does, with its trust rules. `model`, `script`: as `trellis run --model/--script`.
     `clock`: event times. `gateway_factory` (tests): a fresh Gateway for each session.
+    `secrets`: what the server holds beyond each configuration's secrets (the serve token, also
+    when generated), redacted from every session's errors as API keys are.
     """
 
     store_path: Path
@@ -102,6 +104,7 @@ class AcpOptions:
     clock: Callable[[], float] = time.time
     agent_name: str = "trellis"
     gateway_factory: Callable[[], Any] | None = field(default=None)
+    secrets: tuple[str, ...] = ()
 
 
 def agent_version() -> str:

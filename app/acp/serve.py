@@ -46,7 +46,12 @@ async def serve(
         log_secrets.redactor = log_secrets.redactor.with_secrets(token.value)
     roots = settings.root_paths(started_in)
     acp = AcpServer(
-        AcpOptions(store_path=sessions_db_path(), roots=roots, trust_project=trust_project)
+        AcpOptions(
+            store_path=sessions_db_path(),
+            roots=roots,
+            trust_project=trust_project,
+            secrets=(token.value,),
+        )
     )
     transport = AcpWebSocketServer(acp, token=token.value, allowed_origins=settings.allowed_origins)
     host = host if host is not None else settings.host
