@@ -122,8 +122,10 @@ async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -
                     await _receive(connection.receive, line)
     finally:
         stopping.cancel()
-        await server.aclose()
-        await send.aclose()
+        try:
+            await server.aclose()
+        finally:
+            await send.aclose()  # the lines still kept go out, whatever happened
 
 
 async def _chunk_reader(reader: BinaryIO) -> Callable[[], Coroutine[Any, Any, bytes]]:
