@@ -24,30 +24,10 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
-
-from acp.schema import (
-    AgentMessageChunk,
-    AgentThoughtChunk,
-    ContentToolCallContent,
-    EmbeddedResourceContentBlock,
-    FileEditToolCallContent,
-    ResourceContentBlock,
-    SessionInfoUpdate,
-    TextContentBlock,
-    TextResourceContents,
-    ToolCallLocation,
-    ToolCallProgress,
-    ToolCallStart,
-    ToolCallStatus,
-    ToolKind,
-    UsageUpdate,
-    UserMessageChunk,
-)
-from pydantic import BaseModel
 
 from engine.events import (
     AssistantDelta,
@@ -56,6 +36,7 @@ from engine.events import (
     Attachment,
     Event,
     LiveEvent,
+    Payload,
     PermissionDecision,
     Retry,
     SessionTitle,
@@ -67,16 +48,11 @@ from engine.events import (
     UserMessage,
 )
 
-AcpUpdate = (
-    UserMessageChunk
-    | AgentMessageChunk
-    | AgentThoughtChunk
-    | ToolCallStart
-    | ToolCallProgress
-    | UsageUpdate
-    | SessionInfoUpdate
-)
-"""The `session/update` payloads this translator makes."""
+AcpUpdate = dict[str, Any]
+"""One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
+wire as it is. The `acp` package's schema models (`SessionUpdate`) are the contract: the tests
+validate every update against them (`tests/acp/schema_check.py`). Built as plain values because
+building and dumping a model per update cost more than everything else `session/load` does."""
 
 UPDATE_LIMIT = 1024 * 1024 - 8 * 1024
 """Bytes one serialized update may take: 1 MiB per message, less room for the JSON-RPC envelope
@@ -94,23 +70,19 @@ MIN_MEASURED = 16 * 1024
 """Text whose worst-case JSON size is below this is not measured: it fits any share."""
 
 _PATH_ARGUMENTS = ("path",)
-_ACP_KINDS: dict[str, ToolKind] = {
-    "read": "read",
-    "edit": "edit",
-    "search": "search",
-    "execute": "execute",
-}
+_ACP_KINDS = {"read": "read", "edit": "edit", "search": "search", "execute": "execute"}
+"""Engine tool kinds ACP has a kind for; any other is ACP's `other`."""
 
 
 @cache
-def _builtin_kinds() -> dict[str, ToolKind]:
+def _builtin_kinds() -> dict[str, str]:
     """Each built-in tool's ACP kind, from the tool's own declaration."""
     from engine.tools.builtins import builtin_tools
 
     return {tool.name: _ACP_KINDS.get(str(tool.kind), "other") for tool in builtin_tools()}
 
 
-def tool_kind(name: str) -> ToolKind:
+def tool_kind(name: str) -> str:
     """The ACP kind of a tool by name (an MCP tool is `other`)."""
     return _builtin_kinds().get(name, "other")
 
@@ -124,10 +96,6 @@ def json_size(value: Any) -> int:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate: the message is written with JSON escapes
         return len(json.dumps(value, separators=(",", ":")))
-
-
-def update_size(update: BaseModel) -> int:
-    return json_size(update.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def _prefix_within(text: str, limit: int) -> int:
@@ -193,50 +161,10 @@ class AcpProjection:
     _calls: dict[str, _Call] = field(default_factory=dict)
 
     def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
-        data = event.data
-        match data:
-            case UserMessage():
-                return self._user(data) if self.replaying and data.source.is_user else []
-            case StepStart():
-                self._step = _Step(figures_chars=data.figures.chars, figures_cap=data.figures.cap)
-                return []
-            case AssistantDelta():
-                self._step.text += data.text
-                self._step.reasoning += data.reasoning
-                return [
-                    *self._thought(data.reasoning),
-                    *self._message(data.text),
-                ]
-            case AssistantReset():
-                self._step.text = self._step.reasoning = ""
-                return []
-            case AssistantMessage():
-                return self._reply(data)
-            case ToolCallRecord():
-                self._calls[data.call_id] = _Call(data.name, dict(data.arguments))
-                return [self.tool_call(data.call_id, data.name, data.arguments)]
-            case PermissionDecision() if data.decision == "allow" and data.call_id in self._calls:
-                return [
-                    ToolCallProgress(
-                        session_update="tool_call_update",
-                        tool_call_id=data.call_id,
-                        status="in_progress",
-                    )
-                ]
-            case ToolOutputDelta() if data.call_id in self._calls:
-                return [self._output(data)]
-            case ToolResultRecord():
-                return [self._result(data)]
-            case StepEnd():
-                return [self._usage(data)]
-            case Retry():
-                return self._thought(
-                    f"\n[retrying the request (attempt {data.attempt}): {data.reason}]\n"
-                )
-            case SessionTitle():
-                return [SessionInfoUpdate(session_update="session_info_update", title=data.title)]
-            case _:
-                return []
+        """The updates `event` makes (none for most events). One lookup by the payload's exact
+        class (payload classes are never subclassed), not a test per translated type."""
+        translate = _TRANSLATORS.get(type(event.data))
+        return translate(self, event.data) if translate is not None else []
 
     def replay(self, events: Iterable[Event]) -> Iterator[AcpUpdate]:
         """The updates of stored events, direct user messages included; afterwards the
@@ -248,58 +176,36 @@ class AcpProjection:
         finally:
             self.replaying = False
 
-    # --- text ----------------------------------------------------------------------------------
-
-    def _chunks(self, text: str) -> Iterator[TextContentBlock]:
-        if not text:
-            return
-        for piece in split_text(text, self.limit - 256):
-            yield TextContentBlock(type="text", text=piece)
-
-    def _message(self, text: str) -> list[AcpUpdate]:
-        return [
-            AgentMessageChunk(session_update="agent_message_chunk", content=block)
-            for block in self._chunks(text)
-        ]
-
-    def _thought(self, text: str) -> list[AcpUpdate]:
-        return [
-            AgentThoughtChunk(session_update="agent_thought_chunk", content=block)
-            for block in self._chunks(text)
-        ]
+    # --- events --------------------------------------------------------------------------------
 
     def _user(self, message: UserMessage) -> list[AcpUpdate]:
-        updates: list[AcpUpdate] = [
-            UserMessageChunk(session_update="user_message_chunk", content=block)
-            for block in self._chunks(message.content)
-        ]
+        if not (self.replaying and message.source.is_user):
+            return []  # live, the client holds the words it sent; injected context never shows
+        updates = self._chunks("user_message_chunk", message.content)
         for attachment in message.attachments:
             updates.append(
-                UserMessageChunk(
-                    session_update="user_message_chunk", content=self._attachment(attachment)
-                )
+                {"sessionUpdate": "user_message_chunk", "content": self._attachment(attachment)}
             )
         return updates
 
-    def _attachment(
-        self, attachment: Attachment
-    ) -> ResourceContentBlock | EmbeddedResourceContentBlock:
-        uri = attachment.uri or f"trellis:attachment/{attachment.name}"
-        if not attachment.text:  # a link the client sent, without its contents
-            return ResourceContentBlock(
-                type="resource_link",
-                name=attachment.name,
-                uri=uri,
-                mime_type=attachment.mime_type or None,
-            )
-        return EmbeddedResourceContentBlock(
-            type="resource",
-            resource=TextResourceContents(
-                uri=uri,
-                mime_type=attachment.mime_type or None,
-                text=cut_text(attachment.text, self.limit - 1024),
-            ),
-        )
+    def _step_start(self, start: StepStart) -> list[AcpUpdate]:
+        self._step = _Step(figures_chars=start.figures.chars, figures_cap=start.figures.cap)
+        return []
+
+    def _delta(self, delta: AssistantDelta) -> list[AcpUpdate]:
+        step = self._step
+        step.text += delta.text
+        step.reasoning += delta.reasoning
+        if not delta.reasoning:  # the usual delta: one piece of the reply
+            return self._chunks("agent_message_chunk", delta.text)
+        return [
+            *self._chunks("agent_thought_chunk", delta.reasoning),
+            *self._chunks("agent_message_chunk", delta.text),
+        ]
+
+    def _reset(self, _: AssistantReset) -> list[AcpUpdate]:
+        self._step.text = self._step.reasoning = ""
+        return []
 
     def _reply(self, message: AssistantMessage) -> list[AcpUpdate]:
         """What the durable reply adds to what its deltas streamed (everything, on replay)."""
@@ -309,43 +215,138 @@ class AcpProjection:
         step.text = step.reasoning = ""
         step.output_chars += len(message.content) + len(message.reasoning)
         step.output_chars += sum(len(json.dumps(call.arguments)) for call in message.tool_calls)
-        return [*self._thought(reasoning), *self._message(text)]
+        return [
+            *self._chunks("agent_thought_chunk", reasoning),
+            *self._chunks("agent_message_chunk", text),
+        ]
+
+    def _call(self, record: ToolCallRecord) -> list[AcpUpdate]:
+        self._calls[record.call_id] = _Call(record.name, dict(record.arguments))
+        return [self.tool_call(record.call_id, record.name, record.arguments)]
+
+    def _decision(self, decision: PermissionDecision) -> list[AcpUpdate]:
+        if decision.decision != "allow" or decision.call_id not in self._calls:
+            return []
+        return [
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": decision.call_id,
+                "status": "in_progress",
+            }
+        ]
+
+    def _output(self, delta: ToolOutputDelta) -> list[AcpUpdate]:
+        call = self._calls.get(delta.call_id)
+        if call is None:
+            return []
+        call.output = (call.output + delta.text)[-OUTPUT_TAIL:]
+        return [
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": delta.call_id,
+                "status": "in_progress",
+                "content": [_text_content(call.output)],
+            }
+        ]
+
+    def _result(self, result: ToolResultRecord) -> list[AcpUpdate]:
+        call = self._calls.pop(result.call_id, None)
+        update: AcpUpdate = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": result.call_id,
+            "status": "failed" if result.is_error else "completed",
+        }
+        if call is not None:
+            update["kind"] = tool_kind(call.name)
+        update["content"] = [_text_content(cut_text(result.content, self.limit - 4096))]
+        return [update]
+
+    def _usage(self, end: StepEnd) -> list[AcpUpdate]:
+        step = self._step
+        reported = end.usage.input_tokens + end.usage.output_tokens
+        used = reported or (step.figures_chars + step.output_chars) // CHARS_PER_TOKEN
+        size = max(used, step.figures_cap // CHARS_PER_TOKEN)
+        usage = {
+            "input_tokens": end.usage.input_tokens,
+            "output_tokens": end.usage.output_tokens,
+            "estimated": not reported,
+            "turn": end.turn,
+            "step": end.step,
+        }
+        return [
+            {
+                "sessionUpdate": "usage_update",
+                "used": used,
+                "size": size,
+                "_meta": {"trellis/usage": usage},
+            }
+        ]
+
+    def _retry(self, retry: Retry) -> list[AcpUpdate]:
+        text = f"\n[retrying the request (attempt {retry.attempt}): {retry.reason}]\n"
+        return self._chunks("agent_thought_chunk", text)
+
+    def _title(self, title: SessionTitle) -> list[AcpUpdate]:
+        return [{"sessionUpdate": "session_info_update", "title": title.title}]
+
+    # --- text ----------------------------------------------------------------------------------
+
+    def _chunks(self, kind: str, text: str) -> list[AcpUpdate]:
+        """`text` as `kind` updates (`agent_message_chunk`, ...), split so that each fits."""
+        if not text:
+            return []
+        return [
+            {"sessionUpdate": kind, "content": {"type": "text", "text": piece}}
+            for piece in split_text(text, self.limit - 256)
+        ]
+
+    def _attachment(self, attachment: Attachment) -> dict[str, Any]:
+        """A resource block: a link the client sent (without its contents), or the text."""
+        uri = attachment.uri or f"trellis:attachment/{attachment.name}"
+        if not attachment.text:
+            link = {"type": "resource_link", "name": attachment.name, "uri": uri}
+            if attachment.mime_type:
+                link["mimeType"] = attachment.mime_type
+            return link
+        resource = {"uri": uri, "text": cut_text(attachment.text, self.limit - 1024)}
+        if attachment.mime_type:
+            resource["mimeType"] = attachment.mime_type
+        return {"type": "resource", "resource": resource}
 
     # --- tools ---------------------------------------------------------------------------------
 
-    def tool_call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> ToolCallStart:
+    def tool_call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> AcpUpdate:
         """The `tool_call` that shows a call: title, kind, locations, input, a diff for edits."""
         args = dict(arguments)
         budget = max(1024, (self.limit - 4096) // max(1, _text_fields(args) + 2))
-        content: list[FileEditToolCallContent] = []
+        update: AcpUpdate = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": call_id,
+            "title": _title(name, args),
+            "kind": tool_kind(name),
+            "status": "pending",
+        }
+        locations = self._locations(args)
+        if locations:
+            update["locations"] = locations
+        update["rawInput"] = _cut_strings(args, budget)
         diff = self._diff(name, args, budget)
         if diff is not None:
-            content.append(diff)
-        return ToolCallStart(
-            session_update="tool_call",
-            tool_call_id=call_id,
-            title=_title(name, args),
-            kind=tool_kind(name),
-            status="pending",
-            locations=self._locations(args) or None,
-            raw_input=_cut_strings(args, budget),
-            content=content or None,
-        )
+            update["content"] = [diff]
+        return update
 
-    def _locations(self, arguments: dict[str, Any]) -> list[ToolCallLocation]:
-        found: list[ToolCallLocation] = []
+    def _locations(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
         for key in _PATH_ARGUMENTS:
             value = arguments.get(key)
             if isinstance(value, str) and value:
-                found.append(ToolCallLocation(path=self._absolute(value)))
+                found.append({"path": self._absolute(value)})
         return found
 
     def _absolute(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workspace, path))
 
-    def _diff(
-        self, name: str, arguments: dict[str, Any], budget: int
-    ) -> FileEditToolCallContent | None:
+    def _diff(self, name: str, arguments: dict[str, Any], budget: int) -> dict[str, Any] | None:
         path = arguments.get("path")
         if not isinstance(path, str) or tool_kind(name) != "edit":
             return None
@@ -353,55 +354,28 @@ class AcpProjection:
         new = arguments.get("new", arguments.get("content"))
         if not isinstance(new, str):
             return None
-        return FileEditToolCallContent(
-            type="diff",
-            path=self._absolute(path),
-            old_text=cut_text(old, budget) if isinstance(old, str) else None,
-            new_text=cut_text(new, budget),
-        )
+        diff: dict[str, Any] = {"type": "diff", "path": self._absolute(path)}
+        if isinstance(old, str):
+            diff["oldText"] = cut_text(old, budget)
+        diff["newText"] = cut_text(new, budget)
+        return diff
 
-    def _output(self, delta: ToolOutputDelta) -> ToolCallProgress:
-        call = self._calls[delta.call_id]
-        call.output = (call.output + delta.text)[-OUTPUT_TAIL:]
-        return ToolCallProgress(
-            session_update="tool_call_update",
-            tool_call_id=delta.call_id,
-            status="in_progress",
-            content=[_text_content(call.output)],
-        )
 
-    def _result(self, result: ToolResultRecord) -> ToolCallProgress:
-        call = self._calls.pop(result.call_id, None)
-        status: ToolCallStatus = "failed" if result.is_error else "completed"
-        return ToolCallProgress(
-            session_update="tool_call_update",
-            tool_call_id=result.call_id,
-            status=status,
-            kind=tool_kind(call.name) if call is not None else None,
-            content=[_text_content(cut_text(result.content, self.limit - 4096))],
-        )
-
-    # --- usage ---------------------------------------------------------------------------------
-
-    def _usage(self, end: StepEnd) -> UsageUpdate:
-        step = self._step
-        reported = end.usage.input_tokens + end.usage.output_tokens
-        used = reported or (step.figures_chars + step.output_chars) // CHARS_PER_TOKEN
-        size = max(used, step.figures_cap // CHARS_PER_TOKEN)
-        return UsageUpdate(
-            session_update="usage_update",
-            used=used,
-            size=size,
-            field_meta={
-                "trellis/usage": {
-                    "input_tokens": end.usage.input_tokens,
-                    "output_tokens": end.usage.output_tokens,
-                    "estimated": not reported,
-                    "turn": end.turn,
-                    "step": end.step,
-                }
-            },
-        )
+_TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]]] = {
+    UserMessage: AcpProjection._user,
+    StepStart: AcpProjection._step_start,
+    AssistantDelta: AcpProjection._delta,
+    AssistantReset: AcpProjection._reset,
+    AssistantMessage: AcpProjection._reply,
+    ToolCallRecord: AcpProjection._call,
+    PermissionDecision: AcpProjection._decision,
+    ToolOutputDelta: AcpProjection._output,
+    ToolResultRecord: AcpProjection._result,
+    StepEnd: AcpProjection._usage,
+    Retry: AcpProjection._retry,
+    SessionTitle: AcpProjection._title,
+}
+"""The payload types a client sees, each with what translates it; the rest show nothing."""
 
 
 def _unstreamed(full: str, streamed: str) -> str:
@@ -410,8 +384,8 @@ def _unstreamed(full: str, streamed: str) -> str:
     return full[len(streamed) :] if full.startswith(streamed) else ""
 
 
-def _text_content(text: str) -> ContentToolCallContent:
-    return ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))
+def _text_content(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
 
 
 def _title(name: str, arguments: dict[str, Any]) -> str:

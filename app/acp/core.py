@@ -56,16 +56,18 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from app.acp import rpc
-from app.acp.feed import Feed, event_params, update_params, update_text
+from app.acp.feed import Feed, SessionUpdate, event_params, update_params
 from app.acp.permission import answer_of, permission_request
 from app.acp.prompt import STOP_REASONS, prompt_of
 from app.acp.sessions import AcpSession, SessionTable
+from engine.collector import collector_paused
 from engine.commands import REGISTRY
 from engine.errors import TrellisError
 from engine.events import TurnEnd
 from engine.message import AdditionalContext, Source
 from engine.os_text import storable_os_text
-from engine.store.errors import UnknownSessionError
+from engine.session import READ_CHUNK
+from engine.store.errors import StoreError, UnknownSessionError
 from engine.store.settings import StoreSettings
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
 from replay.acp import AcpProjection, AcpUpdate
@@ -92,6 +94,8 @@ class AcpOptions:
     `config`: one configuration for every session (tests); None reads each workspace's config as
     the CLI does, with its trust rules. `model`, `script`: as `trellis run --model/--script`.
     `clock`: event times. `gateway_factory` (tests): a fresh Gateway for each session.
+    `secrets`: what the server holds beyond each configuration's secrets (the serve token, also
+    when generated), redacted from every session's errors as API keys are.
     """
 
     roots: list[Path]
@@ -104,6 +108,7 @@ class AcpOptions:
     clock: Callable[[], float] = time.time
     agent_name: str = "trellis"
     gateway_factory: Callable[[], Any] | None = field(default=None)
+    secrets: tuple[str, ...] = ()
 
 
 def agent_version() -> str:
@@ -397,11 +402,28 @@ class AcpConnection:
         # the live feed goes on from the first event not replayed, with the same translator state
         projection = AcpProjection(session.workspace)
         until = len(session.log)
-        for update in projection.replay(await session.read(0, until)):
-            await self._update(session.id, update)
+        await self._replay(session, projection, until)
         self._attach(session, projection, from_seq=until)
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
         return _Answer(LoadSessionResponse(field_meta=meta), then=self._opening_notes(session))
+
+    async def _replay(self, session: AcpSession, projection: AcpProjection, until: int) -> None:
+        """The log before `until` as `session/load` sends it, a range of `READ_CHUNK` events at a
+        time: read, translated, written, and then the loop is given back, so a long session
+        neither sits in memory whole nor stalls pings and other connections while it goes out."""
+        start = 0
+        while start < until:
+            chunk = await session.read(start, min(until, start + READ_CHUNK))
+            if not chunk:
+                raise StoreError(f"session {session.id}: no events from seq {start} to replay")
+            with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+                frames = [
+                    self._frame(rpc.notification("session/update", update_params(session.id, u)))
+                    for u in projection.replay(chunk)
+                ]
+            await self._emit_all(frames)
+            start += len(chunk)
+            await asyncio.sleep(0)
 
     async def _list(self, params: Any) -> ListSessionsResponse:
         request = ListSessionsRequest.model_validate(params)
@@ -574,7 +596,7 @@ class AcpConnection:
     def _opening_notes(self, session: AcpSession) -> tuple[tuple[str, Any], ...]:
         """After `session/new` / `session/load` answers: the commands, the model option, and a
         line for each client MCP server that did not start."""
-        notes: list[AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate] = [
+        notes: list[SessionUpdate] = [
             AvailableCommandsUpdate(
                 session_update="available_commands_update",
                 available_commands=[
@@ -638,42 +660,36 @@ class AcpConnection:
         await self._write(rpc.notification(method, params))
 
     async def _update(self, session_id: str, update: AcpUpdate) -> None:
-        """One `session/update`, serialized by the schema model itself (the fast path for long
-        replays); text pydantic cannot write (a lone surrogate) goes the general way."""
-        try:
-            text = update_text(session_id, update)
-        except ValueError:
-            await self._notify("session/update", update_params(session_id, update))
-            return
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > rpc.MAX_OUTGOING_BYTES:  # the translator keeps updates under the limit
-            log.error("connection %s: a %d-byte session/update was not sent", self.id, size)
-            return
-        await self._emit(text)
+        await self._notify("session/update", update_params(session_id, update))
 
     async def _write(self, message: dict[str, Any]) -> None:
-        """Send one message, in order with every other. A message over the size limit is never
-        sent: an answer becomes an error answer saying so, an engine event a stub naming it."""
-        if self._closed:
-            return
-        text, size = rpc.serialize(message)
-        if size > rpc.MAX_OUTGOING_BYTES:
-            log.error("connection %s: a %d-byte %s was not sent", self.id, size, _what(message))
-            replacement = _too_big(message, size)
-            if replacement is None:
-                return
-            text, _ = rpc.serialize(replacement)
-        await self._emit(text)
+        """Send one message, in order with every other."""
+        if not self._closed:
+            await self._emit_all([self._frame(message)])
 
-    async def _emit(self, text: str) -> None:
+    def _frame(self, message: dict[str, Any]) -> str | None:
+        """`message` serialized. One over the size limit is never sent: an answer becomes an
+        error answer saying so, an engine event a stub naming it, anything else None."""
+        text, size = rpc.serialize(message)
+        if size <= rpc.MAX_OUTGOING_BYTES:
+            return text
+        log.error("connection %s: a %d-byte %s was not sent", self.id, size, _what(message))
+        replacement = _too_big(message, size)
+        return None if replacement is None else rpc.serialize(replacement)[0]
+
+    async def _emit_all(self, frames: list[str | None]) -> None:
+        """Write `frames` in order, none of another writer's between them."""
         async with self._send_lock:
-            if self._closed:
-                return
-            try:
-                await self._send(text)
-            except Exception:
-                log.info("connection %s: the transport refused a message; closing", self.id)
-                self._closed = True
+            for text in frames:
+                if self._closed:
+                    return
+                if text is None:
+                    continue
+                try:
+                    await self._send(text)
+                except Exception:
+                    log.info("connection %s: the transport refused a message; closing", self.id)
+                    self._closed = True
 
 
 def _stop(reason: Any, message: str) -> PromptResponse:

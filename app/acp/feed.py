@@ -9,14 +9,13 @@ until every update before it is out: the client never sees an answer before the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from acp.schema import AvailableCommandsUpdate, ConfigOptionUpdate
-from pydantic_core import PydanticSerializationError
+from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, ConfigOptionUpdate
 
+from app.acp import rpc
 from engine.events import Event, LiveEvent
 from replay.acp import AcpProjection, AcpUpdate
 
@@ -26,7 +25,9 @@ Notify = Callable[[str, Any], Awaitable[None]]
 """Sends one notification (method, params) on the connection, in order."""
 
 
-SessionUpdate = AcpUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
+SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate
+"""The `session/update` payloads the core builds itself, as schema models (rare: one each per
+opened session or command)."""
 
 SendUpdate = Callable[[str, AcpUpdate], Awaitable[None]]
 """Sends one `session/update` (session id, payload) on the connection, in order."""
@@ -36,23 +37,11 @@ Events = Callable[[int], AsyncIterator[Event | LiveEvent]]
 process writes, the followed replica's (`engine.replica`)."""
 
 
-def update_params(session_id: str, update: SessionUpdate) -> Any:
-    """`SessionNotification` params: the session id and the payload as ACP writes it."""
-    body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+def update_params(session_id: str, update: AcpUpdate | SessionUpdate) -> dict[str, Any]:
+    """`SessionNotification` params: the session id and the payload as ACP writes it (the
+    translator's updates already are; a schema model is dumped)."""
+    body = update if isinstance(update, dict) else rpc.dump(update)
     return {"sessionId": session_id, "update": body}
-
-
-def update_text(session_id: str, update: AcpUpdate) -> str:
-    """The whole `session/update` message as one line, the payload written by pydantic-core;
-    raises ValueError for text it cannot write (a lone surrogate)."""
-    try:
-        body = update.model_dump_json(by_alias=True, exclude_none=True)
-    except PydanticSerializationError as error:
-        raise ValueError(str(error)) from None
-    return (
-        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
-        f'{json.dumps(session_id, ensure_ascii=False)},"update":{body}}}}}'
-    )
 
 
 def event_params(session_id: str, event: Event | LiveEvent) -> dict[str, Any]:

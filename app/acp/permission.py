@@ -38,17 +38,10 @@ def permission_request(
     """The question, with the tool call shown as its `tool_call` update showed it (kind,
     locations, diff), through the same translator."""
     shown = AcpProjection(workspace).tool_call(question.call_id, question.tool, question.arguments)
+    del shown["sessionUpdate"]  # the rest is a `ToolCallUpdate`, pending
     return RequestPermissionRequest(
         session_id=session_id,
-        tool_call=ToolCallUpdate(
-            tool_call_id=question.call_id,
-            title=shown.title,
-            kind=shown.kind,
-            status="pending",
-            locations=shown.locations,
-            content=shown.content,
-            raw_input=shown.raw_input,
-        ),
+        tool_call=ToolCallUpdate.model_validate(shown),
         options=list(OPTIONS),
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 from acp.exceptions import RequestError
 from acp.schema import Error
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 MAX_OUTGOING_BYTES = 1024 * 1024
 """No outgoing WebSocket frame or stdio line is larger (UTF-8 bytes of the serialized message)."""
@@ -130,11 +131,12 @@ def request(ident: int, method: str, params: Any) -> dict[str, Any]:
 
 def serialize(message: dict[str, Any]) -> tuple[str, int]:
     """One message as one line of compact JSON and its size in UTF-8 bytes (a raw newline inside
-    a string is escaped). Text holding a lone surrogate, which no UTF-8 transport can carry, is
-    written with JSON escapes instead."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    a string is escaped). Written by pydantic-core's encoder, which takes about a quarter of the
+    time `json.dumps` takes and gives the UTF-8 bytes, so the size comes free. Text holding a lone
+    surrogate, which no UTF-8 transport can carry, is written with JSON escapes instead."""
     try:
-        return text, len(text.encode("utf-8"))
-    except UnicodeEncodeError:
+        data = to_json(message)
+    except PydanticSerializationError:
         text = json.dumps(message, ensure_ascii=True, separators=(",", ":"))
         return text, len(text)
+    return data.decode("utf-8"), len(data)

@@ -49,7 +49,9 @@ async def serve(
     if log_secrets is not None:
         log_secrets.redactor = log_secrets.redactor.with_secrets(token.value)
     roots = settings.root_paths(started_in)
-    acp = AcpServer(AcpOptions(roots=roots, store=store, trust_project=trust_project))
+    acp = AcpServer(
+        AcpOptions(roots=roots, store=store, trust_project=trust_project, secrets=(token.value,))
+    )
     await acp.open()
     transport = AcpWebSocketServer(acp, token=token.value, allowed_origins=settings.allowed_origins)
     host = host if host is not None else settings.host

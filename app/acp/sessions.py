@@ -131,6 +131,7 @@ class SessionTable:
                 responder=self._responder(session),
                 tools=started.register_into(default_registry()),
                 clock=self._options.clock,
+                extra_secrets=self._options.secrets,
             )
         except BaseException:
             await started.aclose()
@@ -188,6 +189,7 @@ class SessionTable:
                 responder=self._responder(session),
                 tools=started.register_into(default_registry()),
                 clock=self._options.clock,
+                extra_secrets=self._options.secrets,
             )
         except LeaseError as held:
             await started.aclose()

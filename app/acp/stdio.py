@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import suppress
 from typing import Any, BinaryIO
 
 from acp.exceptions import RequestError
 
 from app.acp import rpc
 from app.acp.core import AcpOptions, AcpServer
+from app.stop_signals import on_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +79,13 @@ def protect_stdout() -> BinaryIO:
     return protocol
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""Each one closes the connection as end of input does (SIGINT keeps asyncio's behaviour)."""
+
+
 async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -> None:
     """Serve one ACP client on `reader`/`writer` until end of input or SIGTERM/SIGHUP; then the
     running turns end (cancelled, stored) and the sessions are closed."""
-    loop = asyncio.get_running_loop()
     read = await _chunk_reader(reader)
     send = await _line_sender(writer)
     server = AcpServer(options)
@@ -98,32 +102,31 @@ async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -
 
     lines = LineReader(rpc.MAX_INCOMING_BYTES, overlong)
     stop = asyncio.Event()
-    handled: list[signal.Signals] = []
-    if sys.platform != "win32":
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(signum, stop.set)
-            handled.append(signum)
     stopping = asyncio.create_task(stop.wait())
     try:
-        while True:
-            reading = asyncio.create_task(read())
-            done, _ = await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if reading not in done:
-                reading.cancel()
-                break
-            data = reading.result()
-            if not data:
-                last = lines.rest()
-                if last is not None:
-                    await _receive(connection.receive, last)
-                break
-            for line in await lines.feed(data):
-                await _receive(connection.receive, line)
+        with on_stop_signals(STOP_SIGNALS, stop.set):
+            while True:
+                reading = asyncio.create_task(read())
+                done, _ = await asyncio.wait(
+                    {reading, stopping}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if reading not in done:
+                    reading.cancel()
+                    break
+                data = reading.result()
+                if not data:
+                    last = lines.rest()
+                    if last is not None:
+                        await _receive(connection.receive, last)
+                    break
+                for line in await lines.feed(data):
+                    await _receive(connection.receive, line)
     finally:
         stopping.cancel()
-        for signum in handled:
-            loop.remove_signal_handler(signum)
-        await server.aclose()
+        try:
+            await server.aclose()
+        finally:
+            await send.aclose()  # the lines still kept go out, whatever happened
 
 
 async def _chunk_reader(reader: BinaryIO) -> Callable[[], Coroutine[Any, Any, bytes]]:
@@ -140,27 +143,75 @@ async def _chunk_reader(reader: BinaryIO) -> Callable[[], Coroutine[Any, Any, by
     return lambda: stream.read(READ_CHUNK)
 
 
-async def _line_sender(writer: BinaryIO) -> Callable[[str], Awaitable[None]]:
-    """Writes one message and its newline: through the event loop (with flow control) for a pipe
-    or socket, in a worker thread for anything else (stdout redirected to a file)."""
+class LineSender:
+    """Writes each message and its newline, the lines of one turn of the event loop together.
+
+    A `session/load` sends thousands of lines in one go; one write per line cost a system call
+    each (and woke the reader each time). Here a line is kept until the end of the current turn
+    of the loop, or until `coalesce_bytes` have gathered, and written with the others. Flow
+    control holds: once the pipe is above its high-water mark a send waits for it to drain.
+    `aclose()` writes what is kept, waits until the pipe has taken all of it, and closes it.
+    """
+
+    def __init__(self, out: asyncio.StreamWriter, *, coalesce_bytes: int = 64 * 1024) -> None:
+        self._out = out
+        self._coalesce_bytes = coalesce_bytes
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._handle: asyncio.Handle | None = None
+
+    async def __call__(self, text: str) -> None:
+        line = text.encode("utf-8") + b"\n"
+        self._pending.append(line)
+        self._size += len(line)
+        if self._size >= self._coalesce_bytes:
+            self._write()
+        elif self._handle is None:
+            self._handle = asyncio.get_running_loop().call_soon(self._write)
+        await self._out.drain()  # returns at once unless the pipe is above its high-water mark
+
+    async def aclose(self) -> None:
+        self._write()
+        self._out.transport.set_write_buffer_limits(high=0)  # drain now waits for an empty buffer
+        with suppress(ConnectionError):
+            await self._out.drain()
+        self._out.close()
+
+    def _write(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self._pending and not self._out.is_closing():
+            self._out.write(b"".join(self._pending))
+        self._pending.clear()
+        self._size = 0
+
+
+class BlockingLineSender:
+    """Writes each message and its newline in a worker thread: for an output that is no pipe or
+    socket (stdout redirected to a file), which the event loop cannot write without blocking."""
+
+    def __init__(self, writer: BinaryIO) -> None:
+        self._writer = writer
+
+    async def __call__(self, text: str) -> None:
+        await asyncio.to_thread(self._writer.write, text.encode("utf-8") + b"\n")
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._writer.close)
+
+
+async def _line_sender(writer: BinaryIO) -> LineSender | BlockingLineSender:
+    """Through the event loop (with flow control) for a pipe or socket, in a worker thread for
+    anything else."""
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, writer
         )
     except ValueError:
-
-        async def write_blocking(text: str) -> None:
-            await asyncio.to_thread(writer.write, text.encode("utf-8") + b"\n")
-
-        return write_blocking
-    out = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    async def write(text: str) -> None:
-        out.write(text.encode("utf-8") + b"\n")
-        await out.drain()
-
-    return write
+        return BlockingLineSender(writer)
+    return LineSender(asyncio.StreamWriter(transport, protocol, None, loop))
 
 
 async def _receive(receive: Callable[[str], Awaitable[None]], line: bytes) -> None:

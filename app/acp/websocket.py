@@ -137,7 +137,8 @@ class AcpWebSocketServer:
             return
         connection_id = str(ws.id)
         connection = self._acp.connect(
-            FrameSender(ws, self._limits.max_outgoing), connection_id=connection_id
+            FrameSender(cast(CoalescingConnection, ws), self._limits.max_outgoing),
+            connection_id=connection_id,
         )
         try:
             await self._pump(ws, connection)
@@ -208,6 +209,20 @@ class CoalescingConnection(ServerConnection):
         self._flush: asyncio.Handle | None = None
         self._last_write = -coalesce_seconds
 
+    async def send_text(self, text: str) -> None:
+        """One text frame, as `send(text)` sends it, without `send`'s per-message context
+        manager (it cost more than the frame itself while a reply streams a frame per delta).
+        Flow control holds: when the transport is above its high-water mark this waits for it
+        to drain, as `send` does. Anything but a plain open connection goes through `send`
+        (which raises `ConnectionClosed` once the connection is closing)."""
+        if self.protocol.state is not State.OPEN or self.send_in_progress is not None:
+            await self.send(text)
+            return
+        self.protocol.send_text(text.encode())
+        self.send_data()
+        if self.paused:
+            await self.drain()
+
     def send_data(self) -> None:
         if self.protocol.state is not State.OPEN:
             self._write_pending()
@@ -248,7 +263,7 @@ class FrameSender:
     `AcpConnection.close()`, not from its writes.
     """
 
-    def __init__(self, ws: ServerConnection, max_outgoing: int) -> None:
+    def __init__(self, ws: CoalescingConnection, max_outgoing: int) -> None:
         self.ws = ws
         self._max = max_outgoing
 
@@ -264,7 +279,7 @@ class FrameSender:
             )
             return
         try:
-            await self.ws.send(text)
+            await self.ws.send_text(text)
         except ConnectionClosed:
             return
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,18 +70,21 @@ async def open_agent(
     tools: ToolRegistry | None = None,
     options: AgentOptions | None = None,
     clock: Callable[[], float] = time.time,
+    extra_secrets: Sequence[str] = (),
 ) -> Agent:
     """A ready Agent. With `session_id` the stored session is loaded (its writer lease taken, its
     tail repaired) and its Context rebuilt from the log; otherwise a new session is opened, which
     enters the store (with its id, leased to this store) at its first `user/message`.
 
     `gateway` replaces the one the model entry would make (tests pass a ScriptedGateway).
+    `extra_secrets`: values the front end holds beyond the configuration's (the serve token when
+    it is not from the environment), redacted as API keys are.
     Raises ConfigError for an unknown model, StoreError for store problems, AreaLoadError for a
     configured Area that cannot be loaded, McpServerError for a configured MCP server that fails
     to start (a broken server is reported, not silently dropped).
     """
 
-    secrets = held_secrets(config)
+    secrets = held_secrets(config).with_secrets(*extra_secrets)
 
     def gateway_for(name: str) -> tuple[Gateway, str]:
         _, entry = config.model(name)

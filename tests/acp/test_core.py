@@ -640,12 +640,10 @@ async def test_loading_again_on_the_same_connection_keeps_its_running_prompt(
 
 
 async def test_text_no_utf_8_can_carry_goes_out_json_escaped(server: AcpServer) -> None:
-    from acp.schema import AgentMessageChunk, TextContentBlock
-
     peer = Peer(server)
-    chunk = AgentMessageChunk(
-        session_update="agent_message_chunk",
-        content=TextContentBlock(type="text", text="caf\udce9 é"),
-    )
+    chunk = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "caf\udce9 é"},
+    }
     await peer.connection._update("s1", chunk)
     assert peer.sent[-1]["params"]["update"]["content"]["text"] == "caf\udce9 é"

@@ -228,10 +228,7 @@ async def test_list_and_load_replay_the_whole_log_in_order(
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("what do my notes say?")])
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("thanks")])
     stored = await _stored(home, session_id)
-    expected = [
-        u.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for u in replay_updates(stored, str(workspace))
-    ]
+    expected = list(replay_updates(stored, str(workspace)))
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         await peer.conn.initialize(protocol_version=1)
         listed = await peer.conn.list_sessions(cwd=str(workspace))

@@ -1,8 +1,14 @@
-"""The stdio transport's line splitting: lines up to the limit, a longer one skipped whole."""
+"""The stdio transport's lines: incoming ones split up to the limit (a longer one skipped whole),
+outgoing ones written together, in order, with nothing lost at the end."""
 
 from __future__ import annotations
 
-from app.acp.stdio import LineReader
+import asyncio
+import os
+
+import pytest
+
+from app.acp.stdio import LineReader, _line_sender
 
 
 async def test_lines_across_chunks_and_an_overlong_line_skipped_to_its_newline() -> None:
@@ -20,3 +26,33 @@ async def test_lines_across_chunks_and_an_overlong_line_skipped_to_its_newline()
     assert await reader.feed(b"0123456789\n") == [b"0123456789"]  # exactly the limit is read
     assert await reader.feed(b"tail") == []
     assert reader.rest() == b"tail"
+
+
+async def test_lines_sent_in_one_go_are_written_together_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read_end, write_end = os.pipe()
+    writes: list[int] = []
+    write = os.write
+
+    def counted(fd: int, data: bytes) -> int:
+        if fd == write_end:
+            writes.append(len(data))
+        return write(fd, data)
+
+    monkeypatch.setattr(os, "write", counted)
+    lines = [f"message {i} " + "x" * (i % 97) for i in range(5000)]  # about 300 KB
+    expected = "".join(line + "\n" for line in lines).encode()
+
+    def read_all() -> bytes:
+        with os.fdopen(read_end, "rb") as pipe:
+            return pipe.read()
+
+    reading = asyncio.create_task(asyncio.to_thread(read_all))
+    send = await _line_sender(os.fdopen(write_end, "wb", buffering=0))
+    for line in lines:  # nothing here yields to the loop unless the pipe is full
+        await send(line)
+    await send.aclose()  # what is still kept is written before the pipe closes
+    assert await reading == expected
+    # one write per 64 KiB gathered (or per fill of the pipe), not one per line
+    assert len(writes) <= 2 * len(expected) // (64 * 1024) + 2

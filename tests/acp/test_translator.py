@@ -7,7 +7,6 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from acp.schema import SessionNotification
 
 from engine.events import (
     AssistantDelta,
@@ -34,6 +33,7 @@ from replay.acp import (
     split_text,
     tool_kind,
 )
+from tests.acp.schema_check import check_update
 from tests.agent.conftest import FlakyStore, MakeAgent
 from tests.replay.live_scenarios import NAMES, play
 
@@ -41,11 +41,9 @@ MIB = 1024 * 1024
 
 
 def _wire(update: AcpUpdate) -> dict[str, Any]:
-    """The update as a client receives it, validated by the package's schema on the way."""
-    body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
-    note = {"sessionId": "s" * 32, "update": body}
-    SessionNotification.model_validate(note)
-    return body
+    """The update as a client receives it, checked against the package's schema on the way."""
+    check_update({"sessionId": "s" * 32, "update": update})
+    return update
 
 
 def _text_by_kind(updates: list[AcpUpdate]) -> dict[str, str]:

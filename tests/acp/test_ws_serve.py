@@ -4,11 +4,13 @@ on SIGTERM and SIGINT."""
 
 from __future__ import annotations
 
+import json
 import signal
 import stat
 from pathlib import Path
 
 import pytest
+from acp import text_block
 from acp.exceptions import RequestError
 
 from tests.acp.ws_peer import ServeProcess, acp_client, serving
@@ -111,3 +113,25 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
         f"trellis: the serve token {token} is open to other users (mode 644); run `chmod 600` "
         "on it, or delete it to get a new token\n"
     )
+
+
+async def test_a_token_not_from_the_environment_is_redacted_like_an_api_key(
+    tmp_path: Path,
+) -> None:
+    token = "stored-serve-token-" + "q" * 30
+    home = tmp_path / "serve" / "home"
+    home.mkdir(parents=True)
+    stored = home / "serve-token"
+    stored.write_text(token + "\n", encoding="ascii")
+    stored.chmod(0o600)
+    script = tmp_path / "leak.json"
+    leak = {"error": f"the upstream refused bearer {token}"}  # an error quoting the token
+    script.write_text(json.dumps({"replies": [leak]}), encoding="utf-8")
+    config = f'default_model = "leak"\n[models.leak]\nprovider = "scripted"\nscript = "{script}"\n'
+    with serving(tmp_path, config=config, token=None) as server:
+        async with acp_client(server.url, token=token) as (connection, _):
+            new = await connection.new_session(cwd=str(server.root))
+            with pytest.raises(RequestError) as failed:
+                await connection.prompt(session_id=new.session_id, prompt=[text_block("hi")])
+    assert "the upstream refused bearer [redacted]" in str(failed.value)
+    assert token not in str(failed.value)

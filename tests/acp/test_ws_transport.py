@@ -216,3 +216,38 @@ async def test_many_connections_at_once(served: Served) -> None:
     answers = await asyncio.gather(*(talk(n) for n in range(30)))
     assert answers == [[f"{n}:{i}" for i in range(5)] for n in range(30)]
     assert len(served.core.connections) == 30
+
+
+async def test_a_client_that_does_not_read_holds_the_sender_back(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = [f"{i:06} " + "z" * 900 for i in range(20_000)]  # about 18 MB, far above any buffer
+    async with connect(served.url, additional_headers=bearer("tok"), max_queue=1) as ws:
+        connection = await served.connection(ws)
+        server_side = cast(FrameSender, connection.send).ws
+        transport = server_side.transport
+        buffered: list[int] = []
+        write = transport.write
+
+        def measured(data: bytes | bytearray | memoryview) -> None:
+            write(data)
+            buffered.append(transport.get_write_buffer_size())
+
+        monkeypatch.setattr(transport, "write", measured)
+
+        async def send_all() -> None:
+            for frame in sent:
+                await connection.send(frame)
+
+        sender = asyncio.create_task(send_all())
+        for _ in range(POLLS):  # the client reads nothing: the transport fills and pauses
+            if server_side.paused:
+                break
+            await asyncio.sleep(POLL)
+        assert server_side.paused
+        assert not sender.done()
+        received = [await ws.recv() for _ in sent]
+        await sender
+    assert received == sent
+    high_water = transport.get_write_buffer_limits()[1]
+    assert max(buffered) <= high_water + 64 * 1024 + 1024

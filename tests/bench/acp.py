@@ -4,9 +4,10 @@ Run as `python -m tests.bench.acp [--rounds N]`. Two measures, each with its bas
 run, in interleaved rounds:
 
 - `session/load` of stored sessions of 1,000 and 10,000 turns (a tool call and two steps per turn):
-  the time from sending the request to its `{}` answer and the frames received before it. Target:
-  10,000 turns under 2 s, and linear in size (10x the turns, at most about 10x the time). Each
-  round loads each size once on a fresh connection, smaller first.
+  the time from sending the request to its `{}` answer and the frames received before it, beside
+  a raw `websockets` server sending the very same frames (`raw_websockets`). Target: 10,000 turns
+  under 2 s, and linear in size (10x the turns, at most about 10x the time). Each round loads each
+  size once on a fresh connection, smaller first, then has the raw sender send its frames.
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
@@ -28,8 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +38,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import load_config
-from engine.events import (
-    AssistantMessage,
-    Event,
-    ModelBind,
-    Payload,
-    StepEnd,
-    StepStart,
-    ToolCallRecord,
-    ToolResultRecord,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
-)
-from engine.message import ToolCall
-from engine.store.sqlite import SQLiteStore
+from tests.acp.long_session import store_session
 from tests.acp.ws_peer import initialized, raw_socket, request, serving
 
 SIZES = (1_000, 10_000)
@@ -59,52 +46,6 @@ LOAD_TARGET_S = 2.0
 THROUGHPUT_TARGET = 0.5
 STREAM_WORDS = 20_000
 MAX_FRAME = 16 * 1024 * 1024
-
-
-def conversation(turns: int) -> list[Payload]:
-    """What an agent stores for `turns` turns of read-then-answer on the scripted model."""
-    payloads: list[Payload] = [ModelBind(model="scripted", grant_epoch=1)]
-    for turn in range(1, turns + 1):
-        call = f"call_{turn}"
-        payloads += [
-            TurnStart(turn=turn),
-            UserMessage(content=f"read notes/{turn}.md and tell me what it says"),
-            StepStart(turn=turn, step=1),
-            AssistantMessage(
-                turn=turn,
-                step=1,
-                content=f"Reading `notes/{turn}.md`.",
-                tool_calls=(ToolCall(call, "read_file", {"path": f"notes/{turn}.md"}),),
-                model="scripted",
-            ),
-            ToolCallRecord(
-                turn=turn, step=1, call_id=call, name="read_file", arguments={"path": "a"}
-            ),
-            ToolResultRecord(turn=turn, step=1, call_id=call, content="a line of notes\n" * 12),
-            StepEnd(turn=turn, step=1),
-            StepStart(turn=turn, step=2),
-            AssistantMessage(
-                turn=turn, step=2, content="## Result\n\nThe notes say: " + "words " * 30
-            ),
-            StepEnd(turn=turn, step=2),
-            TurnEnd(turn=turn, reason="completed"),
-        ]
-    return payloads
-
-
-async def store_session(db: Path, cwd: Path, turns: int) -> str:
-    """A stored session of `turns` turns in `cwd`, its lease given back."""
-    payloads = conversation(turns)
-    events = [
-        Event(seq=i, time=float(i), type=p.event_type, data=p) for i, p in enumerate(payloads)
-    ]
-    async with SQLiteStore(db) as store:
-        info = await store.create(cwd=str(cwd), title=f"{turns} turns", model="scripted")
-        for start in range(0, len(events), 5_000):
-            await store.append(info.id, events[start : start + 5_000])
-            await store.flush(info.id)
-        await store.release(info.id)
-    return info.id
 
 
 def client(url: str) -> AbstractAsyncContextManager[ClientConnection]:
@@ -129,14 +70,14 @@ async def call(
         frames.append(frame)
 
 
-async def timed_load(url: str, cwd: Path, session_id: str) -> tuple[float, int]:
+async def timed_load(url: str, cwd: Path, session_id: str) -> tuple[float, list[str]]:
     """Seconds from `session/load` to its `{}` answer, and the frames before it."""
     async with client(url) as ws:
         await initialized(ws)
         params = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
         elapsed, answer, frames = await call(ws, 1, "session/load", params)
     assert answer.get("result") == {}, answer
-    return elapsed, len(frames)
+    return elapsed, frames
 
 
 async def streamed_reply(url: str, cwd: Path) -> tuple[float, list[str]]:
@@ -182,6 +123,22 @@ async def raw_stream(port: int) -> tuple[float, int]:
             json.loads(frame)
             count += 1
         return time.perf_counter() - start, count
+
+
+@asynccontextmanager
+async def raw_sender(frames: list[str], file: Path) -> AsyncIterator[int]:
+    """A raw `websockets` server in its own process that sends `frames` to each client that
+    asks; yields its port."""
+    await asyncio.to_thread(file.write_text, json.dumps(frames), encoding="utf-8")
+    raw = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", RAW_SENDER, str(file), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert raw.stdout is not None
+        yield int(await raw.stdout.readline())
+    finally:
+        raw.terminate()
+        await raw.wait()
 
 
 def long_reply_config(root: Path) -> str:
@@ -268,20 +225,35 @@ async def bench_load(tmp: Path, rounds: int) -> dict[str, Any]:
         copy = tmp / "core-sessions.sqlite"  # the in-process core's own copy: no lease to share
         shutil.copyfile(server.db, copy)
         core = AcpOptions(store_path=copy, roots=[server.root])
-        runs: dict[int, list[tuple[float, int]]] = {n: [] for n in SIZES}
+        runs: dict[int, list[float]] = {n: [] for n in SIZES}
+        raw_runs: dict[int, list[float]] = {n: [] for n in SIZES}
         core_runs: dict[int, list[float]] = {n: [] for n in SIZES}
-        for _ in range(rounds):
-            for n in SIZES:
-                runs[n].append(await timed_load(server.url, server.root, ids[n]))
-                core_runs[n].append(await core_load(core, server.root, ids[n]))
+        frames: dict[int, list[str]] = {}
+        for n in SIZES:  # the frames the raw sender sends: the very ones Trellis sends
+            _, frames[n] = await timed_load(server.url, server.root, ids[n])
+        async with (
+            raw_sender(frames[SIZES[0]], tmp / "load-small.json") as small_port,
+            raw_sender(frames[SIZES[1]], tmp / "load-large.json") as large_port,
+        ):
+            ports = dict(zip(SIZES, (small_port, large_port), strict=True))
+            for _ in range(rounds):
+                for n in SIZES:
+                    runs[n].append((await timed_load(server.url, server.root, ids[n]))[0])
+                    raw_runs[n].append((await raw_stream(ports[n]))[0])
+                    core_runs[n].append(await core_load(core, server.root, ids[n]))
     sizes: dict[str, dict[str, Any]] = {}
     for n in SIZES:
         sizes[str(n)] = {
-            **summary([t for t, _ in runs[n]]),
-            "frames": runs[n][0][1],
+            **summary(runs[n]),
+            "frames": len(frames[n]),
+            "raw_websockets": summary(raw_runs[n]),
+            "ratio_to_raw": round(statistics.median(runs[n]) / statistics.median(raw_runs[n]), 2),
+            "rounds_s_trellis_raw": [
+                [round(t, 3), round(r, 3)] for t, r in zip(runs[n], raw_runs[n], strict=True)
+            ],
             "core_in_process": summary(core_runs[n]),
         }
-    small, large = (statistics.median(t for t, _ in runs[n]) for n in SIZES)
+    small, large = (statistics.median(runs[n]) for n in SIZES)
     return {
         "turns": sizes,
         "growth": round(large / small, 2),
@@ -295,8 +267,6 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
     config_text = long_reply_config(tmp)
     with serving(tmp, name="stream", config=config_text) as server:
         _, frames = await streamed_reply(server.url, server.root)  # also the raw sender's frames
-        frames_file = tmp / "frames.json"
-        frames_file.write_text(json.dumps(frames), encoding="utf-8")
         config_file = tmp / "core-config.toml"
         config_file.write_text(config_text, encoding="utf-8")
         core = AcpOptions(
@@ -304,12 +274,7 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
             roots=[server.root],
             config=load_config(server.root, user_file=config_file),
         )
-        raw = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", RAW_SENDER, str(frames_file), stdout=asyncio.subprocess.PIPE
-        )
-        try:
-            assert raw.stdout is not None
-            port = int(await raw.stdout.readline())
+        async with raw_sender(frames, tmp / "frames.json") as port:
             trellis_rates, raw_rates, core_rates = [], [], []
             for _ in range(rounds):
                 elapsed, sent = await streamed_reply(server.url, server.root)
@@ -317,9 +282,6 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
                 elapsed, count = await raw_stream(port)
                 raw_rates.append(count / elapsed)
                 core_rates.append(await core_stream(core, server.root))
-        finally:
-            raw.terminate()
-            await raw.wait()
     trellis_rate = statistics.median(trellis_rates)
     raw_rate = statistics.median(raw_rates)
     return {
@@ -328,6 +290,9 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
         "raw_websockets_frames_per_s": round(raw_rate),
         "core_in_process_updates_per_s": round(statistics.median(core_rates)),
         "ratio": round(trellis_rate / raw_rate, 3),
+        "rounds_per_s_trellis_raw": [
+            [round(t), round(r)] for t, r in zip(trellis_rates, raw_rates, strict=True)
+        ],
         "target_ratio": THROUGHPUT_TARGET,
         "met": trellis_rate / raw_rate >= THROUGHPUT_TARGET,
     }
