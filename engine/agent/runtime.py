@@ -50,6 +50,7 @@ from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.redaction import Redactor
 from engine.session import Session
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
+from engine.tools.front_end import LOCAL, FrontEndAccess, FrontEndLender
 from engine.tools.permission import PermissionBroker
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,10 @@ GatewayFactory = Callable[[str], tuple[Gateway, str]]
 USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 """The label of injected context whose producer declared none."""
+
+
+def _nothing_lent() -> FrontEndAccess:
+    return LOCAL
 
 
 async def replay_log(session: Session, gateway_type: GatewayType) -> ContextReplayer:
@@ -91,6 +96,7 @@ class Runtime:
         area_kinds: Mapping[str, type[RestorableArea]] = BUILTIN_KINDS,
         gateway_factory: GatewayFactory | None = None,
         redact: Redactor | None = None,
+        front_end: FrontEndLender | None = None,
     ) -> None:
         self.session = session
         self.redact = redact if redact is not None else Redactor()
@@ -103,6 +109,8 @@ class Runtime:
         self.assembler = assembler
         self.options = options
         self.gateway_factory = gateway_factory
+        self.front_end = front_end if front_end is not None else _nothing_lent
+        """What the front end serving the turn lends a tool call (files, terminal)."""
         self._gateway_model = assembler.binding.name  # the model entry `gateway` was made for
         self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
         if rebuilt is None:
@@ -296,6 +304,7 @@ class Runtime:
             on_output=on_output,
             protected_paths=self.options.protected_paths,
             allowed_protected=self.options.allowed_protected,
+            front_end=self.front_end(),
         )
 
     def run_tool_hooks(self, call: ToolCall, output: ToolOutput) -> list[AdditionalContext]:

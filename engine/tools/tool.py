@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from engine.gateway.base import ToolSpec
 from engine.message import AdditionalContext
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.front_end import LOCAL, FrontEndAccess
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (".env*", "*.pem", "*.key", "id_*", "*credentials*")
 
@@ -52,6 +53,8 @@ class ToolContext:
     """Files the write tools refuse besides any `.trellis/` (the user config, the trust record)."""
     allowed_protected: tuple[Path, ...] = ()
     """Protected paths (or directories of them) the user allowed writes to; relative to `root`."""
+    front_end: FrontEndAccess = LOCAL
+    """The front end's files and terminal, where it lends them (an editor's unsaved buffers)."""
 
     def __post_init__(self) -> None:
         if self.max_output <= 0:
