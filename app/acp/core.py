@@ -29,6 +29,7 @@ from acp.schema import (
     AvailableCommandInput,
     AvailableCommandsUpdate,
     CancelNotification,
+    ClientCapabilities,
     ConfigOptionUpdate,
     Implementation,
     InitializeRequest,
@@ -199,6 +200,8 @@ class AcpConnection:
         self._initialized = False
         self._closed = False
         self.wants_events = False
+        self.client_capabilities: ClientCapabilities | None = None
+        """What the client offers (its `fs` and `terminal` are lent to the tools)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._opened: dict[str, _Opened] = {}
         self._next_request = 0
@@ -337,6 +340,7 @@ class AcpConnection:
 
     async def _initialize(self, params: Any) -> InitializeResponse:
         request = InitializeRequest.model_validate(params)
+        self.client_capabilities = request.client_capabilities
         meta = request.client_capabilities.field_meta if request.client_capabilities else None
         self.wants_events = bool(meta and meta.get(EVENTS_META_KEY) is True)
         self._initialized = True
@@ -598,10 +602,12 @@ class AcpConnection:
         if opened is not None:
             await self._caught_up(opened)
         request = permission_request(session.id, question, session.workspace)
-        result = await self._request("session/request_permission", rpc.dump(request))
+        result = await self.request("session/request_permission", rpc.dump(request))
         return answer_of(result)
 
-    async def _request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any) -> Any:
+        """Ask the client and wait for its result: `RequestError` for an error answer,
+        `ConnectionError` when the client is gone."""
         if self._closed:
             raise ConnectionError("the client is gone")
         ident = self._next_request

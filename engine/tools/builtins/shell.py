@@ -120,19 +120,22 @@ class RunShell(Tool[RunShellArgs]):
             outcome = await runner.run(run)
         except FrontEndError as error:
             return ToolOutput.error(f"run_shell could not run the command: {error}")
-        label = PrivatizationLabel.of(ctx.shell_class)
-        output = outcome.output or "(no output)"
-        if outcome.signal is not None:
-            status = f"[killed by signal {outcome.signal}]"
-        elif outcome.exit_code is not None and not outcome.timed_out:
-            status = f"[exit code {outcome.exit_code}]"
-        else:
+        if outcome.timed_out:
             status = (
                 f"[killed: timed out after {timeout:g} s; pass a larger timeout "
                 f"(at most {ctx.max_timeout:g} s) if it needs longer]"
             )
-            return ToolOutput(f"{output}\n{status}", is_error=True, label=label)
-        return ToolOutput(f"{output}\n{status}", is_error=outcome.exit_code != 0, label=label)
+        elif outcome.signal is not None:
+            status = f"[killed by signal {outcome.signal}]"
+        elif outcome.exit_code is None:
+            status = "[ended without an exit status]"
+        else:
+            status = f"[exit code {outcome.exit_code}]"
+        return ToolOutput(
+            f"{outcome.output or '(no output)'}\n{status}",
+            is_error=outcome.exit_code != 0,
+            label=PrivatizationLabel.of(ctx.shell_class),
+        )
 
 
 class LocalShell:
