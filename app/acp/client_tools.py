@@ -54,8 +54,14 @@ ends early (cancelled, failed); the requests go on after that, the call does not
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-_ENDING: set[asyncio.Task[None]] = set()
+_ENDING: set[asyncio.Future[None]] = set()
 """The releases still waiting for the client's answer, held so they run to their end."""
+
+
+def _hold(ending: asyncio.Future[None]) -> asyncio.Future[None]:
+    _ENDING.add(ending)
+    ending.add_done_callback(_ENDING.discard)
+    return ending
 
 
 class ClientPeer(Protocol):
@@ -140,7 +146,15 @@ class ClientTerminal:
             cwd=str(run.cwd),
             output_byte_limit=run.output_limit,
         )
-        created = await _call(self.peer, "terminal/create", create, CreateTerminalResponse)
+        creating = asyncio.ensure_future(
+            _call(self.peer, "terminal/create", create, CreateTerminalResponse)
+        )
+        try:
+            created = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # the client may still create it: then it is killed and released at once
+            creating.add_done_callback(self._end_unused)
+            raise
         terminal = _Terminal(self.peer, self.session_id, created.terminal_id)
         live = _Live(run)
         try:
@@ -155,6 +169,13 @@ class ClientTerminal:
         await terminal.end(kill=False)
         live.feed(final.output, final=True)
         return _outcome(final, exited, run.output_limit)
+
+    def _end_unused(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
+        """A terminal created after its call was cancelled: killed and released unwatched."""
+        if creating.cancelled() or creating.exception() is not None:
+            return
+        terminal = _Terminal(self.peer, self.session_id, creating.result().terminal_id)
+        _hold(asyncio.ensure_future(terminal.end(kill=True)))
 
 
 @dataclass(slots=True)
@@ -223,9 +244,7 @@ class _Terminal:
         if self.released:
             return
         self.released = True
-        ending = asyncio.create_task(self._end(kill), name=f"release terminal {self.terminal_id}")
-        _ENDING.add(ending)
-        ending.add_done_callback(_ENDING.discard)
+        ending = _hold(asyncio.ensure_future(self._end(kill)))
         await asyncio.wait({ending}, timeout=RELEASE_GRACE)
 
     async def _end(self, kill: bool) -> None:

@@ -26,7 +26,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from engine.events import Event
+from engine.events import Event, ToolResultRecord, TurnEnd
 from engine.store.sqlite import SQLiteStore
 from tests.acp.stdio_peer import Recorder, StdioPeer, trellis_acp
 
@@ -172,7 +172,9 @@ async def _stored(home: Path, session_id: str) -> list[Event]:
 
 
 def _results(events: list[Event]) -> list[tuple[str, bool]]:
-    return [(e.data.content, e.data.is_error) for e in events if e.type == "tool/result"]
+    return [
+        (e.data.content, e.data.is_error) for e in events if isinstance(e.data, ToolResultRecord)
+    ]
 
 
 def _requests(peer: StdioPeer, prefix: str) -> list[dict[str, Any]]:
@@ -280,7 +282,7 @@ async def test_cancel_mid_terminal_kills_and_releases_it(
     assert calls[0] == "create"
     assert calls[-2:] == ["kill", "release"]
     events = await _stored(home, session_id)
-    assert [e.data.reason for e in events if e.type == "turn/end"] == ["cancelled"]
+    assert [e.data.reason for e in events if isinstance(e.data, TurnEnd)] == ["cancelled"]
 
 
 async def test_a_timed_out_command_is_killed_in_the_terminal(

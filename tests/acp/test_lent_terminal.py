@@ -1,0 +1,140 @@
+"""`app.acp.client_tools` against a scripted peer, without a process: what a client's capabilities
+lend, live output while a command runs, a terminal kept within the output limit, and a terminal
+the client creates after its call was cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+from app.acp.client_tools import ClientFiles, ClientTerminal, lent_by
+from engine.tools.front_end import LOCAL, CommandRun
+
+Answer = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+async def nothing(_: dict[str, Any]) -> Any:
+    return {}
+
+
+@dataclass
+class ScriptedPeer:
+    """Answers each method with its script; records every request in order."""
+
+    client_capabilities: ClientCapabilities | None = None
+    answers: dict[str, Answer] = field(default_factory=dict)
+    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.sent.append((method, params))
+        return await self.answers.get(method, nothing)(params)
+
+    def methods(self) -> list[str]:
+        return [method for method, _ in self.sent]
+
+
+def test_only_what_the_capabilities_offer_is_lent() -> None:
+    assert lent_by(None, "s") is LOCAL
+    assert lent_by(ScriptedPeer(), "s") is LOCAL
+    reading = ScriptedPeer(ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)))
+    lent = lent_by(reading, "s")
+    assert isinstance(lent.reader, ClientFiles)
+    assert (lent.writer, lent.terminal) == (None, None)
+    terminal = lent_by(ScriptedPeer(ClientCapabilities(terminal=True)), "s")
+    assert isinstance(terminal.terminal, ClientTerminal)
+    assert (terminal.reader, terminal.writer) == (None, None)
+
+
+def run(**overrides: Any) -> CommandRun:
+    given: dict[str, Any] = {
+        "command": "make",
+        "cwd": Path("/ws"),
+        "timeout": 60.0,
+        "output_limit": 100,
+    }
+    return CommandRun(**(given | overrides))
+
+
+async def test_output_is_passed_on_in_lines_while_the_command_runs() -> None:
+    exited = asyncio.Event()
+    outputs = iter(["one\ntw", "one\ntwo\nthr", "one\ntwo\nthree"])
+    seen: list[str] = []
+
+    async def output(_: dict[str, Any]) -> Any:
+        text = next(outputs)
+        if text.endswith("three"):
+            return {"output": text, "truncated": False, "exitStatus": {"exitCode": 0}}
+        if text.endswith("thr"):
+            exited.set()
+        return {"output": text, "truncated": False}
+
+    async def wait(_: dict[str, Any]) -> Any:
+        await exited.wait()
+        return {"exitCode": 0}
+
+    peer = ScriptedPeer(
+        answers={
+            "terminal/create": _created,
+            "terminal/output": output,
+            "terminal/wait_for_exit": wait,
+        }
+    )
+    outcome = await ClientTerminal(peer, "s").run(run(on_output=seen.append))
+    assert seen == ["one\n", "two\n", "three"]
+    assert (outcome.output, outcome.exit_code) == ("one\ntwo\nthree", 0)
+    assert peer.methods()[-1] == "terminal/release"
+
+
+async def _created(_: dict[str, Any]) -> Any:
+    return {"terminalId": "t1"}
+
+
+async def test_output_the_client_cut_is_marked_and_kept_within_the_limit() -> None:
+    async def output(_: dict[str, Any]) -> Any:
+        return {"output": "x" * 150, "truncated": False, "exitStatus": {"exitCode": 1}}
+
+    async def wait(_: dict[str, Any]) -> Any:
+        return {"exitCode": 1}
+
+    peer = ScriptedPeer(
+        answers={
+            "terminal/create": _created,
+            "terminal/output": output,
+            "terminal/wait_for_exit": wait,
+        }
+    )
+    outcome = await ClientTerminal(peer, "s").run(run())
+    marker, kept = outcome.output.split("\n")
+    assert marker == "[output truncated: the terminal kept only its last 100 characters]"
+    assert kept == "x" * 100
+    assert peer.sent[0][1]["outputByteLimit"] == 100
+
+
+async def test_a_terminal_created_after_its_call_was_cancelled_is_killed_and_released() -> None:
+    creating: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    asked, released = asyncio.Event(), asyncio.Event()
+
+    async def create(_: dict[str, Any]) -> Any:
+        asked.set()
+        return await creating
+
+    async def release(_: dict[str, Any]) -> Any:
+        released.set()
+        return {}
+
+    peer = ScriptedPeer(answers={"terminal/create": create, "terminal/release": release})
+    call = asyncio.create_task(ClientTerminal(peer, "s").run(run()))
+    await asked.wait()
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
+    assert call.cancelled()
+    creating.set_result({"terminalId": "late"})
+    async with asyncio.timeout(60):  # a bound, so that a regression fails instead of hanging
+        await released.wait()
+    assert peer.methods() == ["terminal/create", "terminal/kill", "terminal/release"]
+    assert [params["terminalId"] for _, params in peer.sent[1:]] == ["late", "late"]
