@@ -26,9 +26,11 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from engine.events import Event, ToolResultRecord, TurnEnd
-from engine.store.sqlite import SQLiteStore
+from engine.events import ToolResultRecord, TurnEnd
 from tests.acp.stdio_peer import Recorder, StdioPeer, trellis_acp
+from tests.acp.test_stdio import _stored, _until, config, home
+
+__all__ = ["config", "home"]  # the fixtures, shared with test_stdio
 
 DISK = "remember the milk\n"
 BUFFER = "remember the eggs (unsaved)\n"
@@ -118,18 +120,6 @@ class Editor(Recorder):
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text("")
-    return path
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
@@ -158,20 +148,7 @@ async def _prompt(peer: StdioPeer, session_id: str) -> str:
     return response.stop_reason
 
 
-async def _until(condition: Any) -> None:
-    for _ in range(6000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition never held")
-
-
-async def _stored(home: Path, session_id: str) -> list[Event]:
-    async with SQLiteStore(home / "sessions.sqlite") as store:
-        return list((await store.inspect(session_id)).events)
-
-
-def _results(events: list[Event]) -> list[tuple[str, bool]]:
+def _results(events: list[Any]) -> list[tuple[str, bool]]:
     return [
         (e.data.content, e.data.is_error) for e in events if isinstance(e.data, ToolResultRecord)
     ]

@@ -50,6 +50,21 @@ def test_only_what_the_capabilities_offer_is_lent() -> None:
     assert (terminal.reader, terminal.writer) == (None, None)
 
 
+async def _created(_: dict[str, Any]) -> Any:
+    return {"terminalId": "t1"}
+
+
+def terminal_peer(output: Answer, wait: Answer) -> ScriptedPeer:
+    """A client whose one terminal answers `terminal/output` and `terminal/wait_for_exit`."""
+    return ScriptedPeer(
+        answers={
+            "terminal/create": _created,
+            "terminal/output": output,
+            "terminal/wait_for_exit": wait,
+        }
+    )
+
+
 def run(**overrides: Any) -> CommandRun:
     given: dict[str, Any] = {
         "command": "make",
@@ -77,21 +92,11 @@ async def test_output_is_passed_on_in_lines_while_the_command_runs() -> None:
         await exited.wait()
         return {"exitCode": 0}
 
-    peer = ScriptedPeer(
-        answers={
-            "terminal/create": _created,
-            "terminal/output": output,
-            "terminal/wait_for_exit": wait,
-        }
-    )
+    peer = terminal_peer(output, wait)
     outcome = await ClientTerminal(peer, "s").run(run(on_output=seen.append))
     assert seen == ["one\n", "two\n", "three"]
     assert (outcome.output, outcome.exit_code) == ("one\ntwo\nthree", 0)
     assert peer.methods()[-1] == "terminal/release"
-
-
-async def _created(_: dict[str, Any]) -> Any:
-    return {"terminalId": "t1"}
 
 
 async def test_output_the_client_cut_is_marked_and_kept_within_the_limit() -> None:
@@ -101,13 +106,7 @@ async def test_output_the_client_cut_is_marked_and_kept_within_the_limit() -> No
     async def wait(_: dict[str, Any]) -> Any:
         return {"exitCode": 1}
 
-    peer = ScriptedPeer(
-        answers={
-            "terminal/create": _created,
-            "terminal/output": output,
-            "terminal/wait_for_exit": wait,
-        }
-    )
+    peer = terminal_peer(output, wait)
     outcome = await ClientTerminal(peer, "s").run(run())
     marker, kept = outcome.output.split("\n")
     assert marker == "[output truncated: the terminal kept only its last 100 characters]"
