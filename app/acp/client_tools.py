@@ -48,9 +48,9 @@ SHELL = "/bin/sh"
 """What the client's terminal runs: `SHELL -c COMMAND`, as run_shell does locally."""
 OUTPUT_POLL = 0.5
 """Seconds between `terminal/output` reads while a command runs (its live `tool/output`)."""
-RELEASE_GRACE = 5.0
-"""Seconds a call waits for the client to answer `terminal/kill` and `terminal/release` when it
-ends early (cancelled, failed); the requests go on after that, the call does not wait longer."""
+ANSWER_GRACE = 5.0
+"""Seconds the client has to answer a request that asks no work of it (`terminal/output`,
+`terminal/kill`, `terminal/release`): a client that never answers does not hold the call."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -90,17 +90,28 @@ def lent_by(peer: ClientPeer | None, session_id: str) -> FrontEndAccess:
     )
 
 
-async def _call(peer: ClientPeer, method: str, request: BaseModel, answer: type[ModelT]) -> ModelT:
+async def _call(
+    peer: ClientPeer,
+    method: str,
+    request: BaseModel,
+    answer: type[ModelT],
+    *,
+    within: float | None = None,
+) -> ModelT:
     """`method` with `request` as its params, its result parsed as `answer`; every way it can
-    fail is a `FrontEndError` saying what the client did."""
+    fail (an error answer, an invalid one, none `within` seconds, the client gone) is a
+    `FrontEndError` saying what the client did."""
     try:
-        result = await peer.request(method, rpc.dump(request))
+        async with asyncio.timeout(within):
+            result = await peer.request(method, rpc.dump(request))
     except RequestError as error:
         raise FrontEndError(
             f"the client answered {method} with error {error.code}: {error}"
         ) from None
     except ConnectionError:
         raise FrontEndError(f"the client went away before answering {method}") from None
+    except TimeoutError:
+        raise FrontEndError(f"the client did not answer {method} within {within:g} s") from None
     try:
         return answer.model_validate(result if result is not None else {})
     except ValidationError as error:
@@ -139,6 +150,9 @@ class ClientTerminal:
     session_id: str
 
     async def run(self, run: CommandRun) -> CommandOutcome:
+        """The command's timeout runs from `terminal/create` on: a client that does not create
+        the terminal in that time fails the call."""
+        deadline = asyncio.get_running_loop().time() + run.timeout
         create = CreateTerminalRequest(
             session_id=self.session_id,
             command=SHELL,
@@ -150,15 +164,20 @@ class ClientTerminal:
             _call(self.peer, "terminal/create", create, CreateTerminalResponse)
         )
         try:
-            created = await asyncio.shield(creating)
-        except asyncio.CancelledError:
+            async with asyncio.timeout_at(deadline):
+                created = await asyncio.shield(creating)
+        except (asyncio.CancelledError, TimeoutError) as stopped:
             # the client may still create it: then it is killed and released at once
             creating.add_done_callback(self._end_unused)
+            if isinstance(stopped, TimeoutError):
+                raise FrontEndError(
+                    f"the client did not answer terminal/create within {run.timeout:g} s"
+                ) from None
             raise
         terminal = _Terminal(self.peer, self.session_id, created.terminal_id)
         live = _Live(run)
         try:
-            exited = await terminal.wait(run.timeout, live)
+            exited = await terminal.wait(deadline, live)
             if exited is None:
                 await terminal.kill()
             final = await terminal.output()
@@ -209,17 +228,15 @@ class _Terminal:
     terminal_id: str
     released: bool = False
 
-    async def wait(self, seconds: float, live: _Live) -> WaitForTerminalExitResponse | None:
-        """How the command exited, or None if it did not within `seconds`; its output is read
-        every `OUTPUT_POLL` seconds meanwhile and passed on."""
-        request = WaitForTerminalExitRequest(
-            session_id=self.session_id, terminal_id=self.terminal_id
-        )
+    async def wait(self, deadline: float, live: _Live) -> WaitForTerminalExitResponse | None:
+        """How the command exited, or None if it had not by `deadline` (the loop's clock); its
+        output is read every `OUTPUT_POLL` seconds meanwhile and passed on."""
+        request = WaitForTerminalExitRequest(**self._ids())
         exiting = asyncio.ensure_future(
             _call(self.peer, "terminal/wait_for_exit", request, WaitForTerminalExitResponse)
         )
         try:
-            async with asyncio.timeout(seconds):
+            async with asyncio.timeout_at(deadline):
                 while not (await asyncio.wait({exiting}, timeout=OUTPUT_POLL))[0]:
                     if live.run.on_output is not None and not live.lost:
                         live.feed((await self.output()).output)
@@ -230,31 +247,36 @@ class _Terminal:
         return exiting.result()  # a client error while waiting is the call's error
 
     async def output(self) -> TerminalOutputResponse:
-        request = TerminalOutputRequest(session_id=self.session_id, terminal_id=self.terminal_id)
-        return await _call(self.peer, "terminal/output", request, TerminalOutputResponse)
+        request = TerminalOutputRequest(**self._ids())
+        return await _call(
+            self.peer, "terminal/output", request, TerminalOutputResponse, within=ANSWER_GRACE
+        )
 
     async def kill(self) -> None:
-        request = KillTerminalRequest(session_id=self.session_id, terminal_id=self.terminal_id)
-        await _call(self.peer, "terminal/kill", request, _Empty)
+        request = KillTerminalRequest(**self._ids())
+        await _call(self.peer, "terminal/kill", request, _Empty, within=ANSWER_GRACE)
 
     async def end(self, *, kill: bool) -> None:
-        """Release the terminal (after killing its command if `kill`). It runs as a task of its
-        own, so a second cancellation cannot stop it halfway; the call waits `RELEASE_GRACE`
-        seconds for it at most, so a client that never answers does not hold the call."""
+        """Release the terminal (after killing its command if `kill`), in a task of its own, so
+        a second cancellation of the call cannot stop it halfway."""
         if self.released:
             return
         self.released = True
-        ending = _hold(asyncio.ensure_future(self._end(kill)))
-        await asyncio.wait({ending}, timeout=RELEASE_GRACE)
+        await asyncio.shield(_hold(asyncio.ensure_future(self._end(kill))))
 
     async def _end(self, kill: bool) -> None:
-        release = ReleaseTerminalRequest(session_id=self.session_id, terminal_id=self.terminal_id)
-        try:
-            if kill:
-                await self.kill()
-            await _call(self.peer, "terminal/release", release, _Empty)
-        except FrontEndError as error:
-            log.info("terminal %s: %s", self.terminal_id, error)
+        requests: list[tuple[str, BaseModel]] = []
+        if kill:
+            requests.append(("terminal/kill", KillTerminalRequest(**self._ids())))
+        requests.append(("terminal/release", ReleaseTerminalRequest(**self._ids())))
+        for method, request in requests:  # released even when the kill failed
+            try:
+                await _call(self.peer, method, request, _Empty, within=ANSWER_GRACE)
+            except FrontEndError as error:
+                log.info("terminal %s: %s", self.terminal_id, error)
+
+    def _ids(self) -> dict[str, str]:
+        return {"session_id": self.session_id, "terminal_id": self.terminal_id}
 
 
 def _outcome(

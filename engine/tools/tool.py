@@ -43,6 +43,7 @@ class ToolContext:
     root: Path
     max_output: int = 100_000
     timeout: float = 120.0
+    """Seconds a call waits by default: run_shell's command, a front end's answer to a file tool."""
     max_timeout: float = 600.0
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
     shell_class: PrivacyClass = PrivacyClass.internal

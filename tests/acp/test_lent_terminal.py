@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from app.acp.client_tools import ClientFiles, ClientTerminal, lent_by
-from engine.tools.front_end import LOCAL, CommandRun
+from engine.tools.front_end import LOCAL, CommandRun, FrontEndError
 
 Answer = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -137,3 +139,42 @@ async def test_a_terminal_created_after_its_call_was_cancelled_is_killed_and_rel
         await released.wait()
     assert peer.methods() == ["terminal/create", "terminal/kill", "terminal/release"]
     assert [params["terminalId"] for _, params in peer.sent[1:]] == ["late", "late"]
+
+
+async def test_a_client_slow_to_create_fails_the_call_and_its_late_terminal_is_released() -> None:
+    creating: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    released = asyncio.Event()
+
+    async def create(_: dict[str, Any]) -> Any:
+        return await creating
+
+    async def release(_: dict[str, Any]) -> Any:
+        released.set()
+        return {}
+
+    peer = ScriptedPeer(answers={"terminal/create": create, "terminal/release": release})
+    with pytest.raises(FrontEndError, match=r"did not answer terminal/create within 0\.05 s"):
+        await ClientTerminal(peer, "s").run(run(timeout=0.05))
+    creating.set_result({"terminalId": "late"})
+    async with asyncio.timeout(60):  # a bound, so that a regression fails instead of hanging
+        await released.wait()
+    assert peer.methods() == ["terminal/create", "terminal/kill", "terminal/release"]
+
+
+async def test_a_terminal_is_released_even_when_the_kill_fails() -> None:
+    async def wait(_: dict[str, Any]) -> Any:
+        raise RequestError(-32603, "the terminal crashed")
+
+    async def kill(_: dict[str, Any]) -> Any:
+        raise RequestError(-32603, "no such process")
+
+    peer = terminal_peer(nothing, wait)
+    peer.answers["terminal/kill"] = kill
+    with pytest.raises(FrontEndError, match="terminal/wait_for_exit with error -32603"):
+        await ClientTerminal(peer, "s").run(run())
+    assert peer.methods() == [
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    ]

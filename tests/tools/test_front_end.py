@@ -114,6 +114,22 @@ async def test_a_front_end_error_is_the_tools_error(lent: ToolContext, buffers: 
     assert written.content == "cannot write 'new.txt': the editor refused"
 
 
+async def test_a_front_end_that_never_answers_does_not_hold_the_call(ctx: ToolContext) -> None:
+    class Silent:
+        async def read_text(self, path: Path) -> str:
+            await asyncio.Event().wait()
+            raise AssertionError("never answered")
+
+        async def write_text(self, path: Path, content: str) -> None:
+            await asyncio.Event().wait()
+
+    silent = replace(ctx, timeout=0.05, front_end=FrontEndAccess(reader=Silent(), writer=Silent()))
+    read = await call(silent, "read_file", path="hello.txt")
+    assert read.content == "cannot read 'hello.txt': the front end did not answer within 0.05 s"
+    written = await call(silent, "write_file", path="a.txt", content="x")
+    assert written.content == "cannot write 'a.txt': the front end did not answer within 0.05 s"
+
+
 async def test_a_buffer_with_nul_bytes_is_binary(
     lent: ToolContext, buffers: Buffers, real: Path
 ) -> None:

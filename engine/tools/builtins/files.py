@@ -104,7 +104,7 @@ class ReadFile(Tool[ReadFileArgs]):
         where = await asyncio.to_thread(_readable_target, ctx, args.path, must_exist=False)
         if isinstance(where, ToolOutput):
             return where
-        text = await _lent_text(reader, where.target, args.path, "read_file shows text only")
+        text = await _lent_text(ctx, reader, where.target, args.path, "read_file shows text only")
         if isinstance(text, ToolOutput):
             return text
         start = args.start_line or 1
@@ -147,16 +147,23 @@ def _readable_target(ctx: ToolContext, path: str, *, must_exist: bool) -> Confin
 
 
 async def _lent_text(
-    reader: TextFileReader, target: Path, shown: str, binary_note: str
+    ctx: ToolContext, reader: TextFileReader, target: Path, shown: str, binary_note: str
 ) -> str | ToolOutput:
     """The text the front end holds for `target`, or the error the model should read."""
     try:
-        text = await reader.read_text(target)
+        async with asyncio.timeout(ctx.timeout):
+            text = await reader.read_text(target)
     except FrontEndError as error:
         return ToolOutput.error(f"cannot read {shown!r}: {error}")
+    except TimeoutError:
+        return ToolOutput.error(f"cannot read {shown!r}: {_no_answer(ctx)}")
     if "\x00" in text[:SNIFF_BYTES]:  # looks_binary, on text
         return ToolOutput.error(f"{shown!r} is a binary file; {binary_note}")
     return text
+
+
+def _no_answer(ctx: ToolContext) -> str:
+    return f"the front end did not answer within {ctx.timeout:g} s"
 
 
 def _shown_lines(
@@ -329,9 +336,12 @@ async def _write_text(
     if writer is None:
         return await asyncio.to_thread(_write_local, target, shown, content)
     try:
-        await writer.write_text(target, content)
+        async with asyncio.timeout(ctx.timeout):
+            await writer.write_text(target, content)
     except FrontEndError as error:
         return ToolOutput.error(f"cannot write {shown!r}: {error}")
+    except TimeoutError:
+        return ToolOutput.error(f"cannot write {shown!r}: {_no_answer(ctx)}")
     return None
 
 
@@ -370,7 +380,9 @@ class EditFile(Tool[EditFileArgs]):
         if reader is None:
             text = await asyncio.to_thread(_local_text, where.target, args.path)
         else:
-            text = await _lent_text(reader, where.target, args.path, "edit_file edits text only")
+            text = await _lent_text(
+                ctx, reader, where.target, args.path, "edit_file edits text only"
+            )
         if isinstance(text, ToolOutput):
             return text
         edited = _replace_once(text, args)
