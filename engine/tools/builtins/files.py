@@ -5,7 +5,7 @@ never stalls the event loop; a cancelled call stops waiting at once while the bo
 finishes on its own. Where the front end lends its files (`ToolContext.front_end`: an editor's
 unsaved buffers), read_file and edit_file read the text through it and write_file and edit_file
 write through it; confinement and the protected paths are still checked here first, on the local
-paths, and the results have the same form and limits.
+paths, and the results have the same form and limits (`file_text` gets and puts the text).
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from pydantic import Field, model_validator
 
 from engine.os_text import escape_os_text
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.tools.front_end import FrontEndError, TextFileReader
+from engine.tools.builtins.file_text import (
+    SNIFF_BYTES,
+    lent_text,
+    local_text,
+    looks_binary,
+    write_text,
+)
 from engine.tools.protected import write_refusal
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
@@ -32,15 +38,8 @@ from engine.tools.workspace import (
     resolve_shown_path,
 )
 
-SNIFF_BYTES = 8192
-"""How much of a file is inspected for NUL bytes to call it binary (the heuristic git uses)."""
 SKIP_PIECE = 65536
 """How much of a line is read at a time while skipping to `start_line`."""
-
-
-def looks_binary(head: bytes) -> bool:
-    """Text files hold no NUL bytes; binary formats nearly always do near the start."""
-    return b"\x00" in head
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +103,7 @@ class ReadFile(Tool[ReadFileArgs]):
         where = await asyncio.to_thread(_readable_target, ctx, args.path, must_exist=False)
         if isinstance(where, ToolOutput):
             return where
-        text = await _lent_text(ctx, reader, where.target, args.path, "read_file shows text only")
+        text = await lent_text(ctx, reader, where.target, args.path, "read_file shows text only")
         if isinstance(text, ToolOutput):
             return text
         start = args.start_line or 1
@@ -144,26 +143,6 @@ def _readable_target(ctx: ToolContext, path: str, *, must_exist: bool) -> Confin
     if where.target.is_dir():
         return ToolOutput.error(f"{path!r} is a directory; use list_files to see it")
     return where
-
-
-async def _lent_text(
-    ctx: ToolContext, reader: TextFileReader, target: Path, shown: str, binary_note: str
-) -> str | ToolOutput:
-    """The text the front end holds for `target`, or the error the model should read."""
-    try:
-        async with asyncio.timeout(ctx.timeout):
-            text = await reader.read_text(target)
-    except FrontEndError as error:
-        return ToolOutput.error(f"cannot read {shown!r}: {error}")
-    except TimeoutError:
-        return ToolOutput.error(f"cannot read {shown!r}: {_no_answer(ctx)}")
-    if "\x00" in text[:SNIFF_BYTES]:  # looks_binary, on text
-        return ToolOutput.error(f"{shown!r} is a binary file; {binary_note}")
-    return text
-
-
-def _no_answer(ctx: ToolContext) -> str:
-    return f"the front end did not answer within {ctx.timeout:g} s"
 
 
 def _shown_lines(
@@ -308,7 +287,7 @@ class WriteFile(Tool[WriteFileArgs]):
         existed = await asyncio.to_thread(_existing_file, where.target, args.path)
         if isinstance(existed, ToolOutput):
             return existed
-        failed = await _write_text(ctx, where.target, args.path, args.content)
+        failed = await write_text(ctx, where.target, args.path, args.content)
         if failed is not None:
             return failed
         verb = "replaced" if existed else "created"
@@ -325,33 +304,6 @@ def _existing_file(target: Path, shown: str) -> bool | ToolOutput:
     if target.is_dir():
         return ToolOutput.error(f"{shown!r} is a directory")
     return target.exists()
-
-
-async def _write_text(
-    ctx: ToolContext, target: Path, shown: str, content: str
-) -> ToolOutput | None:
-    """Write `content` where the tools write (the front end's files, else the disk, parents
-    created); the error the model should read, or None."""
-    writer = ctx.front_end.writer
-    if writer is None:
-        return await asyncio.to_thread(_write_local, target, shown, content)
-    try:
-        async with asyncio.timeout(ctx.timeout):
-            await writer.write_text(target, content)
-    except FrontEndError as error:
-        return ToolOutput.error(f"cannot write {shown!r}: {error}")
-    except TimeoutError:
-        return ToolOutput.error(f"cannot write {shown!r}: {_no_answer(ctx)}")
-    return None
-
-
-def _write_local(target: Path, shown: str, content: str) -> ToolOutput | None:
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8", newline="")
-    except OSError as error:
-        return ToolOutput.error(f"cannot write {shown!r}: {error.strerror or error}")
-    return None
 
 
 class EditFileArgs(ToolArgs):
@@ -378,9 +330,9 @@ class EditFile(Tool[EditFileArgs]):
             return where
         reader = ctx.front_end.reader
         if reader is None:
-            text = await asyncio.to_thread(_local_text, where.target, args.path)
+            text = await asyncio.to_thread(local_text, where.target, args.path)
         else:
-            text = await _lent_text(
+            text = await lent_text(
                 ctx, reader, where.target, args.path, "edit_file edits text only"
             )
         if isinstance(text, ToolOutput):
@@ -389,32 +341,13 @@ class EditFile(Tool[EditFileArgs]):
         if isinstance(edited, ToolOutput):
             return edited
         new_text, line = edited
-        failed = await _write_text(ctx, where.target, args.path, new_text)
+        failed = await write_text(ctx, where.target, args.path, new_text)
         if failed is not None:
             return failed
         return ToolOutput(
             f"edited {where.relative}: replaced 1 occurrence at line {line}",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
         )
-
-
-def _local_text(target: Path, shown: str) -> str | ToolOutput:
-    """The UTF-8 text of a regular file on disk, or the error edit_file should return."""
-    if not target.exists():
-        return ToolOutput.error(f"file {shown!r} not found")
-    try:
-        with open_regular(target, shown) as handle:
-            data = handle.read()
-    except NotRegularFileError as error:
-        return ToolOutput.error(f"{error}; edit_file edits regular files only")
-    except OSError as error:
-        return ToolOutput.error(f"cannot read {shown!r}: {error.strerror or error}")
-    if looks_binary(data[:SNIFF_BYTES]):
-        return ToolOutput.error(f"{shown!r} is a binary file; edit_file edits text only")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ToolOutput.error(f"{shown!r} is not UTF-8 text; edit_file cannot edit it")
 
 
 def _replace_once(text: str, args: EditFileArgs) -> tuple[str, int] | ToolOutput:
