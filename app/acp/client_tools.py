@@ -111,12 +111,14 @@ async def _call(
     except ConnectionError:
         raise FrontEndError(f"the client went away before answering {method}") from None
     except TimeoutError:
+        if within is None:  # not this call's own limit
+            raise
         raise FrontEndError(f"the client did not answer {method} within {within:g} s") from None
     try:
         return answer.model_validate(result if result is not None else {})
     except ValidationError as error:
         raise FrontEndError(
-            f"the client's answer to {method} is not valid: {rpc.invalid_params(error)}"
+            f"the client's answer to {method} does not fit its schema ({rpc.invalid_params(error)})"
         ) from None
 
 

@@ -1,6 +1,7 @@
 """`app.acp.client_tools` against a scripted peer, without a process: what a client's capabilities
-lend, live output while a command runs, a terminal kept within the output limit, and a terminal
-the client creates after its call was cancelled."""
+lend, live output while a command runs, a terminal kept within the output limit, terminals
+released whatever happens (cancelled, slow to be created, a failed kill), and answers that do not
+fit the schema."""
 
 from __future__ import annotations
 
@@ -178,3 +179,14 @@ async def test_a_terminal_is_released_even_when_the_kill_fails() -> None:
         "terminal/kill",
         "terminal/release",
     ]
+
+
+async def test_an_answer_that_does_not_fit_the_schema_is_a_front_end_error() -> None:
+    peer = ScriptedPeer(answers={"fs/read_text_file": nothing})
+    with pytest.raises(FrontEndError) as raised:
+        await ClientFiles(peer, "s").read_text(Path("/ws/a.txt"))
+    assert str(raised.value) == (
+        "the client's answer to fs/read_text_file does not fit its schema "
+        "(Invalid params: content: Field required)"
+    )
+    assert peer.sent == [("fs/read_text_file", {"sessionId": "s", "path": "/ws/a.txt"})]
