@@ -53,6 +53,16 @@ ANSWER_GRACE = 5.0
 `terminal/kill`, `terminal/release`): a client that never answers does not hold the call."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+SessionRequest = (
+    ReadTextFileRequest
+    | WriteTextFileRequest
+    | CreateTerminalRequest
+    | TerminalOutputRequest
+    | WaitForTerminalExitRequest
+    | KillTerminalRequest
+    | ReleaseTerminalRequest
+)
+"""The requests the lent tools send, each for one session."""
 
 _ENDING: set[asyncio.Future[None]] = set()
 """The releases still waiting for the client's answer, held so they run to their end."""
@@ -69,9 +79,10 @@ class ClientPeer(Protocol):
 
     client_capabilities: ClientCapabilities | None
 
-    async def request(self, method: str, params: Any) -> Any:
-        """Send a request to the client and wait for its result; raises `RequestError` for an
-        error answer and `ConnectionError` when the client is gone."""
+    async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
+        """Send a request to the client, after the updates of `session_id` so far, and wait for
+        its result; raises `RequestError` for an error answer and `ConnectionError` when the
+        client is gone."""
         ...
 
 
@@ -93,17 +104,19 @@ def lent_by(peer: ClientPeer | None, session_id: str) -> FrontEndAccess:
 async def _call(
     peer: ClientPeer,
     method: str,
-    request: BaseModel,
+    request: SessionRequest,
     answer: type[ModelT],
     *,
     within: float | None = None,
 ) -> ModelT:
-    """`method` with `request` as its params, its result parsed as `answer`; every way it can
-    fail (an error answer, an invalid one, none `within` seconds, the client gone) is a
-    `FrontEndError` saying what the client did."""
+    """`method` with `request` as its params (after the session's updates so far: the client
+    sees the tool call first), its result parsed as `answer`; every way it can fail (an error
+    answer, an invalid one, none `within` seconds, the client gone) is a `FrontEndError` saying
+    what the client did."""
     try:
         async with asyncio.timeout(within):
-            result = await peer.request(method, rpc.dump(request))
+            params = rpc.dump(request)
+            result = await peer.request(method, params, session_id=request.session_id)
     except RequestError as error:
         raise FrontEndError(
             f"the client answered {method} with error {error.code}: {error}"
@@ -267,7 +280,7 @@ class _Terminal:
         await asyncio.shield(_hold(asyncio.ensure_future(self._end(kill))))
 
     async def _end(self, kill: bool) -> None:
-        requests: list[tuple[str, BaseModel]] = []
+        requests: list[tuple[str, SessionRequest]] = []
         if kill:
             requests.append(("terminal/kill", KillTerminalRequest(**self._ids())))
         requests.append(("terminal/release", ReleaseTerminalRequest(**self._ids())))

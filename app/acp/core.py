@@ -598,16 +598,18 @@ class AcpConnection:
         """`session/request_permission` for a call of the prompt this connection runs; sent
         after the call's own `tool_call` update. Cancelling it (a cancelled turn) withdraws it:
         a client that never answers does not hold the turn."""
-        opened = self._opened.get(session.id)
-        if opened is not None:
-            await self._caught_up(opened)
         request = permission_request(session.id, question, session.workspace)
-        result = await self.request("session/request_permission", rpc.dump(request))
+        params = rpc.dump(request)
+        result = await self.request("session/request_permission", params, session_id=session.id)
         return answer_of(result)
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
         """Ask the client and wait for its result: `RequestError` for an error answer,
-        `ConnectionError` when the client is gone."""
+        `ConnectionError` when the client is gone. With `session_id`, the session's updates so
+        far go out first, so the client has a tool call before a request made for it."""
+        opened = self._opened.get(session_id) if session_id is not None else None
+        if opened is not None:
+            await self._caught_up(opened)
         if self._closed:
             raise ConnectionError("the client is gone")
         ident = self._next_request

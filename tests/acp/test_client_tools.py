@@ -154,6 +154,16 @@ def _results(events: list[Any]) -> list[tuple[str, bool]]:
     ]
 
 
+def _index(peer: StdioPeer, matches: Any) -> int:
+    return next(i for i, message in enumerate(peer.received) if matches(message))
+
+
+def _update_of(message: dict[str, Any], call_id: str) -> bool:
+    if message.get("method") != "session/update":
+        return False
+    return bool(message["params"]["update"].get("toolCallId") == call_id)
+
+
 def _requests(peer: StdioPeer, prefix: str) -> list[dict[str, Any]]:
     return [m for m in peer.received if str(m.get("method", "")).startswith(prefix)]
 
@@ -176,6 +186,11 @@ async def test_read_file_returns_the_unsaved_buffer_and_write_goes_to_the_client
         assert await _prompt(peer, session_id) == "end_turn"
         shown = [u for u in peer.updates(session_id) if u.get("toolCallId") == "c1"][-1]
         assert shown["content"][0]["content"]["text"] == BUFFER
+        # the client has each tool call before the request made for it
+        for call, method in (("c1", "fs/read_text_file"), ("c2", "fs/write_text_file")):
+            assert _index(peer, lambda m, c=call: _update_of(m, c)) < _index(
+                peer, lambda m, method=method: m.get("method") == method
+            )
     assert editor.writes == [
         (str(workspace / "out.txt"), "written\n"),
         (str(workspace / "notes.txt"), "remember the bread (unsaved)\n"),

@@ -1,11 +1,12 @@
 """`app.acp.client_tools` against a scripted peer, without a process: what a client's capabilities
 lend, live output while a command runs, a terminal kept within the output limit, terminals
-released whatever happens (cancelled, slow to be created, a failed kill), and answers that do not
-fit the schema."""
+released whatever happens (cancelled, slow to be created, a failed kill), answers that do not fit
+the schema; and, through the core, a request for a tool call sent after that call's update."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,12 @@ from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from app.acp.client_tools import ClientFiles, ClientTerminal, lent_by
+from app.acp.core import AcpOptions, AcpServer
+from engine.config import Config
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.message import ToolCall
 from engine.tools.front_end import LOCAL, CommandRun, FrontEndError
+from tests.acp.peer import Peer
 
 Answer = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -33,7 +39,8 @@ class ScriptedPeer:
     answers: dict[str, Answer] = field(default_factory=dict)
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
+        assert session_id == params["sessionId"]
         self.sent.append((method, params))
         return await self.answers.get(method, nothing)(params)
 
@@ -190,3 +197,56 @@ async def test_an_answer_that_does_not_fit_the_schema_is_a_front_end_error() -> 
         "(Invalid params: content: Field required)"
     )
     assert peer.sent == [("fs/read_text_file", {"sessionId": "s", "path": "/ws/a.txt"})]
+
+
+class SlowEditor(Peer):
+    """An in-process client that takes its time over each update and serves one buffer: a feed
+    that lags behind the turn, as a busy editor's would."""
+
+    buffer = "the buffer's text\n"
+
+    async def _receive(self, text: str) -> None:
+        message = json.loads(text)
+        if message.get("method") == "session/update":
+            await asyncio.sleep(0.002)
+        await super()._receive(text)
+        if message.get("method") == "fs/read_text_file":
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": self.buffer}}
+            asyncio.get_running_loop().create_task(self.send(answer))
+
+
+async def test_a_request_for_a_tool_call_follows_that_calls_update(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    streamed = Reply(
+        text="reading " * 200,
+        tool_calls=[ToolCall("r1", "read_file", {"path": "notes.txt"})],
+        chunk_delay=0,
+    )
+    server = AcpServer(
+        AcpOptions(
+            store_path=tmp_path / "sessions.sqlite",
+            roots=[workspace],
+            config=Config(),
+            gateway_factory=lambda: ScriptedGateway([streamed, Reply(text="done")]),
+        )
+    )
+    try:
+        peer = SlowEditor(server)
+        lent = {"fs": {"readTextFile": True}}
+        await peer.result("initialize", {"protocolVersion": 1, "clientCapabilities": lent})
+        new = await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+        prompt = [{"type": "text", "text": "read"}]
+        answer = await peer.result(
+            "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}
+        )
+        assert answer == {"stopReason": "end_turn"}
+    finally:
+        await server.aclose()
+    asked = next(i for i, m in enumerate(peer.sent) if m.get("method") == "fs/read_text_file")
+    shown = next(
+        i
+        for i, m in enumerate(peer.sent)
+        if m.get("method") == "session/update" and m["params"]["update"].get("toolCallId") == "r1"
+    )
+    assert shown < asked
