@@ -29,6 +29,7 @@ from acp.schema import (
     AvailableCommandInput,
     AvailableCommandsUpdate,
     CancelNotification,
+    ClientCapabilities,
     ConfigOptionUpdate,
     Implementation,
     InitializeRequest,
@@ -219,6 +220,8 @@ class AcpConnection:
         self._initialized = False
         self._closed = False
         self.wants_events = False
+        self.client_capabilities: ClientCapabilities | None = None
+        """What the client offers (its `fs` and `terminal` are lent to the tools)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._opened: dict[str, _Opened] = {}
         self._next_request = 0
@@ -357,6 +360,7 @@ class AcpConnection:
 
     async def _initialize(self, params: Any) -> InitializeResponse:
         request = InitializeRequest.model_validate(params)
+        self.client_capabilities = request.client_capabilities
         meta = request.client_capabilities.field_meta if request.client_capabilities else None
         self.wants_events = bool(meta and meta.get(EVENTS_META_KEY) is True)
         self._initialized = True
@@ -634,14 +638,18 @@ class AcpConnection:
         """`session/request_permission` for a call of the prompt this connection runs; sent
         after the call's own `tool_call` update. Cancelling it (a cancelled turn) withdraws it:
         a client that never answers does not hold the turn."""
-        opened = self._opened.get(session.id)
-        if opened is not None:
-            await self._caught_up(opened)
         request = permission_request(session.id, question, session.workspace)
-        result = await self._request("session/request_permission", rpc.dump(request))
+        params = rpc.dump(request)
+        result = await self.request("session/request_permission", params, session_id=session.id)
         return answer_of(result)
 
-    async def _request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
+        """Ask the client and wait for its result: `RequestError` for an error answer,
+        `ConnectionError` when the client is gone. With `session_id`, the session's updates so
+        far go out first, so the client has a tool call before a request made for it."""
+        opened = self._opened.get(session_id) if session_id is not None else None
+        if opened is not None:
+            await self._caught_up(opened)
         if self._closed:
             raise ConnectionError("the client is gone")
         ident = self._next_request

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.acp.client_tools import lent_by
 from app.acp.mcp import ClientMcpServer, ClientServers, start_client_servers
 from engine.agent import Agent, open_agent
 from engine.agent.session_config import load_session_config
@@ -129,6 +130,7 @@ class SessionTable:
                 script=self._options.script,
                 gateway=self._gateway(),
                 responder=self._responder(session),
+                front_end=lambda: lent_by(session.prompting, session.id),
                 tools=started.register_into(default_registry()),
                 clock=self._options.clock,
                 extra_secrets=self._options.secrets,
@@ -187,6 +189,7 @@ class SessionTable:
                 script=self._options.script,
                 gateway=self._gateway(),
                 responder=self._responder(session),
+                front_end=lambda: lent_by(session.prompting, session.id),
                 tools=started.register_into(default_registry()),
                 clock=self._options.clock,
                 extra_secrets=self._options.secrets,

@@ -27,6 +27,7 @@ from engine.redaction import Redactor
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.tools import ToolRegistry, default_registry
+from engine.tools.front_end import FrontEndLender
 from engine.tools.mcp import McpToolset
 from engine.tools.permission import HeadlessPolicy, PermissionBroker, PermissionResponder
 
@@ -71,6 +72,7 @@ async def open_agent(
     options: AgentOptions | None = None,
     clock: Callable[[], float] = time.time,
     extra_secrets: Sequence[str] = (),
+    front_end: FrontEndLender | None = None,
 ) -> Agent:
     """A ready Agent. With `session_id` the stored session is loaded (its writer lease taken, its
     tail repaired) and its Context rebuilt from the log; otherwise a new session is opened, which
@@ -79,6 +81,8 @@ async def open_agent(
     `gateway` replaces the one the model entry would make (tests pass a ScriptedGateway).
     `extra_secrets`: values the front end holds beyond the configuration's (the serve token when
     it is not from the environment), redacted as API keys are.
+    `front_end` says, for each tool call, which files and terminal a front end lends the tools
+    (an ACP editor's buffers and terminal); without it they use the local disk and processes.
     Raises ConfigError for an unknown model, StoreError for store problems, AreaLoadError for a
     configured Area that cannot be loaded, McpServerError for a configured MCP server that fails
     to start (a broken server is reported, not silently dropped).
@@ -199,6 +203,7 @@ async def open_agent(
         area_kinds=kinds,
         gateway_factory=gateway_for,
         redact=secrets,
+        front_end=front_end,
         options=options or agent_options(config, binding.entry.max_retries),
     )
     agent = Agent(

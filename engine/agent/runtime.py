@@ -43,6 +43,7 @@ from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.redaction import Redactor
 from engine.session import Session
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
+from engine.tools.front_end import LOCAL, FrontEndAccess, FrontEndLender
 from engine.tools.permission import PermissionBroker
 
 if TYPE_CHECKING:  # replaying and resuming are imported by the sessions that reopen a log
@@ -57,6 +58,10 @@ GatewayFactory = Callable[[str], tuple[Gateway, str]]
 USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 """The label of injected context whose producer declared none."""
+
+
+def _nothing_lent() -> FrontEndAccess:
+    return LOCAL
 
 
 async def replay_log(session: Session, gateway_type: GatewayType) -> ContextReplayer:
@@ -89,6 +94,7 @@ class Runtime:
         area_kinds: Mapping[str, type[RestorableArea]] = BUILTIN_KINDS,
         gateway_factory: GatewayFactory | None = None,
         redact: Redactor | None = None,
+        front_end: FrontEndLender | None = None,
     ) -> None:
         self.session = session
         self.redact = redact if redact is not None else Redactor()
@@ -101,6 +107,8 @@ class Runtime:
         self.assembler = assembler
         self.options = options
         self.gateway_factory = gateway_factory
+        self.front_end = front_end if front_end is not None else _nothing_lent
+        """What the front end serving the turn lends a tool call (files, terminal)."""
         self._gateway_model = assembler.binding.name  # the model entry `gateway` was made for
         self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
         if rebuilt is None:
@@ -296,6 +304,7 @@ class Runtime:
             on_output=on_output,
             protected_paths=self.options.protected_paths,
             allowed_protected=self.options.allowed_protected,
+            front_end=self.front_end(),
         )
 
     def run_tool_hooks(self, call: ToolCall, output: ToolOutput) -> list[AdditionalContext]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from engine.gateway.base import ToolSpec
 from engine.message import AdditionalContext
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.front_end import LOCAL, FrontEndAccess
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (".env*", "*.pem", "*.key", "id_*", "*credentials*")
 
@@ -42,6 +43,7 @@ class ToolContext:
     root: Path
     max_output: int = 100_000
     timeout: float = 120.0
+    """Seconds a call waits by default: run_shell's command, a front end's answer to a file tool."""
     max_timeout: float = 600.0
     secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
     shell_class: PrivacyClass = PrivacyClass.internal
@@ -52,6 +54,8 @@ class ToolContext:
     """Files the write tools refuse besides any `.trellis/` (the user config, the trust record)."""
     allowed_protected: tuple[Path, ...] = ()
     """Protected paths (or directories of them) the user allowed writes to; relative to `root`."""
+    front_end: FrontEndAccess = LOCAL
+    """The front end's files and terminal, where it lends them (an editor's unsaved buffers)."""
 
     def __post_init__(self) -> None:
         if self.max_output <= 0:

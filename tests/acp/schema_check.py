@@ -6,15 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from acp.schema import (
+    CreateTerminalRequest,
     Error,
     InitializeResponse,
+    KillTerminalRequest,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
+    ReadTextFileRequest,
+    ReleaseTerminalRequest,
     RequestPermissionRequest,
     SessionNotification,
     SetSessionConfigOptionResponse,
+    TerminalOutputRequest,
+    WaitForTerminalExitRequest,
+    WriteTextFileRequest,
 )
 from pydantic import BaseModel
 
@@ -26,7 +33,16 @@ ANSWERS: dict[str, type[BaseModel]] = {
     "session/prompt": PromptResponse,
     "session/set_config_option": SetSessionConfigOptionResponse,
 }
-REQUESTS: dict[str, type[BaseModel]] = {"session/request_permission": RequestPermissionRequest}
+REQUESTS: dict[str, type[BaseModel]] = {
+    "session/request_permission": RequestPermissionRequest,
+    "fs/read_text_file": ReadTextFileRequest,
+    "fs/write_text_file": WriteTextFileRequest,
+    "terminal/create": CreateTerminalRequest,
+    "terminal/output": TerminalOutputRequest,
+    "terminal/wait_for_exit": WaitForTerminalExitRequest,
+    "terminal/kill": KillTerminalRequest,
+    "terminal/release": ReleaseTerminalRequest,
+}
 NOTIFICATIONS: dict[str, type[BaseModel]] = {"session/update": SessionNotification}
 TRELLIS_METHODS = ("_trellis/event",)
 

@@ -139,9 +139,11 @@ async def trellis_acp(
     cwd: Path,
     args: Sequence[str] = (),
     permission: Permission = allow_once,
+    client: Recorder | None = None,
 ) -> AsyncIterator[StdioPeer]:
-    """`trellis acp ARGS` in `cwd`, connected; on exit stdin is closed, the process waited for
-    and every message it sent checked against the schema."""
+    """`trellis acp ARGS` in `cwd`, connected (through `client`, by default a `Recorder` that
+    answers `permission`); on exit stdin is closed, the process waited for and every message it
+    sent checked against the schema."""
     received: list[dict[str, Any]] = []
     asked: dict[Any, str] = {}
 
@@ -152,7 +154,8 @@ async def trellis_acp(
         elif "method" in message and "id" in message:
             asked[message["id"]] = message["method"]
 
-    client = Recorder(permission=permission)
+    if client is None:
+        client = Recorder(permission=permission)
     argv = acp_argv(args)
     env = trellis_env(home=home, config=config)
     env["PYTHONPATH"] = str(REPO_ROOT)

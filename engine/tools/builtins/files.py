@@ -2,7 +2,10 @@
 
 Every file-system touch runs in a worker thread (`asyncio.to_thread`) so a slow disk or a large file
 never stalls the event loop; a cancelled call stops waiting at once while the bounded thread work
-finishes on its own.
+finishes on its own. Where the front end lends its files (`ToolContext.front_end`: an editor's
+unsaved buffers), read_file and edit_file read the text through it and write_file and edit_file
+write through it; confinement and the protected paths are still checked here first, on the local
+paths, and the results have the same form and limits (`file_text` gets and puts the text).
 """
 
 from __future__ import annotations
@@ -12,12 +15,19 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 from pydantic import Field, model_validator
 
 from engine.os_text import escape_os_text
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.builtins.file_text import (
+    SNIFF_BYTES,
+    lent_text,
+    local_text,
+    looks_binary,
+    write_text,
+)
 from engine.tools.protected import write_refusal
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
@@ -28,15 +38,8 @@ from engine.tools.workspace import (
     resolve_shown_path,
 )
 
-SNIFF_BYTES = 8192
-"""How much of a file is inspected for NUL bytes to call it binary (the heuristic git uses)."""
 SKIP_PIECE = 65536
 """How much of a line is read at a time while skipping to `start_line`."""
-
-
-def looks_binary(head: bytes) -> bool:
-    """Text files hold no NUL bytes; binary formats nearly always do near the start."""
-    return b"\x00" in head
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,20 +97,26 @@ class ReadFile(Tool[ReadFileArgs]):
     kind = ToolKind.read
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._read, args, ctx)
-
-    def _read(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
-        where = confine(ctx, args.path)
+        reader = ctx.front_end.reader
+        if reader is None:
+            return await asyncio.to_thread(self._read, args, ctx)
+        where = await asyncio.to_thread(_readable_target, ctx, args.path, must_exist=False)
         if isinstance(where, ToolOutput):
             return where
-        target = where.target
-        if not target.exists():
-            return ToolOutput.error(f"file {args.path!r} not found")
-        if target.is_dir():
-            return ToolOutput.error(f"{args.path!r} is a directory; use list_files to see it")
+        text = await lent_text(ctx, reader, where.target, args.path, "read_file shows text only")
+        if isinstance(text, ToolOutput):
+            return text
+        start = args.start_line or 1
+        taken = _take_lines(io.StringIO(text), start, args.end_line, ctx.max_output)
+        return _shown_lines(taken, args, ctx, where, len(text.encode("utf-8", "surrogatepass")))
+
+    def _read(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
+        where = _readable_target(ctx, args.path, must_exist=True)
+        if isinstance(where, ToolOutput):
+            return where
         start = args.start_line or 1
         try:
-            with open_regular(target, args.path) as raw:
+            with open_regular(where.target, args.path) as raw:
                 size = os.fstat(raw.fileno()).st_size
                 if looks_binary(raw.read(SNIFF_BYTES)):
                     return ToolOutput.error(
@@ -120,14 +129,35 @@ class ReadFile(Tool[ReadFileArgs]):
             return ToolOutput.error(f"{error}; read_file reads regular files only")
         except OSError as error:
             return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
-        if taken.seen < start and not (start == 1 and taken.seen == 0):
-            return ToolOutput.error(
-                f"start_line {start} is past the end of {args.path!r} ({taken.seen} lines)"
-            )
-        content = taken.text
-        if taken.cut:
-            content += "\n" + taken.marker(start, args.end_line, ctx.max_output, size)
-        return ToolOutput(content, label=ctx.label_for([where.relative]))
+        return _shown_lines(taken, args, ctx, where, size)
+
+
+def _readable_target(ctx: ToolContext, path: str, *, must_exist: bool) -> Confined | ToolOutput:
+    """Where read_file reads: confined, and not a directory. A front end's buffer may hold a
+    file the disk does not have yet, so only a local read needs it on disk."""
+    where = confine(ctx, path)
+    if isinstance(where, ToolOutput):
+        return where
+    if must_exist and not where.target.exists():
+        return ToolOutput.error(f"file {path!r} not found")
+    if where.target.is_dir():
+        return ToolOutput.error(f"{path!r} is a directory; use list_files to see it")
+    return where
+
+
+def _shown_lines(
+    taken: _Taken, args: ReadFileArgs, ctx: ToolContext, where: Confined, size: int
+) -> ToolOutput:
+    """What read_file returns for the lines it took: the text with a marker if it was cut."""
+    start = args.start_line or 1
+    if taken.seen < start and not (start == 1 and taken.seen == 0):
+        return ToolOutput.error(
+            f"start_line {start} is past the end of {args.path!r} ({taken.seen} lines)"
+        )
+    content = taken.text
+    if taken.cut:
+        content += "\n" + taken.marker(start, args.end_line, ctx.max_output, size)
+    return ToolOutput(content, label=ctx.label_for([where.relative]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +187,7 @@ class _Taken:
         return f"[output cut at {limit:,} characters of a {size:,}-byte file: {why}{tail}]"
 
 
-def _take_lines(text: io.TextIOWrapper, start: int, end: int | None, limit: int) -> _Taken:
+def _take_lines(text: TextIO, start: int, end: int | None, limit: int) -> _Taken:
     """Whole lines `start..end` up to `limit` characters; a first line longer than the limit is
     cut, any later one is left for the next read.
 
@@ -251,21 +281,15 @@ class WriteFile(Tool[WriteFileArgs]):
     needs_permission = True
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._write, args, ctx)
-
-    def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
-        where = confine_write(ctx, args.path)
+        where = await asyncio.to_thread(confine_write, ctx, args.path)
         if isinstance(where, ToolOutput):
             return where
-        target = where.target
-        if target.is_dir():
-            return ToolOutput.error(f"{args.path!r} is a directory")
-        existed = target.exists()
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(args.content, encoding="utf-8", newline="")
-        except OSError as error:
-            return ToolOutput.error(f"cannot write {args.path!r}: {error.strerror or error}")
+        existed = await asyncio.to_thread(_existing_file, where.target, args.path)
+        if isinstance(existed, ToolOutput):
+            return existed
+        failed = await write_text(ctx, where.target, args.path, args.content)
+        if failed is not None:
+            return failed
         verb = "replaced" if existed else "created"
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
         lines = lines if args.content else 0
@@ -273,6 +297,13 @@ class WriteFile(Tool[WriteFileArgs]):
             f"{verb} {where.relative} ({len(args.content)} characters, {lines} lines)",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
         )
+
+
+def _existing_file(target: Path, shown: str) -> bool | ToolOutput:
+    """Whether write_file replaces a file (else it creates one); a directory is an error."""
+    if target.is_dir():
+        return ToolOutput.error(f"{shown!r} is a directory")
+    return target.exists()
 
 
 class EditFileArgs(ToolArgs):
@@ -294,54 +325,51 @@ class EditFile(Tool[EditFileArgs]):
     needs_permission = True
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
-        return await asyncio.to_thread(self._edit, args, ctx)
-
-    def _edit(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
-        where = confine_write(ctx, args.path)
+        where = await asyncio.to_thread(confine_write, ctx, args.path)
         if isinstance(where, ToolOutput):
             return where
-        target = where.target
-        if not target.exists():
-            return ToolOutput.error(f"file {args.path!r} not found")
-        try:
-            with open_regular(target, args.path) as handle:
-                data = handle.read()
-        except NotRegularFileError as error:
-            return ToolOutput.error(f"{error}; edit_file edits regular files only")
-        except OSError as error:
-            return ToolOutput.error(f"cannot read {args.path!r}: {error.strerror or error}")
-        if looks_binary(data[:SNIFF_BYTES]):
-            return ToolOutput.error(f"{args.path!r} is a binary file; edit_file edits text only")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return ToolOutput.error(f"{args.path!r} is not UTF-8 text; edit_file cannot edit it")
-        old, new = args.old, args.new
-        if old not in text and "\r\n" in text:
-            # The model writes "\n"; a CRLF file keeps its own line endings.
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = text.count(old)
-        if count == 0:
-            return ToolOutput.error(
-                f"old text not found in {args.path!r}; it must match the file exactly, "
-                "including whitespace and indentation (read_file shows the current text)"
+        reader = ctx.front_end.reader
+        if reader is None:
+            text = await asyncio.to_thread(local_text, where.target, args.path)
+        else:
+            text = await lent_text(
+                ctx, reader, where.target, args.path, "edit_file edits text only"
             )
-        if count > 1:
-            lines = ", ".join(str(n) for n in _occurrence_lines(text, old)[:20])
-            return ToolOutput.error(
-                f"old text occurs {count} times in {args.path!r} (at lines {lines}); include "
-                "more surrounding lines so that it occurs exactly once"
-            )
-        at = text.index(old)
-        try:
-            target.write_bytes(text.replace(old, new, 1).encode("utf-8"))
-        except OSError as error:
-            return ToolOutput.error(f"cannot write {args.path!r}: {error.strerror or error}")
-        line = text.count("\n", 0, at) + 1
+        if isinstance(text, ToolOutput):
+            return text
+        edited = _replace_once(text, args)
+        if isinstance(edited, ToolOutput):
+            return edited
+        new_text, line = edited
+        failed = await write_text(ctx, where.target, args.path, new_text)
+        if failed is not None:
+            return failed
         return ToolOutput(
             f"edited {where.relative}: replaced 1 occurrence at line {line}",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
         )
+
+
+def _replace_once(text: str, args: EditFileArgs) -> tuple[str, int] | ToolOutput:
+    """The text with `old` replaced once and the line it was at, or why it cannot be."""
+    old, new = args.old, args.new
+    if old not in text and "\r\n" in text:
+        # The model writes "\n"; a CRLF file keeps its own line endings.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    count = text.count(old)
+    if count == 0:
+        return ToolOutput.error(
+            f"old text not found in {args.path!r}; it must match the file exactly, "
+            "including whitespace and indentation (read_file shows the current text)"
+        )
+    if count > 1:
+        lines = ", ".join(str(n) for n in _occurrence_lines(text, old)[:20])
+        return ToolOutput.error(
+            f"old text occurs {count} times in {args.path!r} (at lines {lines}); include "
+            "more surrounding lines so that it occurs exactly once"
+        )
+    at = text.index(old)
+    return text.replace(old, new, 1), text.count("\n", 0, at) + 1
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:

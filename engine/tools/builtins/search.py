@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from engine.tools.builtins.files import SNIFF_BYTES, Confined, confine, looks_binary
+from engine.tools.builtins.file_text import SNIFF_BYTES, looks_binary
+from engine.tools.builtins.files import Confined, confine
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
     WorkspaceEscapeError,

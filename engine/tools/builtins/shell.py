@@ -2,7 +2,9 @@
 
 The command runs in its own process group so that a timeout or a cancelled call kills it with
 everything it started; nothing the command started outlives the call. On POSIX the group is led
-by `shell_supervisor`, which also kills it if Trellis itself dies without running any code.
+by `shell_supervisor`, which also kills it if Trellis itself dies without running any code. A
+front end may lend its own terminal instead (`engine.tools.front_end`); the permission asked
+before the call, the limits and the form of the result stay the same.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from engine.privacy import PrivatizationLabel
+from engine.tools.front_end import CommandOutcome, CommandRun, FrontEndError
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput
 
 READ_CHUNK = 65536
@@ -105,12 +108,47 @@ class RunShell(Tool[RunShellArgs]):
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolOutput:
         timeout = min(args.timeout or ctx.timeout, ctx.max_timeout)
-        transport, protocol = await _start(args.command, ctx.root)
+        runner = ctx.front_end.terminal or LOCAL_SHELL
+        run = CommandRun(
+            command=args.command,
+            cwd=ctx.root,
+            timeout=timeout,
+            output_limit=ctx.max_output,
+            on_output=ctx.on_output,
+        )
+        try:
+            outcome = await runner.run(run)
+        except FrontEndError as error:
+            return ToolOutput.error(f"run_shell could not run the command: {error}")
+        if outcome.timed_out:
+            status = (
+                f"[killed: timed out after {timeout:g} s; pass a larger timeout "
+                f"(at most {ctx.max_timeout:g} s) if it needs longer]"
+            )
+        elif outcome.signal is not None:
+            status = f"[killed by signal {outcome.signal}]"
+        elif outcome.exit_code is None:
+            status = "[ended without an exit status]"
+        else:
+            status = f"[exit code {outcome.exit_code}]"
+        return ToolOutput(
+            f"{outcome.output or '(no output)'}\n{status}",
+            is_error=outcome.exit_code != 0,
+            label=PrivatizationLabel.of(ctx.shell_class),
+        )
+
+
+class LocalShell:
+    """The `CommandRunner` run_shell uses when no front end lends a terminal: `/bin/sh` in a
+    process group of its own, led by `shell_supervisor`."""
+
+    async def run(self, run: CommandRun) -> CommandOutcome:
+        transport, protocol = await _start(run.command, run.cwd)
         assert protocol.stdout is not None
-        captured = _Captured(keep=ctx.max_output // 2, on_output=ctx.on_output)
+        captured = _Captured(keep=run.output_limit // 2, on_output=run.on_output)
         reader = asyncio.create_task(captured.drain(protocol.stdout))
         try:
-            exited = await _within(protocol.exited.wait(), timeout)
+            exited = await _within(protocol.exited.wait(), run.timeout)
             if exited:
                 # Children left in the background may hold the pipe open: a moment, no more.
                 await asyncio.wait({reader}, timeout=PIPE_GRACE)
@@ -127,17 +165,16 @@ class RunShell(Tool[RunShellArgs]):
                 await _within(protocol.exited.wait(), PIPE_GRACE)
             transport.close()
         captured.flush_lines()
-        label = PrivatizationLabel.of(ctx.shell_class)
-        output = captured.text() or "(no output)"
+        output = captured.text()
         code = transport.get_returncode()
         if not exited or code is None:
-            status = (
-                f"[killed: timed out after {timeout:g} s; pass a larger timeout "
-                f"(at most {ctx.max_timeout:g} s) if it needs longer]"
-            )
-            return ToolOutput(f"{output}\n{status}", is_error=True, label=label)
-        status = f"[killed by signal {-code}]" if code < 0 else f"[exit code {code}]"
-        return ToolOutput(f"{output}\n{status}", is_error=code != 0, label=label)
+            return CommandOutcome(output=output, timed_out=True)
+        if code < 0:
+            return CommandOutcome(output=output, signal=str(-code))
+        return CommandOutcome(output=output, exit_code=code)
+
+
+LOCAL_SHELL = LocalShell()
 
 
 class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
