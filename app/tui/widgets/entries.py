@@ -17,6 +17,8 @@ from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
+from textual.widgets._markdown import MarkdownParagraph
 
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
@@ -38,6 +40,10 @@ from replay.wording import area_line, compact_line, gc_line, model_line, retry_l
 WRITE_EVERY_S = 1 / 15
 """A streaming reply is written into its Markdown at most this often (each write costs a layout of
 the whole window; per delta, a fast stream outran the screen)."""
+SEAL_BLOCKS = 12
+"""A streaming reply's live Markdown holds about this many blocks; the finished ones before it are
+sealed in Markdown widgets of their own that no later write touches (each write to a Markdown of
+hundreds of blocks restyled and laid out all of them: the stream starved the keyboard)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
 
@@ -277,7 +283,9 @@ class ContextCard(LongEntry):
 
 class AssistantMessage(EntryWidget):
     """A reply as streaming Markdown: appended text is parsed in batches (Markdown.append re-parses
-    only the last block); reasoning collapsed by default."""
+    only the last block), into a live Markdown that holds only the last `SEAL_BLOCKS` or so blocks:
+    the finished blocks before them are sealed in Markdown widgets no later write touches, so a
+    write costs the same at the reply's end as at its start. Reasoning collapsed by default."""
 
     DEFAULT_CSS = """
     AssistantMessage {
@@ -292,15 +300,16 @@ class AssistantMessage(EntryWidget):
         margin: 0;
         padding: 0;
     }
-    AssistantMessage MarkdownBlock:last-child {
+    AssistantMessage Markdown:last-of-type MarkdownBlock:last-child {
         margin-bottom: 0;
     }
     """
 
     def __init__(self, entry: TranscriptEntry) -> None:
         super().__init__(entry)
-        self._wanted = ""  # the content the Markdown widget must end up holding
-        self._written = ""  # what the writer has put into it so far
+        self._wanted = ""  # the content the Markdown widgets must end up holding
+        self._written = ""  # what the writer has put into them so far
+        self._sealed = 0  # characters of `_written` in sealed Markdown widgets
         self._writing = False  # a `_write` worker runs
         self._reasoning: str | None = None  # the reasoning shown
 
@@ -321,22 +330,58 @@ class AssistantMessage(EntryWidget):
             self._writing = True
             self.run_worker(self._write(), group="markdown")
 
+    @property
+    def shown_text(self) -> str:
+        """The Markdown source the widgets hold, sealed and live, in order."""
+        *sealed, live = self.query_children(Markdown)
+        return self._written[: self._sealed] + live.source if sealed else live.source
+
     async def _write(self) -> None:
-        """The one writer of the Markdown widget while its text lags behind, so appends and
+        """The one writer of the Markdown widgets while their text lags behind, so appends and
         rewrites never interleave: it appends what streamed since its last write (all of it in one
-        append), or rewrites it when the text was withdrawn; it ends once the widget is caught up."""
-        markdown = self.query_one("#reply", Markdown)
+        append) to the live Markdown, or rewrites the reply when the text was withdrawn; it ends
+        once the widgets are caught up."""
         try:
             while (wanted := self._wanted) != self._written:
+                live = self.query_children(Markdown).last()
                 if self._written and wanted.startswith(self._written):
-                    await markdown.append(wanted[len(self._written) :])
+                    await live.append(wanted[len(self._written) :])
+                    self._written = wanted
+                    await self._seal(live)
                 else:
-                    await markdown.update(wanted)
-                self._written = wanted
+                    await self._rewrite(wanted)
                 # each write lays the screen out again: what streams meanwhile waits for the next
                 await asyncio.sleep(WRITE_EVERY_S)
         finally:
             self._writing = False
+
+    async def _rewrite(self, text: str) -> None:
+        """The whole reply again (withdrawn text, or the first write), in one Markdown."""
+        first, *later = self.query_children(Markdown)
+        with self.app.batch_update():
+            if later:
+                await self.remove_children(later)
+            await first.update(text)
+        self._written, self._sealed = text, 0
+
+    async def _seal(self, live: Markdown) -> None:
+        """Once the live Markdown holds more than `SEAL_BLOCKS` blocks and its last is a paragraph,
+        its last block moves to a new live Markdown and the rest stays, sealed. Only a paragraph
+        starts the new one: it has no top margin, so the blocks stand exactly as they stood in one
+        Markdown (margins do not collapse across two)."""
+        blocks = live.query_children(MarkdownBlock)
+        last = blocks.last() if blocks else None
+        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, MarkdownParagraph):
+            return
+        live_text = self._written[self._sealed :]
+        lines = live_text.splitlines(keepends=True)
+        head = "".join(lines[: last.source_range[0]])
+        fresh = Markdown()
+        with self.app.batch_update():  # no frame shows the block in neither
+            await last.remove()
+            await self.mount(fresh, after=live)
+            await fresh.update(live_text[len(head) :])
+        self._sealed += len(head)
 
     @property
     def copy_text(self) -> str:
