@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widget import Widget
-from textual.widgets import Markdown
+from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.entries import SEAL_BLOCKS, AssistantMessage
@@ -80,3 +80,19 @@ async def test_a_long_streamed_reply_seals_its_finished_blocks(workspace: Path, 
         assert len(reply.query_children(Markdown)) == 1  # a stored reply is written at once
         assert layout_of(reply) == streamed
         assert reply.outer_size.height == height
+
+
+async def test_a_reply_with_reasoning_shows_it_collapsed(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(
+        workspace, data, [Reply(text="The answer.", reasoning="Weighing it up.", chunk_delay=0)]
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        reply = app.main.query_one(AssistantMessage)
+        reasoning = reply.query_one("#reasoning", Collapsible)
+        assert reasoning.collapsed
+        assert reasoning.display
+        assert str(reply.query_one("#reasoning-text", Static).render()) == "Weighing it up."
+        assert reply.children[-1] is reply.query_children(Markdown).last()  # above the words

@@ -14,11 +14,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownBlock
 from textual.widgets._markdown import MarkdownParagraph
+from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
@@ -182,28 +183,24 @@ def turn_rule(entry: TurnEntry) -> Text:
 
 
 class UserMessage(EntryWidget):
-    """The user's own words, with a rewritten prompt's original shown beneath."""
+    """The user's own words, with a rewritten prompt's original shown beneath (one widget, no
+    children: every mounted widget costs each frame's layout)."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"user-message--original"}
     DEFAULT_CSS = """
     UserMessage {
         border-left: thick $accent;
         padding: 0 1;
         background: $boost;
     }
-    UserMessage .original {
+    UserMessage > .user-message--original {
         color: $text-muted;
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="words")
-        yield Static(classes="original")
-
-    def show(self, entry: TranscriptEntry) -> None:
-        super().show(entry)
+    def render(self) -> Text:
+        entry = self.entry
         assert isinstance(entry, UserEntry)
-        self.query_one("#words", Static).update(Text(entry.content))
-        original = self.query_one(".original", Static)
         names = ", ".join(a.name for a in entry.attachments)
         notes = []
         if entry.original is not None:
@@ -212,8 +209,17 @@ class UserMessage(EntryWidget):
             )
         if names:
             notes.append(f"attached: {names}")
-        original.update("\n".join(notes))
-        original.display = bool(notes)
+        text = Text(entry.content)
+        if notes:
+            text.append("\n")
+            text.append(
+                "\n".join(notes), style=self.get_component_rich_style("user-message--original")
+            )
+        return text
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:
@@ -265,15 +271,17 @@ class ContextCard(LongEntry):
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static()
+    def render(self) -> Text:
+        entry = self.entry
+        assert isinstance(entry, ContextEntry)
+        return Text(collapsed(entry.content, self.expanded))
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, ContextEntry)
         label = f" · {entry.label.cls.name}" if entry.label is not None else ""
         self.border_title = f"Injected context · {entry.heading}{label}"
-        self.query_one(Static).update(Text(collapsed(entry.content, self.expanded)))
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:
@@ -312,10 +320,9 @@ class AssistantMessage(EntryWidget):
         self._sealed = 0  # characters of `_written` in sealed Markdown widgets
         self._writing = False  # a `_write` worker runs
         self._reasoning: str | None = None  # the reasoning shown
+        self._reasoning_text: Static | None = None  # its widget, once there is some
 
     def compose(self) -> ComposeResult:
-        with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
-            yield Static(id="reasoning-text")
         yield Markdown(id="reply")
 
     def show(self, entry: TranscriptEntry) -> None:
@@ -323,12 +330,26 @@ class AssistantMessage(EntryWidget):
         assert isinstance(entry, AssistantEntry)
         if entry.reasoning != self._reasoning:  # each update lays the screen out again
             self._reasoning = entry.reasoning
-            self.query_one("#reasoning", Collapsible).display = bool(entry.reasoning)
-            self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+            self._show_reasoning(entry.reasoning)
         self._wanted = entry.content
         if not self._writing and self._wanted != self._written:
             self._writing = True
             self.run_worker(self._write(), group="markdown")
+
+    def _show_reasoning(self, reasoning: str) -> None:
+        """The collapsed reasoning, mounted only for a reply that has some (most have none, and
+        each widget costs every frame's layout)."""
+        if self._reasoning_text is None:
+            if not reasoning:
+                return
+            self._reasoning_text = Static(Text(reasoning), id="reasoning-text")
+            self.mount(
+                Collapsible(self._reasoning_text, title="reasoning", id="reasoning"),
+                before=0,
+            )
+        else:
+            self._reasoning_text.update(Text(reasoning))
+        self.query_one("#reasoning", Collapsible).display = bool(reasoning)
 
     @property
     def shown_text(self) -> str:
@@ -402,6 +423,11 @@ def call_summary(entry: ToolEntry) -> str:
     return f"{entry.name}({first_line(shown, 60)})"
 
 
+def tool_body(entry: ToolEntry) -> str:
+    """What a tool card shows under its title: the result once there is one, else the output."""
+    return (entry.result if entry.result is not None else entry.output).rstrip("\n")
+
+
 class ToolCard(LongEntry):
     """A tool call from the moment the model starts it: arguments, running state, live output,
     result or error; long output starts collapsed."""
@@ -420,14 +446,26 @@ class ToolCard(LongEntry):
     ToolCard.-asking {
         border: round $warning;
     }
+
     ToolCard Collapsible {
         border: none;
         padding: 0;
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="output")
+    def render(self) -> Text:
+        """The output or result, collapsed when long (no child widget: each costs every frame)."""
+        entry = self.entry
+        assert isinstance(entry, ToolEntry)
+        shown = collapsed(tool_body(entry), self.expanded)
+        return Text(shown, style="red" if entry.is_error else "")
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """No output yet: the borders alone (an empty text would still take a line)."""
+        entry = self.entry
+        if isinstance(entry, ToolEntry) and not tool_body(entry):
+            return 0
+        return super().get_content_height(container, viewport, width)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -443,11 +481,7 @@ class ToolCard(LongEntry):
         self.border_subtitle = status_text
         self.set_class(entry.is_error or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
-        body = (entry.result if entry.result is not None else entry.output).rstrip("\n")
-        shown = collapsed(body, self.expanded)
-        output = self.query_one("#output", Static)
-        output.update(Text(shown, style="red" if entry.is_error else ""))
-        output.display = bool(shown)
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:
