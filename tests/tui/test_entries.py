@@ -4,9 +4,9 @@ collapsed and expands on Enter, and one-line entries read as `trellis show` word
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.widgets import Static
+from textual.widgets import Collapsible
 
-from app.tui.widgets.entries import LineEntry, ToolCard, UserMessage
+from app.tui.widgets.entries import AssistantMessage, LineEntry, ToolCard, UserMessage
 from app.tui.widgets.transcript_view import TranscriptView
 from replay.entries import GcEntry, RetryEntry
 from replay.transcript import Transcript, transcript_of
@@ -48,10 +48,9 @@ async def test_long_tool_output_starts_collapsed_and_expands_on_enter() -> None:
     async with app.run_test(size=(100, 40)) as pilot:
         await pilot.pause()
         card = app.query(ToolCard).first()
-        output = card.query_one("#output", Static)
 
         def lines() -> list[str]:
-            return str(output.render()).splitlines()
+            return str(card.render()).splitlines()
 
         assert len(lines()) == 13
         assert "… 28 more lines (Enter expands)" in lines()
@@ -75,3 +74,16 @@ def test_one_line_entries_read_as_trellis_show_words_them() -> None:
     retry = RetryEntry(key="retry:1", seq=2, turn=1, step=1, attempt=2, reason="timeout")
     assert LineEntry(gc).copy_text == f"♻ {gc_line(gc)}"
     assert LineEntry(retry).copy_text == f"↻ {retry_line(retry)}"
+
+
+async def test_entries_mount_no_more_widgets_than_they_show() -> None:
+    """Every mounted widget costs each frame's layout: a user message and a tool card draw their
+    text themselves, and a reply without reasoning has no reasoning widget."""
+    app = EntriesApp(one_turn())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert not app.query_one(UserMessage).children
+        assert all(not card.children for card in app.query(ToolCard))
+        replies = list(app.query(AssistantMessage))
+        assert replies
+        assert not any(reply.query(Collapsible) for reply in replies)

@@ -14,9 +14,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets._markdown import MarkdownParagraph
+from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
@@ -38,6 +41,10 @@ from replay.wording import area_line, compact_line, gc_line, model_line, retry_l
 WRITE_EVERY_S = 1 / 15
 """A streaming reply is written into its Markdown at most this often (each write costs a layout of
 the whole window; per delta, a fast stream outran the screen)."""
+SEAL_BLOCKS = 12
+"""A streaming reply's live Markdown holds about this many blocks; the finished ones before it are
+sealed in Markdown widgets of their own that no later write touches (each write to a Markdown of
+hundreds of blocks restyled and laid out all of them: the stream starved the keyboard)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
 
@@ -176,28 +183,24 @@ def turn_rule(entry: TurnEntry) -> Text:
 
 
 class UserMessage(EntryWidget):
-    """The user's own words, with a rewritten prompt's original shown beneath."""
+    """The user's own words, with a rewritten prompt's original shown beneath (one widget, no
+    children: every mounted widget costs each frame's layout)."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"user-message--original"}
     DEFAULT_CSS = """
     UserMessage {
         border-left: thick $accent;
         padding: 0 1;
         background: $boost;
     }
-    UserMessage .original {
+    UserMessage > .user-message--original {
         color: $text-muted;
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="words")
-        yield Static(classes="original")
-
-    def show(self, entry: TranscriptEntry) -> None:
-        super().show(entry)
+    def render(self) -> Text:
+        entry = self.entry
         assert isinstance(entry, UserEntry)
-        self.query_one("#words", Static).update(Text(entry.content))
-        original = self.query_one(".original", Static)
         names = ", ".join(a.name for a in entry.attachments)
         notes = []
         if entry.original is not None:
@@ -206,8 +209,17 @@ class UserMessage(EntryWidget):
             )
         if names:
             notes.append(f"attached: {names}")
-        original.update("\n".join(notes))
-        original.display = bool(notes)
+        text = Text(entry.content)
+        if notes:
+            text.append("\n")
+            text.append(
+                "\n".join(notes), style=self.get_component_rich_style("user-message--original")
+            )
+        return text
+
+    def show(self, entry: TranscriptEntry) -> None:
+        super().show(entry)
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:
@@ -259,15 +271,17 @@ class ContextCard(LongEntry):
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static()
+    def render(self) -> Text:
+        entry = self.entry
+        assert isinstance(entry, ContextEntry)
+        return Text(collapsed(entry.content, self.expanded))
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, ContextEntry)
         label = f" · {entry.label.cls.name}" if entry.label is not None else ""
         self.border_title = f"Injected context · {entry.heading}{label}"
-        self.query_one(Static).update(Text(collapsed(entry.content, self.expanded)))
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:
@@ -277,7 +291,9 @@ class ContextCard(LongEntry):
 
 class AssistantMessage(EntryWidget):
     """A reply as streaming Markdown: appended text is parsed in batches (Markdown.append re-parses
-    only the last block); reasoning collapsed by default."""
+    only the last block), into a live Markdown that holds only the last `SEAL_BLOCKS` or so blocks:
+    the finished blocks before them are sealed in Markdown widgets no later write touches, so a
+    write costs the same at the reply's end as at its start. Reasoning collapsed by default."""
 
     DEFAULT_CSS = """
     AssistantMessage {
@@ -292,21 +308,21 @@ class AssistantMessage(EntryWidget):
         margin: 0;
         padding: 0;
     }
-    AssistantMessage MarkdownBlock:last-child {
+    AssistantMessage Markdown:last-of-type MarkdownBlock:last-child {
         margin-bottom: 0;
     }
     """
 
     def __init__(self, entry: TranscriptEntry) -> None:
         super().__init__(entry)
-        self._wanted = ""  # the content the Markdown widget must end up holding
-        self._written = ""  # what the writer has put into it so far
+        self._wanted = ""  # the content the Markdown widgets must end up holding
+        self._written = ""  # what the writer has put into them so far
+        self._sealed = 0  # characters of `_written` in sealed Markdown widgets
         self._writing = False  # a `_write` worker runs
         self._reasoning: str | None = None  # the reasoning shown
+        self._reasoning_text: Static | None = None  # its widget, once there is some
 
     def compose(self) -> ComposeResult:
-        with Collapsible(title="reasoning", collapsed=True, id="reasoning"):
-            yield Static(id="reasoning-text")
         yield Markdown(id="reply")
 
     def show(self, entry: TranscriptEntry) -> None:
@@ -314,29 +330,79 @@ class AssistantMessage(EntryWidget):
         assert isinstance(entry, AssistantEntry)
         if entry.reasoning != self._reasoning:  # each update lays the screen out again
             self._reasoning = entry.reasoning
-            self.query_one("#reasoning", Collapsible).display = bool(entry.reasoning)
-            self.query_one("#reasoning-text", Static).update(Text(entry.reasoning))
+            self._show_reasoning(entry.reasoning)
         self._wanted = entry.content
         if not self._writing and self._wanted != self._written:
             self._writing = True
             self.run_worker(self._write(), group="markdown")
 
+    def _show_reasoning(self, reasoning: str) -> None:
+        """The collapsed reasoning, mounted only for a reply that has some (most have none, and
+        each widget costs every frame's layout)."""
+        if self._reasoning_text is None:
+            if not reasoning:
+                return
+            self._reasoning_text = Static(Text(reasoning), id="reasoning-text")
+            self.mount(
+                Collapsible(self._reasoning_text, title="reasoning", id="reasoning"),
+                before=0,
+            )
+        else:
+            self._reasoning_text.update(Text(reasoning))
+        self.query_one("#reasoning", Collapsible).display = bool(reasoning)
+
+    @property
+    def shown_text(self) -> str:
+        """The Markdown source the widgets hold, sealed and live, in order."""
+        *sealed, live = self.query_children(Markdown)
+        return self._written[: self._sealed] + live.source if sealed else live.source
+
     async def _write(self) -> None:
-        """The one writer of the Markdown widget while its text lags behind, so appends and
+        """The one writer of the Markdown widgets while their text lags behind, so appends and
         rewrites never interleave: it appends what streamed since its last write (all of it in one
-        append), or rewrites it when the text was withdrawn; it ends once the widget is caught up."""
-        markdown = self.query_one("#reply", Markdown)
+        append) to the live Markdown, or rewrites the reply when the text was withdrawn; it ends
+        once the widgets are caught up."""
         try:
             while (wanted := self._wanted) != self._written:
+                live = self.query_children(Markdown).last()
                 if self._written and wanted.startswith(self._written):
-                    await markdown.append(wanted[len(self._written) :])
+                    await live.append(wanted[len(self._written) :])
+                    self._written = wanted
+                    await self._seal(live)
                 else:
-                    await markdown.update(wanted)
-                self._written = wanted
+                    await self._rewrite(wanted)
                 # each write lays the screen out again: what streams meanwhile waits for the next
                 await asyncio.sleep(WRITE_EVERY_S)
         finally:
             self._writing = False
+
+    async def _rewrite(self, text: str) -> None:
+        """The whole reply again (withdrawn text, or the first write), in one Markdown."""
+        first, *later = self.query_children(Markdown)
+        with self.app.batch_update():
+            if later:
+                await self.remove_children(later)
+            await first.update(text)
+        self._written, self._sealed = text, 0
+
+    async def _seal(self, live: Markdown) -> None:
+        """Once the live Markdown holds more than `SEAL_BLOCKS` blocks and its last is a paragraph,
+        its last block moves to a new live Markdown and the rest stays, sealed. Only a paragraph
+        starts the new one: it has no top margin, so the blocks stand exactly as they stood in one
+        Markdown (margins do not collapse across two)."""
+        blocks = live.query_children(MarkdownBlock)
+        last = blocks.last() if blocks else None
+        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, MarkdownParagraph):
+            return
+        live_text = self._written[self._sealed :]
+        lines = live_text.splitlines(keepends=True)
+        head = "".join(lines[: last.source_range[0]])
+        fresh = Markdown()
+        with self.app.batch_update():  # no frame shows the block in neither
+            await last.remove()
+            await self.mount(fresh, after=live)
+            await fresh.update(live_text[len(head) :])
+        self._sealed += len(head)
 
     @property
     def copy_text(self) -> str:
@@ -357,6 +423,11 @@ def call_summary(entry: ToolEntry) -> str:
     return f"{entry.name}({first_line(shown, 60)})"
 
 
+def tool_body(entry: ToolEntry) -> str:
+    """What a tool card shows under its title: the result once there is one, else the output."""
+    return (entry.result if entry.result is not None else entry.output).rstrip("\n")
+
+
 class ToolCard(LongEntry):
     """A tool call from the moment the model starts it: arguments, running state, live output,
     result or error; long output starts collapsed."""
@@ -375,14 +446,26 @@ class ToolCard(LongEntry):
     ToolCard.-asking {
         border: round $warning;
     }
+
     ToolCard Collapsible {
         border: none;
         padding: 0;
     }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="output")
+    def render(self) -> Text:
+        """The output or result, collapsed when long (no child widget: each costs every frame)."""
+        entry = self.entry
+        assert isinstance(entry, ToolEntry)
+        shown = collapsed(tool_body(entry), self.expanded)
+        return Text(shown, style="red" if entry.is_error else "")
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """No output yet: the borders alone (an empty text would still take a line)."""
+        entry = self.entry
+        if isinstance(entry, ToolEntry) and not tool_body(entry):
+            return 0
+        return super().get_content_height(container, viewport, width)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -398,11 +481,7 @@ class ToolCard(LongEntry):
         self.border_subtitle = status_text
         self.set_class(entry.is_error or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
-        body = (entry.result if entry.result is not None else entry.output).rstrip("\n")
-        shown = collapsed(body, self.expanded)
-        output = self.query_one("#output", Static)
-        output.update(Text(shown, style="red" if entry.is_error else ""))
-        output.display = bool(shown)
+        self.refresh(layout=True)
 
     @property
     def copy_text(self) -> str:

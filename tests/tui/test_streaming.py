@@ -1,0 +1,98 @@
+"""A long streamed reply: its finished blocks are sealed apart from the live Markdown, and the reply
+stands on screen exactly as the same reply written at once (Pilot, on the scripted model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widget import Widget
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
+
+from app.tui.widgets.entries import SEAL_BLOCKS, AssistantMessage
+from engine.gateway.scripted import Reply
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import send, settle
+
+
+def long_reply(paragraphs: int = 40) -> str:
+    """Paragraphs with a heading, a list and a fence now and then (blocks with margins of their
+    own), so sealing meets every kind of block."""
+    blocks: list[str] = []
+    for n in range(paragraphs):
+        if n % 9 == 4:
+            blocks.append(f"## Part {n}")
+        elif n % 7 == 3:
+            blocks.append("\n".join(f"- item {n}.{i}" for i in range(3)))
+        elif n % 11 == 6:
+            blocks.append(f"```\ncode {n}\n```")
+        blocks.append(f"Paragraph {n} says a few words about the code, long enough to wrap.")
+    return "\n\n".join(blocks)
+
+
+def layout_of(reply: AssistantMessage) -> list[tuple[int, str, int]]:
+    """Each block's line within the reply, its kind and its height: where the reader sees it,
+    whatever Markdown widgets hold the blocks."""
+    rows: list[tuple[int, str, int]] = []
+    for block in reply.query(MarkdownBlock):
+        if not isinstance(block.parent, Markdown):
+            continue  # a block inside a list or a quote moves with its parent
+        y = 0
+        node: Widget | None = block
+        while node is not None and node is not reply:
+            y += node.virtual_region.y
+            node = node.parent if isinstance(node.parent, Widget) else None
+        rows.append((y, type(block).__name__, block.outer_size.height))
+    return rows
+
+
+async def caught_up(app: ConsoleTestApp, reply: AssistantMessage) -> None:
+    for _ in range(200):  # the writer catches up with the stream
+        if reply.shown_text == reply.copy_text:
+            break
+        await app.workers.wait_for_complete()
+    assert reply.shown_text == reply.copy_text
+
+
+async def test_a_long_streamed_reply_seals_its_finished_blocks(workspace: Path, data: Path) -> None:
+    text = long_reply()
+    app = ConsoleTestApp(workspace, data, [Reply(text=text, chunk_delay=0.0005)])
+    async with app.run_test(size=(100, 200)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        reply = app.main.query_one(AssistantMessage)
+        await caught_up(app, reply)
+        await pilot.pause()
+        chunks = list(reply.query_children(Markdown))
+        assert len(chunks) > 1  # sealed Markdown widgets before the live one
+        live = chunks[-1].query_children(MarkdownBlock)
+        assert len(live) <= SEAL_BLOCKS + 1
+        streamed, height = layout_of(reply), reply.outer_size.height
+        session_id = app.live.session_id
+
+    again = ConsoleTestApp(workspace, data, [], session_id=session_id)
+    async with again.run_test(size=(100, 200)) as pilot:
+        await pilot.pause()
+        reply = again.main.query_one(AssistantMessage)
+        await caught_up(again, reply)
+        await pilot.pause()
+        assert len(reply.query_children(Markdown)) == 1  # a stored reply is written at once
+        assert layout_of(reply) == streamed
+        assert reply.outer_size.height == height
+
+
+async def test_a_reply_with_reasoning_shows_it_collapsed(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(
+        workspace, data, [Reply(text="The answer.", reasoning="Weighing it up.", chunk_delay=0)]
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        reply = app.main.query_one(AssistantMessage)
+        reasoning = reply.query_one("#reasoning", Collapsible)
+        assert reasoning.collapsed
+        assert reasoning.display
+        assert str(reply.query_one("#reasoning-text", Static).render()) == "Weighing it up."
+        assert reply.children[-1] is reply.query_children(Markdown).last()  # above the words
