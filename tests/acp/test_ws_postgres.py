@@ -82,10 +82,7 @@ def session_updates(client: RecordingClient, session_id: str) -> list[dict[str, 
 
 def as_loaded(events: list[Event], workspace: Path) -> list[dict[str, Any]]:
     """The updates `session/load` of the whole stored log sends, in log order."""
-    return [
-        update.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for update in replay_updates(events, str(workspace))
-    ]
+    return list(replay_updates(events, str(workspace)))
 
 
 async def until_shown(client: RecordingClient, session_id: str, expected: list[Any]) -> None:
