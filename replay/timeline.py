@@ -49,7 +49,7 @@ from engine.events import (
 from engine.gateway.base import GatewayType, NativeContent
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
-DEFAULT_CHECKPOINT_EVERY = 128
+DEFAULT_CHECKPOINT_EVERY = 64
 """Events between checkpoints: a seek replays at most this many."""
 
 _FLOOR_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
@@ -170,7 +170,7 @@ class Timeline:
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
         # the Context of the last checkpoint restored, gathered from the checkpoints' pieces:
         # stepping back within one checkpoint's span restores it again and again
-        self._gathered: tuple[int, list[NativeContent], list[Provenance]] | None = None
+        self._gathered: tuple[int, Context] | None = None
         self._checkpoint()
 
     @classmethod
@@ -328,8 +328,9 @@ class Timeline:
         checkpoint = self._checkpoints[position]
         gathered = self._gathered
         if gathered is None or gathered[0] != position:
-            gathered = self._gathered = (position, *self._gather(position))
-        context = Context.restored(self._gateway_type, gathered[1], gathered[2])
+            # kept for the next seek behind the same checkpoint; the replayer copies it
+            gathered = self._gathered = (position, self._gather(position))
+        context = gathered[1]
         latest, active, in_turn = checkpoint.grants
         pins = PinBoard(dict(checkpoint.pins))
         return _Cursor(
@@ -339,7 +340,7 @@ class Timeline:
             checkpoint.last_step,
         )
 
-    def _gather(self, position: int) -> tuple[list[NativeContent], list[Provenance]]:
+    def _gather(self, position: int) -> Context:
         """The Context's items and provenances at checkpoint `position`, from the pieces each
         checkpoint keeps (what changed since the one before)."""
         checkpoint = self._checkpoints[position]
@@ -353,7 +354,8 @@ class Timeline:
                 items.append(older.items[: need - older.prefix])
                 provenances.append(older.provenances[: need - older.prefix])
                 need = older.prefix
-        return (
+        return Context.restored(
+            self._gateway_type,
             list(itertools.chain.from_iterable(reversed(items))),
             list(itertools.chain.from_iterable(reversed(provenances))),
         )
