@@ -202,9 +202,36 @@ async def test_a_version_1_database_gains_the_turn_index_and_counts_its_turns(
     async with SQLiteStore(path) as store:
         assert (await store.info(session.id)).turns == 2
     with raw(path) as conn:
-        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(2,)]
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [
+            (schema.schema_version(),)
+        ]
         indexes = [row[1] for row in conn.execute("PRAGMA index_list(events)")]
         assert "events_turn_starts" in indexes
+
+
+async def test_a_version_2_database_drops_the_indexes_a_flush_kept_moving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every flush moves `updated`; no index over it is kept, and listings stay as they were."""
+    path = tmp_path / "sessions.sqlite"
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+        async with SQLiteStore(path) as store:
+            for cwd in ("/a", "/b", "/a"):
+                session = Session((await store.create(cwd=cwd)).id, store)
+                full_turn(session)
+                await session.flush()
+            before = [await store.list(), await store.list(cwd="/a", limit=1)]
+    with raw(path) as conn:
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(sessions)")}
+        assert {"sessions_by_updated", "sessions_by_cwd"} <= indexes
+    async with SQLiteStore(path) as store:
+        assert [await store.list(), await store.list(cwd="/a", limit=1)] == before
+        assert [s.cwd for s in before[0].sessions] == ["/a", "/b", "/a"][::-1]
+    with raw(path) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(3,)]
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(sessions)")}
+        assert not {"sessions_by_updated", "sessions_by_cwd"} & indexes
 
 
 async def test_a_closed_store_says_so(tmp_path: Path) -> None:
