@@ -53,6 +53,8 @@ PLUGIN = Source("plugin")
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A call the model made: the tool's name and its parsed arguments."""
+
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +62,8 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """What a tool returned for the call `call_id`; an error result is still an answer."""
+
     call_id: str
     content: str
     is_error: bool = False
