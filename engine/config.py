@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -486,6 +485,10 @@ def _parse_layer(file: Path, raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=file) from exc
+    if not text.strip():
+        return {}  # what TOML makes of it, without importing the parser (start time)
+    import tomllib
+
     try:
         layer = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -55,11 +55,13 @@ UNUSED_BY_A_NEW_RUN = (
     "engine.project_config",
     "engine.trust",
     "platformdirs",
+    "tomllib",
 )
 """What `trellis run -p` on a new session with the scripted model never uses: the PostgreSQL store,
 /compact, the front ends' views, replaying and resuming a log, the other providers' codecs, the
 script file's models; in a workspace without a project file, the project trust; with
-`TRELLIS_HOME` and `TRELLIS_CONFIG` set (as the tests run), the platform's directories."""
+`TRELLIS_HOME` and `TRELLIS_CONFIG` set (as the tests run), the platform's directories; with an
+empty config file, the TOML parser."""
 
 CONFIG_MODELS = ("Config", "ModelEntry", "ContextConfig", "McpServer", "AreaEntry", "ServeConfig")
 
