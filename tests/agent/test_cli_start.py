@@ -76,19 +76,23 @@ def of_packages(loaded: set[str], packages: tuple[str, ...]) -> list[str]:
     )
 
 
-def loaded_after(code: str, tmp_path: Path) -> set[str]:
-    """The modules loaded once `code` has run in a fresh interpreter (on a temp TRELLIS_HOME)."""
-    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
-    env = trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml")
+def python_output(script: str, tmp_path: Path) -> str:
+    """What `script` prints in a fresh interpreter (on a temp TRELLIS_HOME and user config)."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=tmp_path,
-        env=env,
+        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
         capture_output=True,
         text=True,
         check=True,
     )
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return done.stdout
+
+
+def loaded_after(code: str, tmp_path: Path) -> set[str]:
+    """The modules loaded once `code` has run in a fresh interpreter (on a temp TRELLIS_HOME)."""
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    return set(json.loads(python_output(script, tmp_path).splitlines()[-1]))
 
 
 def test_importing_the_cli_loads_no_command_s_machinery(tmp_path: Path) -> None:
@@ -130,15 +134,7 @@ def test_a_run_builds_only_the_models_it_uses(tmp_path: Path) -> None:
         f"config = sorted(m for m in {CONFIG_MODELS!r} if getattr(c, m).__pydantic_complete__)\n"
         "print(json.dumps([code, built, tools, config]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    code, built, tools, config = json.loads(done.stdout.splitlines()[-1])
+    code, built, tools, config = json.loads(python_output(script, tmp_path).splitlines()[-1])
     assert code == 0
     assert "turn/start" in built
     assert not {"compact/summary", "area/render", "pin/add", "gc/collect"} & set(built)
@@ -245,14 +241,6 @@ def test_the_console_script_leaves_what_is_alive_at_exit_to_the_os(tmp_path: Pat
         "atexit._run_exitfuncs()\n"
         "print(before, gc.get_freeze_count())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    before, after = map(int, done.stdout.split())
+    before, after = map(int, python_output(script, tmp_path).split())
     assert before == 0
     assert after > 0
