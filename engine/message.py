@@ -53,8 +53,6 @@ PLUGIN = Source("plugin")
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call the model made: the tool's name and its parsed arguments."""
-
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
