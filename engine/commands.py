@@ -29,6 +29,8 @@ class CommandUsageError(TrellisError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
+    """What a slash command says back, and whether it succeeded."""
+
     text: str
     ok: bool = True
 
@@ -38,6 +40,8 @@ Handler = Callable[["Agent", str], Awaitable[CommandResult]]
 
 @dataclass(frozen=True, slots=True)
 class Command:
+    """A slash command of the registry: its name, usage line, description and handler."""
+
     name: str
     usage: str
     description: str

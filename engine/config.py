@@ -12,11 +12,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -41,14 +40,11 @@ from engine.gateway.deadlines import (
 )
 from engine.paths import CONFIG_ENV, project_config_file, user_config_file
 from engine.privacy import PrivacyClass
-from engine.project_config import (
-    ProjectLayer,
-    SkippedKey,
-    UserBaseline,
-    dotted_key,
-    untrusted_subset,
-)
-from engine.trust import TrustStore, TrustStoreError, file_digest
+
+if TYPE_CHECKING:
+    # imported where used: a workspace without a project file needs neither (start time)
+    from engine.project_config import ProjectLayer, SkippedKey, UserBaseline
+    from engine.trust import TrustStore
 
 BUILTIN_MODEL = "scripted"
 """The entry that always exists, so a fresh install needs no configuration and no network."""
@@ -95,8 +91,9 @@ class ConfigError(TrellisError):
 
 
 class _Section(BaseModel):
-    # strict: TOML values are typed, so "32768" for a number or `true` for a count is a mistake
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # strict: TOML values are typed, so "32768" for a number or `true` for a count is a mistake;
+    # built on first validation: with nothing configured, the defaults are built without it
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 class ModelEntry(_Section):
@@ -250,7 +247,8 @@ class AgentConfig(_Section):
 
 
 def _builtin_models() -> dict[str, ModelEntry]:
-    return {BUILTIN_MODEL: ModelEntry(provider="scripted")}
+    # the defaults below are the code's own values: constructed, not validated (nor built)
+    return {BUILTIN_MODEL: ModelEntry.model_construct(provider="scripted")}
 
 
 class Config(_Section):
@@ -258,11 +256,11 @@ class Config(_Section):
 
     default_model: str = BUILTIN_MODEL
     models: dict[str, ModelEntry] = Field(default_factory=_builtin_models)
-    context: ContextConfig = Field(default_factory=ContextConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig.model_construct)
     mcp_servers: list[McpServer] = Field(default_factory=list)
     areas: list[AreaEntry] = Field(default_factory=list)
-    serve: ServeConfig = Field(default_factory=ServeConfig)
-    agent: AgentConfig = Field(default_factory=AgentConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig.model_construct)
+    agent: AgentConfig = Field(default_factory=AgentConfig.model_construct)
 
     @field_validator("models", mode="before")
     @classmethod
@@ -390,6 +388,9 @@ def load_config_report(
     report: ProjectLayer | None = None
     project = _project_layer_file(cwd, user)
     if project is not None:
+        from engine.project_config import ProjectLayer, untrusted_subset
+        from engine.trust import file_digest
+
         # one read: the bytes that are hashed for trust are the bytes that are parsed
         data = _read_file(project)
         layer = _parse_layer(project, data)
@@ -404,11 +405,19 @@ def load_config_report(
         report = ProjectLayer(
             directory=directory, file=project, digest=digest, trusted=trusted, skipped=skipped
         )
+    return LoadedConfig(config=_validated(merged, provenance), project=report)
+
+
+def _validated(merged: dict[str, Any], provenance: Mapping[Loc, Path]) -> Config:
+    """The merged layers as a `Config`. Nothing configured (no file, or files without a key) is
+    the defaults, which are the code's own values: constructed without validation, so a run with
+    no configuration never builds the config models (issue 10, start time)."""
+    if not merged:
+        return Config.model_construct()
     try:
-        config = Config.model_validate(merged)
+        return Config.model_validate(merged)
     except ValidationError as exc:
         raise _config_error(exc, provenance) from exc
-    return LoadedConfig(config=config, project=report)
 
 
 def _store_section(layer: dict[str, Any], file: Path, *, project: bool) -> None:
@@ -437,6 +446,8 @@ def project_layer_of(cwd: Path) -> tuple[Path, bytes] | None:
 
 
 def _trusted(store: TrustStore | None, directory: Path, digest: str) -> bool:
+    from engine.trust import TrustStore, TrustStoreError
+
     try:
         return (store if store is not None else TrustStore()).trusted(directory, digest)
     except TrustStoreError as exc:
@@ -446,6 +457,8 @@ def _trusted(store: TrustStore | None, directory: Path, digest: str) -> bool:
 def _baseline(user_layer: Mapping[str, Any]) -> UserBaseline:
     """What the user's own file puts in force; a section that does not validate counts as the
     defaults here (the full validation then reports it)."""
+    from engine.project_config import UserBaseline
+
     models = user_layer.get("models")
     names = {*models} if isinstance(models, Mapping) else set()
     try:
@@ -472,6 +485,10 @@ def _parse_layer(file: Path, raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=file) from exc
+    if not text.strip():
+        return {}  # what TOML makes of it, without importing the parser (start time)
+    import tomllib
+
     try:
         layer = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -526,6 +543,8 @@ def _record(value: object, loc: Loc, file: Path, provenance: dict[Loc, Path]) ->
 
 
 def _config_error(exc: ValidationError, provenance: Mapping[Loc, Path]) -> ConfigError:
+    from engine.project_config import dotted_key
+
     lines: list[tuple[Path | None, str, str]] = []
     for error in exc.errors(include_url=False):
         loc: Loc = tuple(error["loc"])

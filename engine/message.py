@@ -60,6 +60,8 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """What a tool returned for the call `call_id`; an error result is still an answer."""
+
     call_id: str
     content: str
     is_error: bool = False

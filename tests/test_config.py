@@ -95,6 +95,28 @@ def test_every_section_has_its_defaults(tmp_path: Path) -> None:
     assert (entry.context_window, entry.generation_window, entry.egress) == (None, None, None)
 
 
+def test_files_that_set_nothing_give_the_validated_defaults(tmp_path: Path) -> None:
+    """With nothing configured the defaults are constructed, not validated (start time): they
+    must be exactly what validating an empty table gives, down to each entry's set fields."""
+    user = write(tmp_path / "user.toml", "# nothing yet\n")
+    workspace = project(tmp_path, "")
+    loaded = load_config(workspace, user_file=user, trust_project=True)
+    validated = Config.model_validate({})
+    assert loaded == validated
+    assert loaded.model_dump() == validated.model_dump()
+    assert repr(loaded) == repr(validated)
+    for section in ("context", "serve", "agent"):
+        assert getattr(loaded, section) == getattr(validated, section)
+        assert getattr(loaded, section).model_fields_set == set()
+    assert loaded.models["scripted"].model_fields_set == {"provider"}
+
+
+def test_a_file_that_sets_a_key_is_validated(tmp_path: Path) -> None:
+    user = write(tmp_path / "user.toml", "[agent]\nmax_steps = 0\n")
+    error = load_error(tmp_path, user)
+    assert (error.file, error.key) == (user, "agent.max_steps")
+
+
 # --- where the files are --------------------------------------------------------------------------
 
 

@@ -72,6 +72,8 @@ class ModelChange:
 
 @dataclass(slots=True)
 class _Queued:
+    """A prompt waiting for the running turn to end, with the handle its sender holds."""
+
     submission: PromptSubmission
     handle: SendHandle
 

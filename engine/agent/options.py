@@ -11,6 +11,8 @@ DEFAULT_KEEP_GROUPS = 2
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentOptions:
+    """The loop's limits and retry policy, fixed when the Agent is opened."""
+
     max_steps: int = 50
     """A turn that reaches this many steps ends with `max_steps`."""
     max_retries: int = 3

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.config import LoadedConfig, load_config_report
 from engine.os_text import stored_os_path
 from engine.store.base import SessionStore
-from engine.trust import TrustStore
+
+if TYPE_CHECKING:
+    from engine.trust import TrustStore  # a new `trellis run` imports this module, not the trust
 
 
 async def load_session_config(

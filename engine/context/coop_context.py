@@ -7,6 +7,7 @@ tail component. A render touches only the Areas it collects, observes or renders
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from engine.context.area import (
     EffectRange,
     is_restorable,
 )
-from engine.context.collector import tail_component
+from engine.context.collector import Component, tail_component
 from engine.context.compaction import CompactionPlan, apply_compaction
 from engine.context.context import Context
 from engine.context.egress import label_for_provenance
@@ -364,11 +365,8 @@ class CoopContext:
         # 1. Plan: the tail component when every Area in it is retired, and the Areas that
         #    retired without ever rendering (nothing of theirs to detach).
         #    An Area selected by an earlier, rolled-back collection stays selected.
-        component = tail_component(
-            ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None),
-            self._retired,
-        )
-        planned = list(component.areas) if component is not None and component.reclaimable else []
+        component = self._reclaimable_tail()
+        planned = list(component.areas) if component is not None else []
         # Never-rendered Areas: those known to have retired, and every one without a notice.
         if self._retiring:
             planned += [slot for slot in self._retiring if self._retired(slot)]
@@ -399,12 +397,11 @@ class CoopContext:
             if not slot.gc_done:
                 self._call(slot, "gc_prologue", slot.area.gc_prologue)
                 slot.gc_done = True
-        # 4. Detach the tail from the component's earliest index (nothing when none is planned).
-        earliest = len(self._context)
-        if component is not None and component.reclaimable:
-            earliest = component.earliest
+        # 4. Detach the tail from the component's earliest index (nothing when none is planned:
+        #    only never-rendered Areas, the common case, detach nothing).
+        earliest = len(self._context) if component is None else component.earliest
         collected = {slot.id for slot in planned}
-        provenances = self._context.provenances_from(earliest)
+        provenances = self._context.provenances_from(earliest) if component is not None else ()
         reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
         carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
         # A promoted message stands for what was reclaimed: its label is their join, never lower
@@ -425,7 +422,7 @@ class CoopContext:
                 label=label,
             )
         )
-        detached = self._context.detach_tail(earliest)
+        detached = self._context.detach_tail(earliest) if provenances else []
         # 5. Items owned by a collected Area go to garbage, in order.
         self._garbage += [detached[i - earliest] for i in reclaimed]
         # 6. The promoted messages are appended; they belong to no Area.
@@ -447,6 +444,20 @@ class CoopContext:
         for slot in planned:
             self._unlink(slot)
         self._move_cursor(cursor)
+
+    def _reclaimable_tail(self) -> Component[Slot] | None:
+        """The tail component when every Area in it is retired, else None.
+
+        The Area whose range reaches furthest toward the tail is read first and alone decides
+        when it is retained (the usual case): the Collector stops reading at the first retained
+        Area, so walking the rest of the component would only allocate.
+        """
+        ranges = ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None)
+        nearest = next(ranges, None)
+        if nearest is None or not self._retired(nearest[0]):
+            return None
+        component = tail_component(itertools.chain((nearest,), ranges), self._retired)
+        return component if component is not None and component.reclaimable else None
 
     # --- compaction ---------------------------------------------------------------------------
 

@@ -90,6 +90,8 @@ class EnvironmentLease:
 
 @dataclass(slots=True)
 class _Snapshot:
+    """One environment block and the grant epochs that lease it."""
+
     block: Block
     leases: set[int] = field(default_factory=set)
 

@@ -73,6 +73,8 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
+    """One request as a gateway sends it: the model, the system text, the items, the tools."""
+
     model: str
     system: str = ""
     items: tuple[NativeContent, ...] = ()
@@ -82,11 +84,15 @@ class ModelRequest:
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """Reply text as it streams."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
+    """Reasoning text as it streams."""
+
     text: str
 
 
@@ -102,11 +108,15 @@ class ToolCallDelta:
 
 @dataclass(frozen=True, slots=True)
 class UsageDelta:
+    """The tokens the provider reports for the request."""
+
     usage: Usage
 
 
 @dataclass(frozen=True, slots=True)
 class FinishDelta:
+    """Why the response ended."""
+
     finish: Finish
 
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:  # annotations only: the session catalog imports this without 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
+    """A session's row in the sessions table."""
+
     id: str
     cwd: str
     title: str = ""
@@ -41,6 +43,8 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionPage:
+    """One page of a listing, newest first; `next_cursor` fetches the next."""
+
     sessions: tuple[SessionInfo, ...]
     next_cursor: str | None
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +168,11 @@ def _is_local(host: str | None) -> bool:
 
 def _table_of(file: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = file.read_text(encoding="utf-8")
+        if not text.strip():
+            return {}  # an empty table, without importing the parser (start time)
+        import tomllib
+
+        return tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError is a ValueError
         raise StoreConfigError(f"{file}: cannot read the config: {exc}") from exc

@@ -56,13 +56,13 @@ class StagedLog:
                 raise SequenceError(f"session {self.session_id!r}: {exc}") from exc
             state.apply(event)
             rows.append((self.session_id, event.seq, event.time, event.type, data))
-            match event.data:
-                case SessionTitle(title=new_title):
-                    title = new_title
-                case ModelBind(model=new_model):
-                    model = new_model
-                case _:
-                    pass
+            # by exact class (a payload class is never subclassed): a class pattern tests each
+            # event through pydantic's ABC metaclass, which cost more than the row
+            payload = event.data
+            if type(payload) is SessionTitle:
+                title = payload.title
+            elif type(payload) is ModelBind:
+                model = payload.model
         self.state = state
         self.rows.extend(rows)
         self.title, self.model = title, model

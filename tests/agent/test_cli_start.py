@@ -7,6 +7,7 @@ already imported can hide an import. Speed itself is measured in `tests/bench/st
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import version
@@ -51,10 +52,18 @@ UNUSED_BY_A_NEW_RUN = (
     "engine.gateway.codec.gemini",
     "engine.gateway.codec.anthropic",
     "engine.gateway.script_file",
+    "engine.project_config",
+    "engine.trust",
+    "platformdirs",
+    "tomllib",
 )
 """What `trellis run -p` on a new session with the scripted model never uses: the PostgreSQL store,
 /compact, the front ends' views, replaying and resuming a log, the other providers' codecs, the
-script file's models."""
+script file's models; in a workspace without a project file, the project trust; with
+`TRELLIS_HOME` and `TRELLIS_CONFIG` set (as the tests run), the platform's directories; with an
+empty config file, the TOML parser."""
+
+CONFIG_MODELS = ("Config", "ModelEntry", "ContextConfig", "McpServer", "AreaEntry", "ServeConfig")
 
 VERSION_NEEDS_NONE_OF = ("argparse", "asyncio", "app.cli", "importlib.metadata", "pydantic")
 """`trellis --version` alone is answered before the command line exists."""
@@ -67,19 +76,23 @@ def of_packages(loaded: set[str], packages: tuple[str, ...]) -> list[str]:
     )
 
 
-def loaded_after(code: str, tmp_path: Path) -> set[str]:
-    """The modules loaded once `code` has run in a fresh interpreter (on a temp TRELLIS_HOME)."""
-    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
-    env = trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml")
+def python_output(script: str, tmp_path: Path) -> str:
+    """What `script` prints in a fresh interpreter (on a temp TRELLIS_HOME and user config)."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=tmp_path,
-        env=env,
+        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
         capture_output=True,
         text=True,
         check=True,
     )
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return done.stdout
+
+
+def loaded_after(code: str, tmp_path: Path) -> set[str]:
+    """The modules loaded once `code` has run in a fresh interpreter (on a temp TRELLIS_HOME)."""
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    return set(json.loads(python_output(script, tmp_path).splitlines()[-1]))
 
 
 def test_importing_the_cli_loads_no_command_s_machinery(tmp_path: Path) -> None:
@@ -117,21 +130,16 @@ def test_a_run_builds_only_the_models_it_uses(tmp_path: Path) -> None:
         "from engine.tools.builtins import builtin_tools\n"
         "built = sorted(t for t, p in e.PAYLOADS.items() if p.__pydantic_complete__)\n"
         "tools = sorted(t.name for t in builtin_tools() if t.args_model.__pydantic_complete__)\n"
-        "print(json.dumps([code, built, tools]))\n"
+        "import engine.config as c\n"
+        f"config = sorted(m for m in {CONFIG_MODELS!r} if getattr(c, m).__pydantic_complete__)\n"
+        "print(json.dumps([code, built, tools, config]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env=trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml"),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    code, built, tools = json.loads(done.stdout.splitlines()[-1])
+    code, built, tools, config = json.loads(python_output(script, tmp_path).splitlines()[-1])
     assert code == 0
     assert "turn/start" in built
     assert not {"compact/summary", "area/render", "pin/add", "gc/collect"} & set(built)
     assert tools == []  # the scripted model reads no schema and no tool was called
+    assert config == []  # an empty config is the defaults, constructed without validation
 
 
 def test_version_alone_loads_neither_the_command_line_nor_the_metadata(tmp_path: Path) -> None:
@@ -169,3 +177,70 @@ def test_a_command_loads_only_what_it_uses(
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     loaded = loaded_after(f"from app.cli import main\nassert main({argv!r}) == 0", tmp_path)
     assert of_packages(loaded, unused) == []
+
+
+def _plugin_distribution(root: Path) -> Path:
+    """A directory holding an installed distribution that declares a pydantic plugin whose module
+    records that it was imported (it prints a line when loaded)."""
+    root.mkdir()
+    (root / "fake_plugin.py").write_text(
+        "print('plugin loaded')\n"
+        "class _Plugin:\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        "        return None, None, None\n"
+        "plugin = _Plugin()\n",
+        encoding="utf-8",
+    )
+    info = root / "fake_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nfake = fake_plugin:plugin\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("variable", "loaded"),
+    [(None, False), ("", True)],
+    ids=["by-default-none", "PYDANTIC_DISABLE_PLUGINS-set"],
+)
+def test_the_console_script_loads_pydantic_plugins_only_when_asked(
+    tmp_path: Path, variable: str | None, loaded: bool
+) -> None:
+    """Finding pydantic's plugins reads every installed distribution's entry points at the first
+    model built; `trellis` skips that unless pydantic's own variable is set (empty: load all)."""
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    plugins = _plugin_distribution(tmp_path / "site")
+    env = trellis_env(home=tmp_path / "home", config=tmp_path / "config.toml")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugins), env.get("PYTHONPATH")) if p)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if variable is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = variable
+    done = subprocess.run(
+        [sys.executable, "-m", "app.launcher", "run", "-p", "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ("plugin loaded" in done.stdout) is loaded
+
+
+def test_the_console_script_leaves_what_is_alive_at_exit_to_the_os(tmp_path: Path) -> None:
+    """At exit the collector would walk every module's objects once more before the process ends:
+    the console script moves them out of its reach first (`gc.freeze`)."""
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    script = (
+        "import atexit, gc, io, contextlib, sys\n"
+        "sys.argv = ['trellis', 'sessions']\n"
+        "from app.launcher import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main() == 0\n"
+        "before = gc.get_freeze_count()\n"
+        "atexit._run_exitfuncs()\n"
+        "print(before, gc.get_freeze_count())\n"
+    )
+    before, after = map(int, python_output(script, tmp_path).split())
+    assert before == 0
+    assert after > 0

@@ -12,10 +12,15 @@ caching is switched on for the children (a user's install has its `.pyc` files),
 unmeasured round writes them. Targets: `sessions` <= 1.5x the baseline, `run -p` <= 2.5x,
 `--version` under 150 ms. Run it with the project's virtual environment: `trellis` is the
 console script beside the interpreter (in a development checkout, an editable install).
+
+`--before DIR` adds `trellis run -p hi` started from another source tree (`git archive` of an
+earlier commit unpacked in DIR, put first on `PYTHONPATH`), measured in the same rounds, so a change
+is judged before and after in one run.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -80,7 +85,7 @@ def figures(name: str, timings: dict[str, list[Timing]]) -> dict[str, float]:
     }
 
 
-def main() -> dict[str, Any]:
+def main(before: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         workspace = root / "workspace"
@@ -91,19 +96,28 @@ def main() -> dict[str, Any]:
             "TRELLIS_HOME": str(root / "home"),
             "TRELLIS_CONFIG": str(root / "config.toml"),
         }
-        runs = commands()
-        for argv in runs.values():  # writes the bytecode caches and the database
-            timed(argv, cwd=workspace, env=env)
+        runs = {name: (argv, env) for name, argv in commands().items()}
+        if before is not None:
+            # its own data directory: the two trees may write different schema versions
+            earlier = env | {
+                "PYTHONPATH": str(before.resolve()),
+                "TRELLIS_HOME": str(root / "home-before"),
+            }
+            runs["run_before"] = (runs["run"][0], earlier)
+        for argv, with_env in runs.values():  # writes the bytecode caches and the database
+            timed(argv, cwd=workspace, env=with_env)
         timings: dict[str, list[Timing]] = {name: [] for name in runs}
         for _ in range(ROUNDS):
-            for name, argv in runs.items():
-                timings[name].append(timed(argv, cwd=workspace, env=env))
+            for name, (argv, with_env) in runs.items():
+                timings[name].append(timed(argv, cwd=workspace, env=with_env))
     version, sessions, run = (figures(name, timings) for name in ("version", "sessions", "run"))
+    earlier_run = {"run_before": figures("run_before", timings)} if before is not None else {}
     return {
         "rounds": ROUNDS,
         "version": version,
         "sessions": sessions,
         "run": run,
+        **earlier_run,
         "targets": {
             "sessions_ratio": SESSIONS_TARGET,
             "run_ratio": RUN_TARGET,
@@ -120,4 +134,6 @@ def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=2))
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.start")
+    parser.add_argument("--before", type=Path, metavar="DIR", help="an earlier source tree")
+    print(json.dumps(main(parser.parse_args().before), indent=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -188,23 +188,58 @@ async def test_migrations_run_once_in_order(
         assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(current + 1,)]
 
 
+async def written_at_version(
+    path: Path, monkeypatch: pytest.MonkeyPatch, version: int, cwds: Sequence[str], turns: int
+) -> list[str]:
+    """Sessions in `cwds` of `turns` full turns each, written by the code of schema `version`."""
+    ids: list[str] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+        async with SQLiteStore(path) as store:
+            for cwd in cwds:
+                session = Session((await store.create(cwd=cwd)).id, store)
+                for _ in range(turns):
+                    full_turn(session)
+                await session.flush()
+                ids.append(session.id)
+    return ids
+
+
 async def test_a_version_1_database_gains_the_turn_index_and_counts_its_turns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "sessions.sqlite"
-    with monkeypatch.context() as patch:
-        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
-        async with SQLiteStore(path) as store:
-            session = Session((await store.create(cwd="/w")).id, store)
-            full_turn(session)
-            full_turn(session)
-            await session.flush()
+    [session_id] = await written_at_version(path, monkeypatch, 1, ["/w"], turns=2)
     async with SQLiteStore(path) as store:
-        assert (await store.info(session.id)).turns == 2
+        assert (await store.info(session_id)).turns == 2
     with raw(path) as conn:
-        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(2,)]
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [
+            (schema.schema_version(),)
+        ]
         indexes = [row[1] for row in conn.execute("PRAGMA index_list(events)")]
         assert "events_turn_starts" in indexes
+
+
+async def test_a_version_2_database_drops_the_indexes_a_flush_kept_moving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every flush moves `updated`; no index over it is kept, and listings stay as they were."""
+    path = tmp_path / "sessions.sqlite"
+    await written_at_version(path, monkeypatch, 2, ["/a", "/b", "/a"], turns=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+        async with SQLiteStore(path) as store:
+            before = [await store.list(), await store.list(cwd="/a", limit=1)]
+    with raw(path) as conn:
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(sessions)")}
+        assert {"sessions_by_updated", "sessions_by_cwd"} <= indexes
+    async with SQLiteStore(path) as store:
+        assert [await store.list(), await store.list(cwd="/a", limit=1)] == before
+        assert [s.cwd for s in before[0].sessions] == ["/a", "/b", "/a"][::-1]
+    with raw(path) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(3,)]
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(sessions)")}
+        assert not {"sessions_by_updated", "sessions_by_cwd"} & indexes
 
 
 async def test_a_closed_store_says_so(tmp_path: Path) -> None:

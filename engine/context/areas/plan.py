@@ -15,6 +15,8 @@ PLAN_SOURCE = Source("area", "plan")
 
 @dataclass(frozen=True, slots=True)
 class PlanItem:
+    """One checklist line of a plan."""
+
     id: int
     text: str
     done: bool = False
