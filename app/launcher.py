@@ -34,10 +34,13 @@ def _without_pydantic_plugins() -> None:
     all). Finding them reads the entry points of every installed distribution at the first model
     built, a tenth of what `trellis run -p` costs beyond its imports (issue 10); nothing in Trellis
     reports to one. pydantic has no public call for this: its loader's cache is set to no plugins,
-    for this process only (the variable would reach the tools' child processes)."""
-    from pydantic.plugin import _loader
-
-    if _loader._plugins is None:
+    for this process only (the variable would reach the tools' child processes). A pydantic whose
+    loader is laid out otherwise keeps its own behaviour: this only saves time."""
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:
+        return
+    if getattr(_loader, "_plugins", {}) is None:
         _loader._plugins = {}
 
 
