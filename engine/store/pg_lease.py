@@ -35,6 +35,7 @@ def holder_name() -> str:
     """What the lease row calls its holder: the program, as its process was started."""
     return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
 
+
 _SELECT = (
     f"SELECT token, holder, host, pid, heartbeat, expires, {NOW} AS now FROM leases "
     "WHERE session_id = $1"

@@ -120,9 +120,9 @@ async def test_a_follower_learns_when_the_writer_lets_go(
         released = asyncio.create_task(store.until_released(session_id))
         seqs = await asyncio.to_thread(lambda: writer.ask("turn")["ok"])
         followed = store.follow(session_id, seqs[-1])
-        await asyncio.wait_for(anext(followed), FOLLOW_WAIT)  # the flush's notice has come
+        await asyncio.wait_for(anext(followed), FOLLOW_WAIT)
         await followed.aclose()
-        assert not released.done()  # a flush is not a release
+        assert not released.done()  # a flush, seen by a follower, is not a release
         await asyncio.to_thread(lambda: writer.ask("release"))
         await asyncio.wait_for(released, FOLLOW_WAIT)
         await asyncio.wait_for(store.until_released(session_id), FOLLOW_WAIT)  # none: at once
