@@ -4,6 +4,7 @@ when the writer lets go; on SQLite it refuses with one line that says what shows
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -71,7 +72,11 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
         async with writer(other, workspace, ["one", "two"]) as held:
             await held.send("first")
             app = ConsoleTestApp(
-                workspace, data, [Reply(text="mine now")], session_id=held.session_id, store=settings
+                workspace,
+                data,
+                [Reply(text="mine now")],
+                session_id=held.session_id,
+                store=settings,
             )
             async with app.run_test(size=(120, 30)) as pilot:
                 status = app.main.query_one(StatusLine)
@@ -79,7 +84,8 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
                 prompt = app.main.query_one(PromptInput)
                 assert prompt.disabled
                 assert app.agent is None
-                assert "process" in status.note and "writes it" in status.note
+                assert status.note.startswith("read-only: ")
+                assert f"(process {os.getpid()} on " in status.note  # who writes it
                 assert "is writing this session" in str(prompt.placeholder)
                 assert words(app) == ["first", "one"]  # the stored tail, as a resume shows it
 
@@ -103,14 +109,16 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
 async def test_a_session_held_on_sqlite_is_refused_with_what_shows_it(
     workspace: Path, data: Path
 ) -> None:
-    async with SQLiteStore(data / "sessions.sqlite") as other:
-        async with writer(other, workspace, ["one"]) as held:
-            await held.send("first")
-            app = ConsoleTestApp(workspace, data, session_id=held.session_id)
-            async with app.run_test(size=(120, 30)) as pilot:
-                await pilot.pause()
-            assert app.return_code == 2
-            assert app.error is not None
-            assert "is being written by process" in app.error
-            assert f"`trellis replay {held.session_id}` shows it as stored" in app.error
-            assert "\n" not in app.error
+    async with (
+        SQLiteStore(data / "sessions.sqlite") as other,
+        writer(other, workspace, ["one"]) as held,
+    ):
+        await held.send("first")
+        app = ConsoleTestApp(workspace, data, session_id=held.session_id)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+        assert app.return_code == 2
+        assert app.error is not None
+        assert f"is being written by process {os.getpid()} on " in app.error
+        assert f"`trellis replay {held.session_id}` shows it as stored" in app.error
+        assert "\n" not in app.error
