@@ -146,9 +146,7 @@ class MainScreen(Screen[None]):
         status.status = "following"
         status.note = f"read-only: {holder} writes it"
         await self._catch_up(replica.read, from_seq)
-        self.query_one(
-            PromptInput
-        ).placeholder = f"Read-only: {holder} is writing this session; its turns appear here as it commits them."
+        self.query_one(PromptInput).placeholder = f"Read-only while {holder} writes it"
         await bridge(replica, self, from_seq=from_seq)
 
     def writer_let_go(self) -> None:
@@ -156,11 +154,7 @@ class MainScreen(Screen[None]):
         self._let_go = True
         self._status.status = "let go"
         self._status.note = "its writer let go: Ctrl+O opens it for writing here"
-        self.query_one(
-            PromptInput
-        ).placeholder = (
-            "Read-only: the writer let go of this session; Ctrl+O opens it for writing here."
-        )
+        self.query_one(PromptInput).placeholder = "Its writer let go: Ctrl+O to write here"
         self.refresh_bindings()
 
     async def _catch_up(
@@ -172,6 +166,8 @@ class MainScreen(Screen[None]):
         for start in range(0, end, READ_CHUNK):
             totals.take(await read(start, min(end, start + READ_CHUNK)))
         status = self.query_one(StatusLine)
+        if totals.model and not status.model:  # a followed session's: no Agent names it
+            status.model = totals.model
         self._session_tokens += totals.session_tokens
         if totals.figures is not None:
             status.chars, status.cap = totals.figures.chars, totals.figures.cap
@@ -185,7 +181,7 @@ class MainScreen(Screen[None]):
         if action in ("cancel_turn", "inspect") and self.agent is None:
             return None
         if action == "open_for_writing":
-            return True if self._let_go else None
+            return self._let_go  # hidden otherwise
         return True
 
     # --- the event stream ----------------------------------------------------------------------
@@ -337,11 +333,12 @@ class MainScreen(Screen[None]):
 
 
 class _CatchUp:
-    """The token totals, the last request's figures and every collection of the events a screen
-    did not bridge, folded one chunk of the log at a time."""
+    """The token totals, the last request's figures, the model bound last and every collection
+    of the events a screen did not bridge, folded one chunk of the log at a time."""
 
     def __init__(self) -> None:
         self.figures: Figures | None = None
+        self.model = ""
         self.step_tokens = 0
         self.session_tokens = 0
         self.collections: list[GcRow] = []
@@ -356,5 +353,7 @@ class _CatchUp:
                     self.session_tokens += self.step_tokens
                 case GcCollect() as collected:
                     self.collections.append(GcRow.of(collected))
+                case ModelBind(model=model):
+                    self.model = model
                 case _:
                     pass
