@@ -89,39 +89,3 @@ async def test_a_row_held_too_long_is_a_locked_error_and_the_flush_is_kept(
         assert await store.read(session.id) == list(await session.read(0, session.next_seq))
     finally:
         await store.close()
-
-
-async def test_a_statement_cancelled_midway_leaves_the_store_usable(
-    pg_cluster: Cluster, pg_schema: str
-) -> None:
-    """The store's own connection (engine.store.pg_db) is dropped when a block is cancelled in
-    the middle of a statement; the next statement gets a sound connection."""
-    async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
-        session = Session((await store.create(cwd="/w")).id, store)
-        full_turn(session)
-        await session.flush()
-        await store.release(session.id)
-        conn = await asyncpg.connect(pg_cluster.url, password=PASSWORD)
-        admin = await asyncpg.connect(pg_cluster.url, password=PASSWORD)
-        try:
-            async with conn.transaction():
-                await conn.execute(f"LOCK TABLE {pg_schema}.sessions IN ACCESS EXCLUSIVE MODE")
-                waiting = asyncio.create_task(store.info(session.id))
-                await _until_one_waits_for_a_lock(admin)
-                waiting.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await waiting
-        finally:
-            await conn.close()
-            await admin.close()
-        assert (await store.info(session.id)).event_count == session.next_seq
-        assert await store.read(session.id) == list(await session.read(0, session.next_seq))
-
-
-async def _until_one_waits_for_a_lock(admin: asyncpg.Connection[asyncpg.Record]) -> None:
-    """Return once a statement of the store's waits for a lock (read again after each look)."""
-    waiting = "WHERE wait_event_type = 'Lock' AND application_name = 'trellis'"
-    for _ in range(10_000):
-        if await admin.fetchval(f"SELECT count(*) FROM pg_stat_activity {waiting}"):
-            return
-    raise AssertionError("the store's statement never waited for the lock")
