@@ -414,8 +414,9 @@ async def _console_session(
             load_config_report, cwd, trust_project=args.trust_project
         )
     async with open_store(settings) as store:
-        session_id: str = args.resume
-        if not session_id:
+        if args.resume:  # an id or a unique prefix of one
+            session_id = (await store.resolve(args.resume)).id
+        else:
             page = await store.list(cwd=str(cwd), limit=1)
             if not page.sessions:
                 raise TrellisError(f"no stored session in {cwd} to resume")
