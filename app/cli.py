@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="open the console on a stored session (no ID: the newest of this directory)",
     )
     _model_and_script(parser, "the console's model entry (default: default_model)")
+    _store_option(parser, default=None)
     parser.add_argument(
         "--trust-project",
         action="store_true",
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue a stored session, in its own workspace and with that workspace's config",
     )
     run.add_argument("--json", action="store_true", help="print every event as JSON Lines")
+    _store_option(run)
     run.add_argument(
         "--allow",
         action="append",
@@ -89,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--all", action="store_true", help="sessions of every workspace")
     sessions.add_argument("--limit", type=int, default=20, help="at most this many (1 or more)")
     sessions.add_argument("--json", action="store_true", help="print one JSON array")
+    _store_option(sessions)
     _stored_session_commands(sub)
 
     sub.add_parser("models", parents=[config], help="list the configured model entries")
@@ -129,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", parents=[config], help="play a stored session back in the console"
     )
     replay.add_argument("id", help="the session id")
+    _store_option(replay)
 
     trust = sub.add_parser(
         "trust",
@@ -148,12 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
+def _store_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """`--store URL`, before the command or after it: a command's own option leaves the value
+    given before the command alone unless it is given too (argparse would reset it)."""
     parser.add_argument(
         "--store",
         metavar="URL",
+        default=default,
         help="the sessions' PostgreSQL store, postgresql://user@host/db without a password "
-        "(default: [store] url of the user config, TRELLIS_STORE_URL, else SQLite)",
+        "(default: TRELLIS_STORE_URL, [store] url of the user config, else SQLite)",
     )
 
 
@@ -191,6 +198,8 @@ def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     delete = sub.add_parser("delete", help="delete a stored session (asks first)")
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
+    for command in (show, export, fork, delete):
+        _store_option(command)
 
 
 def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -284,7 +293,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     from engine.commands import REGISTRY
     from engine.config import load_config_report
     from engine.store.chooser import open_store
-    from engine.store.settings import store_settings
+    from engine.store.settings import chosen_settings
     from engine.tools.permission import HeadlessPolicy
 
     cwd = (args.cwd or Path.cwd()).resolve()
@@ -300,7 +309,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     loaded: LoadedConfig | None = None
     if args.resume is None:  # a bad config is reported before the store is touched
         loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
-    async with open_store(await asyncio.to_thread(store_settings, cwd)) as store:
+    async with open_store(await asyncio.to_thread(chosen_settings, args.store, cwd)) as store:
         resume: str | None = None
         if loaded is None:  # resuming: an id or a unique prefix of one
             resume = (await store.resolve(args.resume)).id
@@ -362,18 +371,19 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     """`trellis` and `trellis --resume [ID]`: the Textual console (imported only here)."""
     from app.tui.app import TrellisApp
     from engine.agent.factory import held_secrets
-    from engine.store.settings import store_settings
+    from engine.store.settings import chosen_settings
 
     cwd = Path.cwd().resolve()
     replay = args.id if args.command == "replay" else None
-    session_id, loaded = asyncio.run(_console_session(args, cwd))
+    store = chosen_settings(args.store, cwd)
+    session_id, loaded = asyncio.run(_console_session(args, cwd, store))
     config = loaded.config  # the console asks about skipped project keys with its trust dialog
     if log_secrets is not None:
         log_secrets.redactor = held_secrets(config)
     app = TrellisApp(
         config=config,
         cwd=cwd,
-        store=store_settings(cwd),
+        store=store,
         session_id=session_id,
         model=getattr(args, "model", None),
         script=getattr(args, "script", None),
@@ -387,12 +397,13 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     return EXIT_OK
 
 
-async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | None, LoadedConfig]:
+async def _console_session(
+    args: argparse.Namespace, cwd: Path, settings: StoreSettings
+) -> tuple[str | None, LoadedConfig]:
     """The session to open (None: a new one) and the configuration it runs with."""
     from engine.agent.session_config import load_session_config
     from engine.config import load_config_report
     from engine.store.chooser import open_store
-    from engine.store.settings import store_settings
 
     if args.command == "replay":
         return None, await asyncio.to_thread(
@@ -402,9 +413,10 @@ async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | N
         return None, await asyncio.to_thread(
             load_config_report, cwd, trust_project=args.trust_project
         )
-    async with open_store(await asyncio.to_thread(store_settings, cwd)) as store:
-        session_id: str = args.resume
-        if not session_id:
+    async with open_store(settings) as store:
+        if args.resume:  # an id or a unique prefix of one
+            session_id = (await store.resolve(args.resume)).id
+        else:
             page = await store.list(cwd=str(cwd), limit=1)
             if not page.sessions:
                 raise TrellisError(f"no stored session in {cwd} to resume")
@@ -416,14 +428,14 @@ async def _console_session(args: argparse.Namespace, cwd: Path) -> tuple[str | N
 async def _sessions(args: argparse.Namespace) -> int:
     from engine.paths import sessions_db_path
     from engine.store.catalog import open_catalog
-    from engine.store.settings import store_settings
+    from engine.store.settings import chosen_settings
 
     if args.limit < 1:
         print(f"trellis: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return EXIT_USAGE
     # stored as the session's workspace is: a name that is not UTF-8 escaped (engine.os_text)
     cwd = None if args.all else storable_os_text(str((args.cwd or Path.cwd()).resolve()))
-    settings = await asyncio.to_thread(store_settings, Path.cwd())
+    settings = await asyncio.to_thread(chosen_settings, args.store, Path.cwd())
     async with open_catalog(settings, sessions_db_path()) as catalog:
         page = await catalog.list(cwd=cwd, limit=args.limit)
     if args.json:
@@ -448,6 +460,7 @@ async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     from app.acp.core import AcpOptions
     from app.acp.stdio import protect_stdout, serve_stdio
     from engine.config import load_config_report
+    from engine.store.settings import chosen_settings
 
     here = Path.cwd().resolve()
     roots = [root.resolve() for root in args.root] or [here]
@@ -461,7 +474,7 @@ async def _acp(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     loaded = await asyncio.to_thread(load_config_report, here, trust_project=args.trust_project)
     _reported(loaded, log_secrets)
     options = AcpOptions(
-        store=await asyncio.to_thread(_chosen_store, args.store, here),
+        store=await asyncio.to_thread(chosen_settings, args.store, here),
         roots=roots,
         model=args.model,
         script=args.script,
@@ -523,6 +536,7 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
     """`trellis serve`: ACP over WebSocket (websockets is imported only here)."""
     from app.acp.serve import serve
     from engine.config import load_config_report
+    from engine.store.settings import chosen_settings
 
     cwd = Path.cwd().resolve()
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -532,7 +546,7 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
     config = _reported(loaded, log_secrets)
     await serve(
         config.serve,
-        store=await asyncio.to_thread(_chosen_store, args.store, cwd),
+        store=await asyncio.to_thread(chosen_settings, args.store, cwd),
         started_in=cwd,
         host=args.host,
         port=args.port,
@@ -540,14 +554,6 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
         log_secrets=log_secrets,
     )
     return EXIT_OK
-
-
-def _chosen_store(url: str | None, cwd: Path) -> StoreSettings:
-    """`--store URL` (checked as a configured URL), else the configured store seen from `cwd`;
-    raises `StoreConfigError` (one line, exit 2) for a refused URL or config."""
-    from engine.store.settings import store_settings, url_settings
-
-    return url_settings(url, "--store") if url is not None else store_settings(cwd)
 
 
 def _trust(args: argparse.Namespace) -> int:

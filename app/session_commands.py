@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.errors import TrellisError
 from engine.privacy import PrivacyClass
 from engine.store.chooser import Store, open_store
-from engine.store.settings import store_settings
+from engine.store.settings import chosen_settings
 
 
 class UsageError(TrellisError):
@@ -31,9 +31,10 @@ def max_class_of(text: str | None) -> PrivacyClass | None:
         raise UsageError(f"--max-class: {exc}") from None
 
 
-async def _store() -> Store:
-    """The configured store, seen from the current directory (engine.store.settings)."""
-    return open_store(await asyncio.to_thread(store_settings, Path.cwd()))
+async def _store(args: argparse.Namespace) -> Store:
+    """`--store URL`, else the configured store seen from the current directory
+    (engine.store.settings)."""
+    return open_store(await asyncio.to_thread(chosen_settings, args.store, Path.cwd()))
 
 
 async def show(args: argparse.Namespace) -> int:
@@ -41,7 +42,7 @@ async def show(args: argparse.Namespace) -> int:
     from replay.transcript import transcript_of
     from replay.wording import UNTITLED
 
-    async with await _store() as store:
+    async with await _store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     if args.at is not None:
@@ -63,7 +64,7 @@ async def export(args: argparse.Namespace) -> int:
     if args.format not in FORMATS:
         raise UsageError(f"--format {args.format!r}: expected one of {', '.join(FORMATS)}")
     max_class = max_class_of(args.max_class)
-    async with await _store() as store:
+    async with await _store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     text = render(info, events, args.format, max_class=max_class)
@@ -80,7 +81,7 @@ async def export(args: argparse.Namespace) -> int:
 
 
 async def fork(args: argparse.Namespace) -> int:
-    async with await _store() as store:
+    async with await _store(args) as store:
         info = await store.resolve(args.id)
         forked = await store.fork(info.id, info.event_count if args.at is None else args.at)
     print(forked.id)
@@ -88,7 +89,7 @@ async def fork(args: argparse.Namespace) -> int:
 
 
 async def delete(args: argparse.Namespace) -> int:
-    async with await _store() as store:
+    async with await _store(args) as store:
         info = await store.resolve(args.id)
         if not args.yes:
             if not sys.stdin.isatty():

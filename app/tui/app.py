@@ -15,6 +15,7 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from app.tui.following import FollowedSession
 from app.tui.palette import TrellisCommands
 from app.tui.screens.main import MainScreen
 from app.tui.screens.permission import PermissionDialog
@@ -31,6 +32,7 @@ from engine.os_text import storable_os_text
 from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
 from engine.store.chooser import Store, open_store
+from engine.store.errors import LeaseError
 from engine.store.settings import StoreSettings
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from engine.trust import TrustStore
@@ -82,6 +84,7 @@ class TrellisApp(App[None]):
         self._project = project  # the project config as loaded: the trust dialog asks about it
         self.store: Store | None = None
         self.agent: Agent | None = None
+        self.followed: FollowedSession | None = None  # a session another process writes
         self.error: str | None = None  # why the session could not open, shown after exit
 
     async def on_mount(self) -> None:
@@ -117,7 +120,8 @@ class TrellisApp(App[None]):
 
         A resumed session shows its last turns first, from a range read; then the Agent loads the
         whole log and its events are bridged from the seq after the last one shown. Earlier turns
-        load from the store as the user scrolls up (`app.tui.scrollback`)."""
+        load from the store as the user scrolls up (`app.tui.scrollback`). A session another
+        process writes is followed read-only instead (`app.tui.following`)."""
         assert self.store is not None
         screen = MainScreen()
         if session_id is not None:
@@ -125,8 +129,24 @@ class TrellisApp(App[None]):
             start = shown[0].seq if shown else 0
             screen = MainScreen(transcript_of(shown), Scrollback(self.store, session_id, start))
         await self.push_screen(screen)
-        self.agent = await self._agent_for(session_id)
+        try:
+            self.agent = await self._agent_for(session_id)
+        except LeaseError as held:
+            if session_id is None:
+                raise
+            self.followed = await FollowedSession.open(self.store, screen, session_id, held)
+            return
         await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
+
+    async def on_main_screen_open_for_writing(self, _: MainScreen.OpenForWriting) -> None:
+        """Ctrl+O on a followed session whose writer let go: open it here for writing (followed
+        again, naming the new writer, if another process took it first)."""
+        if self.followed is None:
+            return
+        try:
+            await self._switch_to(self.followed.session_id)
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error")
 
     async def _agent_for(self, session_id: str | None) -> Agent:
         """The session's Agent, as every front end opens it (a resumed one loads its whole log)."""
@@ -207,6 +227,7 @@ class TrellisApp(App[None]):
         if self.agent is not None:
             await self.agent.dispose()
             self.agent = None
+        await self._stop_following()
         while len(self.screen_stack) > 1:
             self.pop_screen()
         await self._open_session(session_id)
@@ -238,8 +259,14 @@ class TrellisApp(App[None]):
                 dialog.dismiss(None)
             raise
 
+    async def _stop_following(self) -> None:
+        followed, self.followed = self.followed, None
+        if followed is not None:
+            await followed.aclose()
+
     async def on_unmount(self) -> None:
         if self.agent is not None:
             await self.agent.dispose()
+        await self._stop_following()
         if self.store is not None:
             await self.store.close()

@@ -7,12 +7,13 @@ The Agent calls subscribers inside its appends, on the loop the app runs on, so 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from engine.agent import Agent
 from engine.events import Event, LiveEvent
+from engine.session import Subscriber
 
 
 class EngineEvent(Message):
@@ -23,11 +24,20 @@ class EngineEvent(Message):
         self.event = event
 
 
-async def bridge(agent: Agent, target: MessagePump, *, from_seq: int) -> Callable[[], None]:
-    """Post every event of `agent` from `from_seq` on to `target` (a resumed session's older
+class EventSource(Protocol):
+    """What the console shows: an `Agent` it writes through, or a `Session` it follows as
+    another process writes it (`engine.replica`); both deliver the same events the same way."""
+
+    async def subscribe_from(self, subscriber: Subscriber, from_seq: int) -> Callable[[], None]:
+        """Deliver the events from `from_seq`, then each new one; returns the unsubscribe."""
+        ...
+
+
+async def bridge(source: EventSource, target: MessagePump, *, from_seq: int) -> Callable[[], None]:
+    """Post every event of `source` from `from_seq` on to `target` (a resumed session's older
     events read from the store first); returns the unsubscribe."""
 
     def post(event: Event | LiveEvent) -> None:
         target.post_message(EngineEvent(event))
 
-    return await agent.subscribe_from(post, from_seq)
+    return await source.subscribe_from(post, from_seq)

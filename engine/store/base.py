@@ -121,3 +121,8 @@ class FollowingStore(SessionStore, Protocol):
     def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
         """The stored events from `from_seq`, then each one as it is committed, with no gap."""
         ...
+
+    async def until_released(self, session_id: str) -> None:
+        """Return once no other process holds the session's writer lease (given back, or
+        expired), so a follower can say the writer let go."""
+        ...

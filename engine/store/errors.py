@@ -31,7 +31,12 @@ class AmbiguousSessionError(StoreError, LookupError):
 
 
 class LeaseError(StoreError):
-    """Another live writer holds this session's lease."""
+    """Another live writer holds this session's lease; `holder` names it for a front end that
+    shows the session read-only ("" when the error is this writer's own lost lease)."""
+
+    def __init__(self, message: str, *, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class ForkPointError(StoreError, ValueError):

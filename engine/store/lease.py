@@ -93,7 +93,8 @@ async def check_lease(
     if lease.blocks(policy.holder, now=now, foreign_ttl=policy.foreign_ttl):
         raise LeaseError(
             f"{policy.path}: session {session_id!r} is being written by {lease.describe()}; "
-            f"{doing} is refused while it runs"
+            f"{doing} is refused while it runs",
+            holder=lease.describe(),
         )
     return lease
 

@@ -1,5 +1,6 @@
-"""One PostgreSQL database on an asyncpg pool: connecting, migrating, transactions, and asyncpg
-failures turned into store errors that name the server (never a password) and the cause.
+"""One PostgreSQL database on a connection of its own and an asyncpg pool: connecting, migrating,
+transactions, and asyncpg failures turned into store errors that name the server (never a
+password) and the cause.
 
 Imports no event model: `trellis sessions` lists through it (`engine.store.pg_catalog`).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, cast
 
 import asyncpg
@@ -81,6 +82,8 @@ class PostgresDatabase:
         self._redact = Redactor([password] if password else [])
         self._busy_timeout = busy_timeout
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self._own: Connection | None = None  # see `_acquired`
+        self._own_free = asyncio.Lock()
 
     @property
     def is_open(self) -> bool:
@@ -104,37 +107,48 @@ class PostgresDatabase:
         if self._pool is not None:
             return
         with self.faults("connecting"):
-            pool = await asyncpg.create_pool(
-                min_size=1,
-                max_size=POOL_SIZE,
-                connection_class=PooledConnection,
-                **self.connect_args(),
-            )
+            # the pool connects only when statements overlap: a command that runs one at a time
+            # (`trellis sessions`, `show`) opens one connection, the store's own
+            own = await self._connect()
+            try:
+                pool = await asyncpg.create_pool(
+                    min_size=0,
+                    max_size=POOL_SIZE,
+                    connection_class=PooledConnection,
+                    **self.connect_args(),
+                )
+            except BaseException:
+                own.terminate()
+                raise
+        self._own, self._pool = own, pool
         try:
-            async with self.transaction("migrating the schema", pool=pool) as conn:
+            async with self.transaction("migrating the schema") as conn:
                 await migrate(conn, self.schema, self.shown)
         except BaseException:
-            await pool.close()
+            await self.close()
             raise
-        self._pool = pool
 
     async def close(self) -> None:
+        own, self._own = self._own, None
+        if own is not None:
+            if self._own_free.locked():
+                own.terminate()  # its user is cut off, as the pool's would be
+            else:
+                with suppress(*_UNAVAILABLE, asyncpg.PostgresError):
+                    await own.close(timeout=CONNECT_TIMEOUT)
         pool, self._pool = self._pool, None
         if pool is not None:
             with self.faults("closing"):
                 await pool.close()
 
     @asynccontextmanager
-    async def transaction(
-        self, action: str, *, pool: asyncpg.Pool[asyncpg.Record] | None = None
-    ) -> AsyncIterator[Connection]:
+    async def transaction(self, action: str) -> AsyncIterator[Connection]:
         """One connection in one transaction: committed if the block succeeds, rolled back if
         anything escapes it; asyncpg errors come out as `StoreError`s naming `action`."""
-        pool = pool or self._pool
-        if pool is None:
+        if self._pool is None:
             raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
         with self.faults(action):
-            async with pool.acquire() as conn, conn.transaction():
+            async with self._acquired(self._pool) as conn, conn.transaction():
                 yield conn
 
     @asynccontextmanager
@@ -144,8 +158,36 @@ class PostgresDatabase:
         if self._pool is None:
             raise StoreError(f"{self.shown}: the store is not open (use open() or async with)")
         with self.faults(action):
-            async with self._pool.acquire() as conn:
+            async with self._acquired(self._pool) as conn:
                 yield conn
+
+    async def _connect(self) -> Connection:
+        return await asyncpg.connect(connection_class=PooledConnection, **self.connect_args())
+
+    @asynccontextmanager
+    async def _acquired(self, pool: asyncpg.Pool[asyncpg.Record]) -> AsyncIterator[Connection]:
+        """The store's own connection while no one else uses it, else one of the pool's.
+
+        The pool's acquire and release cost about 0.1 ms of event loop turns a statement (a
+        shielded task, timers), and a follower waits for two statements per event: the writer's
+        flush and its own range read. The own connection is opened with the store and dropped
+        (opened again at its next use) when a block leaves it in doubt: a driver error, a
+        cancellation, a transaction left open."""
+        if self._own_free.locked():
+            async with pool.acquire() as pooled:
+                yield pooled
+            return
+        async with self._own_free:
+            conn = self._own
+            if conn is None or conn.is_closed():
+                conn = self._own = await self._connect()
+            try:
+                yield conn
+            except BaseException as exc:
+                if not isinstance(exc, StoreError) or conn.is_in_transaction():
+                    self._own = None
+                    conn.terminate()
+                raise
 
     async def fetch(self, action: str, sql: str, *args: Any) -> list[asyncpg.Record]:
         """One statement on its own (no BEGIN and COMMIT around it: one round trip)."""

@@ -1,5 +1,6 @@
 """Following sessions written elsewhere: one listening connection per store, woken by the
-notification each flush sends on commit (`<session id> <last seq>`), never by polling."""
+notification each flush sends on commit (`<session id> <last seq>`), and each release of a lease
+(`<session id> released`), never by polling."""
 
 from __future__ import annotations
 
@@ -12,22 +13,40 @@ import asyncpg
 
 from engine.store.errors import FollowError
 from engine.store.pg_db import PostgresDatabase
+from engine.store.pg_lease import RELEASED
 
 log = logging.getLogger(__name__)
 
 
 class Wakeup:
-    """What one follower of one session waits on: the highest seq notified so far."""
+    """What one follower of one session waits on: the highest seq notified so far, and whether
+    a writer gave the session's lease back since."""
 
     def __init__(self) -> None:
         self.latest = -1
         self.lost: str | None = None
+        self.released = False
         self._changed = asyncio.Event()
 
     def notified(self, seq: int) -> None:
         if seq > self.latest:
             self.latest = seq
             self._changed.set()
+
+    def let_go(self) -> None:
+        self.released = True
+        self._changed.set()
+
+    async def gone(self) -> None:
+        """Return once a writer gave the lease back (raise if the connection is lost)."""
+        while not self.released:
+            await self._change()
+
+    async def _change(self) -> None:
+        if self.lost is not None:
+            raise FollowError(self.lost)
+        self._changed.clear()
+        await self._changed.wait()
 
     def fail(self, why: str) -> None:
         self.lost = why
@@ -36,10 +55,7 @@ class Wakeup:
     async def past(self, seq: int) -> None:
         """Return once an event after `seq` was committed (raise if the connection is lost)."""
         while self.latest <= seq:
-            if self.lost is not None:
-                raise FollowError(self.lost)
-            self._changed.clear()
-            await self._changed.wait()
+            await self._change()
 
 
 class Listener:
@@ -80,9 +96,12 @@ class Listener:
             self._conn = conn
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
-        session_id, _, seq = str(payload).rpartition(" ")
+        session_id, _, what = str(payload).rpartition(" ")
         for wakeup in self._watchers.get(session_id, ()):
-            wakeup.notified(int(seq))
+            if what == RELEASED:
+                wakeup.let_go()
+            else:
+                wakeup.notified(int(what))
 
     def _on_lost(self, _conn: object) -> None:
         why = f"{self._db.shown}: the connection that follows sessions was lost"

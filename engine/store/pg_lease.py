@@ -36,6 +36,12 @@ def holder_name() -> str:
     return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
 
 
+_SELECT = (
+    f"SELECT token, holder, host, pid, heartbeat, expires, {NOW} AS now FROM leases "
+    "WHERE session_id = $1"
+)
+
+
 async def check(
     conn: Connection, me: LeaseHolder, session_id: str, where: str, doing: str
 ) -> asyncpg.Record | None:
@@ -43,22 +49,40 @@ async def check(
     another live writer has it (`UnknownSessionError` for an unknown session)."""
     if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
         raise UnknownSessionError(f"{where}: no session with id {session_id!r}")
-    row = await conn.fetchrow(
-        f"SELECT token, holder, host, pid, heartbeat, expires, {NOW} AS now FROM leases "
-        "WHERE session_id = $1 FOR UPDATE",
-        session_id,
-    )
+    row = await conn.fetchrow(f"{_SELECT} FOR UPDATE", session_id)
     if row is None or row["token"] == me.token:
         return row
-    lease = StoredLease(token=row["token"], pid=row["pid"], host=row["host"], heartbeat=0.0)
-    gone = row["host"] == me.host and not process_alive(lease.pid)
-    if row["now"] < row["expires"] and not gone:
+    if _live(row, me):
+        holder = _holder(row)
         raise LeaseError(
-            f"{where}: session {session_id!r} is being written by {row['holder']} "
-            f"({lease.describe()}, heartbeat {row['now'] - row['heartbeat']:.1f} s ago); "
-            f"{doing} is refused while it runs"
+            f"{where}: session {session_id!r} is being written by {holder}, its heartbeat "
+            f"{row['now'] - row['heartbeat']:.1f} s ago; {doing} is refused while it runs",
+            holder=holder,
         )
     return row
+
+
+def _holder(row: asyncpg.Record) -> str:
+    """`trellis (process 12 on host)`: who holds a lease, as a front end names it."""
+    lease = StoredLease(token=row["token"], pid=row["pid"], host=row["host"], heartbeat=0.0)
+    return f"{row['holder']} ({lease.describe()})"
+
+
+def _live(row: asyncpg.Record, me: LeaseHolder) -> bool:
+    """Whether another holder's lease still blocks `me`: not expired, and its process not known
+    dead (a holder on this host is checked at once)."""
+    gone = row["host"] == me.host and not process_alive(row["pid"])
+    return row["token"] != me.token and row["now"] < row["expires"] and not gone
+
+
+async def live_for(conn: Connection, me: LeaseHolder, session_id: str) -> float | None:
+    """Seconds until another holder's live lease of the session expires unless renewed; None
+    when no live lease blocks `me`. Reads without locking the row: a reader never delays a
+    writer's flush."""
+    row = await conn.fetchrow(_SELECT, session_id)
+    if row is None or not _live(row, me):
+        return None
+    return float(row["expires"] - row["now"])
 
 
 async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, where: str) -> None:
@@ -128,11 +152,23 @@ async def heartbeat(conn: Connection, me: LeaseHolder, ttl: float) -> set[str]:
     return {row["session_id"] for row in rows}
 
 
-async def drop(conn: Connection, me: LeaseHolder, session_id: str | None = None) -> None:
-    """Give back the lease of one session, or of every session this store holds."""
+RELEASED = "released"
+"""The notification payload's last word when a writer gives a lease back (`<session id> released`;
+a flush notifies `<session id> <last seq>`)."""
+
+
+async def drop(
+    conn: Connection, me: LeaseHolder, channel: str, session_id: str | None = None
+) -> None:
+    """Give back the lease of one session, or of every session this store holds; followers are
+    told on commit that the writer let go."""
+    notify = f"RETURNING pg_notify($2, session_id || ' {RELEASED}')"
     if session_id is None:
-        await conn.execute("DELETE FROM leases WHERE token = $1", me.token)
+        await conn.execute(f"DELETE FROM leases WHERE token = $1 {notify}", me.token, channel)
     else:
         await conn.execute(
-            "DELETE FROM leases WHERE token = $1 AND session_id = $2", me.token, session_id
+            f"DELETE FROM leases WHERE token = $1 AND session_id = $3 {notify}",
+            me.token,
+            channel,
+            session_id,
         )

@@ -11,8 +11,11 @@ import asyncpg
 
 from engine.store.errors import SchemaVersionError
 
-Connection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
-"""A connection of a store's pool (the stubs' generic; not subscriptable at run time)."""
+Connection: TypeAlias = (
+    "asyncpg.pool.PoolConnectionProxy[asyncpg.Record] | asyncpg.Connection[asyncpg.Record]"
+)
+"""A connection of a store's pool, or its own (the stubs' generics; not subscriptable at run
+time)."""
 
 DEFAULT_SCHEMA = "trellis"
 """The PostgreSQL schema the tables live in, beside whatever else the database holds."""

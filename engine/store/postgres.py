@@ -57,6 +57,8 @@ SELECT EXISTS (SELECT FROM fence) AS fenced, EXISTS (SELECT FROM advanced) AS ad
 count advanced only from the count the writer expects (notifying followers on commit), the rows.
 Each step runs only if the one before it matched, and the result says which did."""
 _FOLLOW_CHUNK = 1000
+_EXPIRY_MARGIN = 0.05
+"""Seconds past a lease's expiry before it is checked again: the server's clock decides."""
 
 
 class PostgresStore(LeasedLogs):
@@ -110,7 +112,7 @@ class PostgresStore(LeasedLogs):
         await self._stop_heartbeat()
         if self._writers:
             async with self._db.transaction("releasing leases") as conn:
-                await pg_lease.drop(conn, self._holder)
+                await pg_lease.drop(conn, self._holder, self.channel)
 
     async def _disconnect(self) -> None:
         try:
@@ -253,7 +255,7 @@ class PostgresStore(LeasedLogs):
 
     async def _forget_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
-            await pg_lease.drop(conn, self._holder, session_id)
+            await pg_lease.drop(conn, self._holder, self.channel, session_id)
 
     # --- loading --------------------------------------------------------------------------------
 
@@ -287,6 +289,22 @@ class PostgresStore(LeasedLogs):
                     yield event
                 if len(rows) < _FOLLOW_CHUNK:
                     await wakeup.past(next_seq - 1)
+
+    async def until_released(self, session_id: str) -> None:
+        """Return once no other process holds the session's writer lease: its holder gave it
+        back (the release notifies) or let it expire (a holder that crashed sends nothing: the
+        lease is checked again when it would expire). Raises `FollowError` if the notification
+        connection is lost."""
+        async with self._listener.watch(self.channel, session_id) as wakeup:
+            while True:
+                wakeup.released = False  # one given back before this check is seen by it
+                async with self._db.connection(f"reading the lease of {session_id}") as conn:
+                    left = await pg_lease.live_for(conn, self._holder, session_id)
+                if left is None:
+                    return
+                with suppress(TimeoutError):
+                    async with asyncio.timeout(left + _EXPIRY_MARGIN):
+                        await wakeup.gone()
 
     async def _rows_from(self, session_id: str, start: int) -> Sequence[asyncpg.Record]:
         """One statement, one round trip: a follower reads as soon as it is woken."""

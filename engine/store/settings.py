@@ -99,6 +99,13 @@ def url_settings(url: str, source: str) -> StoreSettings:
     )
 
 
+def chosen_settings(url: str | None, cwd: Path, option: str = "--store") -> StoreSettings:
+    """A command's store: `url` given on its command line as `option` (checked as a configured
+    URL), else the configured store seen from `cwd`; raises `StoreConfigError` for either
+    refused."""
+    return url_settings(url, option) if url is not None else store_settings(cwd)
+
+
 def project_store_refused(project: Path) -> StoreConfigError:
     return StoreConfigError(
         f"{project}: store: the session store is set in the user config only "

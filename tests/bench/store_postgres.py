@@ -13,7 +13,9 @@ appended); this process follows the session (`PostgresStore.follow`) and records
 minus event time for each: append in one process to delivery in another. The baseline does the
 same with raw asyncpg (a child inserting each row with its notification in one statement; LISTEN
 here, the new rows read by range on a second connection). Store and raw rounds alternate, which
-goes first rotating; median and p99 pool every round's events, and each round's are listed.
+goes first rotating; median and p99 pool every round's events, and each round's are listed. A
+third side follows through a replica (`engine.replica`) to a subscriber: what the console and
+`session/load` wait for.
 
 Targets (issue 14): append batch 100 >= 0.5 of raw events/s; load <= 1.5x raw; follow p99 < 50 ms.
 """
@@ -36,8 +38,9 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from engine.events import Event, UserMessage
+from engine.events import Event, LiveEvent, UserMessage
 from engine.message import Source
+from engine.replica import followed_session
 from engine.session import Session
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
@@ -292,6 +295,27 @@ async def follow_store_round(cluster: Cluster, store: PostgresStore, count: int)
     return latencies
 
 
+async def follow_replica_round(cluster: Cluster, store: PostgresStore, count: int) -> list[float]:
+    """The same through the path the console and `session/load` use: a replica of the session
+    (`engine.replica.followed_session`) and a subscriber, timed when the subscriber is called."""
+    info = await store.create(cwd="/bench")
+    await store.release(info.id)
+    latencies: list[float] = []
+    done = asyncio.Event()
+
+    def delivered(event: Event | LiveEvent) -> None:
+        latencies.append((time.time() - event.time) * 1000)
+        if len(latencies) == count:
+            done.set()
+
+    async with followed_session(store, info.id) as replica:
+        replica.subscribe(delivered)
+        child = await _child("--writer", cluster.url, info.id, count)
+        await done.wait()
+    await child.wait()
+    return latencies
+
+
 async def follow_raw_round(cluster: Cluster, count: int) -> list[float]:
     """The same through raw asyncpg: LISTEN on one connection, and on each notification the new
     rows read by range on another (what the store does, without the store)."""
@@ -341,10 +365,11 @@ async def bench_follow(cluster: Cluster, count: int, rounds: int) -> dict[str, A
     finally:
         await conn.close()
     async with PostgresStore(cluster.url, password=PASSWORD, schema="follow") as store:
-        store_rounds, raw_rounds = await rotated(
+        store_rounds, replica_rounds, raw_rounds = await rotated(
             rounds,
             [
                 partial(follow_store_round, cluster, store, count),
+                partial(follow_replica_round, cluster, store, count),
                 partial(follow_raw_round, cluster, count),
             ],
         )
@@ -352,6 +377,7 @@ async def bench_follow(cluster: Cluster, count: int, rounds: int) -> dict[str, A
     return {
         "rounds": rounds,
         "postgres_store": by_store,
+        "replica_subscriber": _latency([ms for r in replica_rounds for ms in r], replica_rounds),
         "raw_asyncpg": _latency([ms for r in raw_rounds for ms in r], raw_rounds),
         "target_p99_ms": FOLLOW_P99_TARGET_MS,
         "met": by_store["p99_ms"] < FOLLOW_P99_TARGET_MS,

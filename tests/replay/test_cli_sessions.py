@@ -161,6 +161,21 @@ def test_bad_ids_formats_classes_and_fork_points_are_one_line(trellis: Cli) -> N
     assert "seq 0" in trellis.fails("fork", session, "--at", "0")
 
 
+def test_the_console_resumes_a_session_by_a_prefix_of_its_id(
+    trellis: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.tui.app import TrellisApp
+
+    session = trellis.session("hello there")
+    trellis.create("abc1")
+    trellis.create("abc2")
+    opened: list[str | None] = []
+    monkeypatch.setattr(TrellisApp, "run", lambda app: opened.append(app._session_id))
+    assert trellis("--resume", session[:8])[0] == 0
+    assert opened == [session]
+    assert "'abc' is ambiguous: abc1, abc2" in trellis.fails("--resume", "abc")
+
+
 def test_sessions_json_loads_no_event_model(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     loaded = loaded_after(

@@ -3,7 +3,8 @@
 Run as `python -m tests.store.pg_writer URL SCHEMA TTL` (the password in TRELLIS_TEST_PG_PASSWORD).
 It creates a session, stores a turn and an open one, and prints one JSON line (pid, id, the events
 flushed); then for each line `turn` on stdin it appends and flushes a whole turn (closing the open
-one first), for `stage` it appends one event without flushing, and prints one JSON line: `{"ok":
+one first), for `stage` it appends one event without flushing, for `release` it gives the
+session's lease back, and prints one JSON line: `{"ok":
 [seqs]}` or `{"error": message}`.
 """
 
@@ -46,6 +47,10 @@ async def main(url: str, schema: str, ttl: float) -> None:
     print(json.dumps(report), flush=True)
     while line := (await asyncio.to_thread(sys.stdin.readline)).strip():
         try:
+            if line == "release":
+                await store.release(session.id)
+                print(json.dumps({"ok": []}), flush=True)
+                continue
             if line == "stage":
                 event = session.append(UserMessage(content="staged, never flushed"))
                 await store.append(session.id, [event])

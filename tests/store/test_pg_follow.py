@@ -4,6 +4,8 @@ through the ordinary Session API (`engine.replica`), with no gap and no polling.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 
 import asyncpg
@@ -108,3 +110,32 @@ async def test_a_replica_starts_caught_up_and_follows_again_after_losing_its_con
             arrived.clear()
             await asyncio.wait_for(arrived.wait(), FOLLOW_WAIT)
         assert list(followed.held) == await store.read(session_id)
+
+
+async def test_a_follower_learns_when_the_writer_lets_go(
+    pg_cluster: Cluster, pg_schema: str, writer: Writer
+) -> None:
+    session_id = writer.ready["id"]
+    async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
+        released = asyncio.create_task(store.until_released(session_id))
+        seqs = await asyncio.to_thread(lambda: writer.ask("turn")["ok"])
+        followed = store.follow(session_id, seqs[-1])
+        await asyncio.wait_for(anext(followed), FOLLOW_WAIT)
+        await followed.aclose()
+        assert not released.done()  # a flush, seen by a follower, is not a release
+        await asyncio.to_thread(lambda: writer.ask("release"))
+        await asyncio.wait_for(released, FOLLOW_WAIT)
+        await asyncio.wait_for(store.until_released(session_id), FOLLOW_WAIT)  # none: at once
+
+
+async def test_a_follower_learns_when_a_stopped_writers_lease_expires(
+    pg_cluster: Cluster, pg_schema: str
+) -> None:
+    writer = Writer(pg_cluster, pg_schema, ttl=1.0)
+    try:
+        os.kill(writer.ready["pid"], signal.SIGSTOP)  # it sends nothing: its lease runs out
+        async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
+            await asyncio.wait_for(store.until_released(writer.ready["id"]), FOLLOW_WAIT)
+            assert (await store.load(writer.ready["id"])).info.id == writer.ready["id"]
+    finally:
+        writer.end()

@@ -2,7 +2,8 @@
 
 A resumed session's tail is on screen before its Agent is open (the whole log loads meanwhile);
 `attach` hands the screen the Agent, enables the input and bridges the Agent's events from the first
-seq the screen has not shown. Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and
+seq the screen has not shown. A session another process writes is `follow`ed instead: the same
+bridge from a replica of it (`engine.replica`), with the input disabled saying who writes it. Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and
 flow down from here: the transcript projection turns them into entry changes, the status line and
 the side panel take plain views. Input goes back only through the Agent's public methods.
 """
@@ -10,7 +11,7 @@ the side panel take plain views. Input goes back only through the Agent's public
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -52,7 +54,7 @@ from engine.events import (
     StepEnd,
     StepStart,
 )
-from engine.session import READ_CHUNK
+from engine.session import READ_CHUNK, Session
 from replay.transcript import Transcript
 
 NARROW = 100
@@ -69,6 +71,7 @@ class MainScreen(Screen[None]):
         Binding("escape", "cancel_turn", "Cancel turn", show=True),
         Binding("f2", "toggle_panel", "Side panel"),
         Binding("f3", "inspect", "Inspector"),
+        Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
 
@@ -77,6 +80,9 @@ class MainScreen(Screen[None]):
         height: 1fr;
     }
     """
+
+    class OpenForWriting(Message):
+        """The user asks to write the followed session here, now that its writer let go."""
 
     def __init__(
         self, transcript: Transcript | None = None, scrollback: Scrollback | None = None
@@ -87,6 +93,7 @@ class MainScreen(Screen[None]):
         self._scrollback = scrollback
         self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
         self._session_tokens = 0
+        self._let_go = False  # a followed session's writer gave it back
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -123,10 +130,7 @@ class MainScreen(Screen[None]):
         status.model = model.name
         status.egress = model.egress.name
         status.status = agent.status
-        totals = _CatchUp()
-        for start in range(0, from_seq, READ_CHUNK):  # chunked: the whole log is never held
-            totals.take(await agent.read_log(start, min(from_seq, start + READ_CHUNK)))
-        self._catch_up(totals)
+        await self._catch_up(agent.read_log, from_seq)
         self._refresh_panel()
         prompt = self.query_one(PromptInput)
         prompt.disabled = False
@@ -134,10 +138,36 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         await bridge(agent, self, from_seq=from_seq)
 
-    def _catch_up(self, totals: _CatchUp) -> None:
-        """What the status line and the GC log show of the events not bridged (each widget set
-        once)."""
+    async def follow(self, replica: Session, *, from_seq: int, holder: str) -> None:
+        """A session `holder` writes in another process, shown read-only: the events before
+        `from_seq` are on screen, the status line and the GC log catch up on them from the
+        replica, and the rest arrive through the bridge as the writer commits them."""
+        status = self._status
+        status.status = "following"
+        status.note = f"read-only: {holder} writes it"
+        await self._catch_up(replica.read, from_seq)
+        self.query_one(PromptInput).placeholder = f"Read-only while {holder} writes it"
+        await bridge(replica, self, from_seq=from_seq)
+
+    def writer_let_go(self) -> None:
+        """The followed session's writer gave it back: it can be opened for writing here."""
+        self._let_go = True
+        self._status.status = "let go"
+        self._status.note = "its writer let go: Ctrl+O opens it for writing here"
+        self.query_one(PromptInput).placeholder = "Its writer let go: Ctrl+O to write here"
+        self.refresh_bindings()
+
+    async def _catch_up(
+        self, read: Callable[[int, int], Awaitable[Sequence[Event]]], end: int
+    ) -> None:
+        """What the status line and the GC log show of the events before `end`, which are not
+        bridged: folded a chunk at a time (the whole log is never held), each widget set once."""
+        totals = _CatchUp()
+        for start in range(0, end, READ_CHUNK):
+            totals.take(await read(start, min(end, start + READ_CHUNK)))
         status = self.query_one(StatusLine)
+        if totals.model and not status.model:  # a followed session's: no Agent names it
+            status.model = totals.model
         self._session_tokens += totals.session_tokens
         if totals.figures is not None:
             status.chars, status.cap = totals.figures.chars, totals.figures.cap
@@ -146,16 +176,21 @@ class MainScreen(Screen[None]):
             self.query_one(SidePanel).collections = tuple(totals.collections)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Cancelling and inspecting need the Agent: disabled while the session opens."""
+        """Cancelling and inspecting need the Agent: disabled while the session opens or is
+        followed; opening for writing needs a followed session whose writer let go."""
         if action in ("cancel_turn", "inspect") and self.agent is None:
             return None
+        if action == "open_for_writing":
+            return self._let_go  # hidden otherwise
         return True
 
     # --- the event stream ----------------------------------------------------------------------
 
     @on(EngineEvent)
     def _engine_event(self, message: EngineEvent) -> None:
-        assert self.agent is not None  # only an attached Agent's events are bridged
+        """One event of the Agent, or of the followed session (stored events only, no Agent:
+        what needs the Agent's state is left as it is)."""
+        agent = self.agent
         event = message.event
         change = self.transcript.apply(event)
         if change:
@@ -166,7 +201,8 @@ class MainScreen(Screen[None]):
                 status.status = state
             case StepStart(figures=figures):
                 status.chars, status.cap = figures.chars, figures.cap
-                self._note_assembly()
+                if agent is not None:
+                    self._note_assembly()
             case StepEnd(usage=usage):
                 tokens = usage.input_tokens + usage.output_tokens
                 status.step_tokens = tokens
@@ -174,9 +210,10 @@ class MainScreen(Screen[None]):
                 status.session_tokens = self._session_tokens
             case ModelBind(model=model):
                 status.model = model
-                status.egress = self.agent.model.egress.name
-            case OutboxChanged():
-                panel.outbox = self.agent.outbox
+                if agent is not None:
+                    status.egress = agent.model.egress.name
+            case OutboxChanged() if agent is not None:
+                panel.outbox = agent.outbox
             case SteerDropped(text=text):
                 self.query_one(PromptInput).give_back(text)
                 self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
@@ -184,8 +221,8 @@ class MainScreen(Screen[None]):
                 panel.collections = (*panel.collections, GcRow.of(collected))
             case _:
                 pass
-        if isinstance(event, Event) and event.type in PANEL_EVENTS:
-            panel.areas = self.agent.areas
+        if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:
+            panel.areas = agent.areas
 
     def _note_assembly(self) -> None:
         assert self.agent is not None
@@ -280,6 +317,9 @@ class MainScreen(Screen[None]):
         if self.agent is not None and self.agent.turn_open:
             self.agent.cancel()
 
+    def action_open_for_writing(self) -> None:
+        self.post_message(self.OpenForWriting())
+
     def action_toggle_panel(self) -> None:
         self.query_one(SidePanel).toggle_class("-hidden")
 
@@ -293,11 +333,12 @@ class MainScreen(Screen[None]):
 
 
 class _CatchUp:
-    """The token totals, the last request's figures and every collection of the events a screen
-    did not bridge, folded one chunk of the log at a time."""
+    """The token totals, the last request's figures, the model bound last and every collection
+    of the events a screen did not bridge, folded one chunk of the log at a time."""
 
     def __init__(self) -> None:
         self.figures: Figures | None = None
+        self.model = ""
         self.step_tokens = 0
         self.session_tokens = 0
         self.collections: list[GcRow] = []
@@ -312,5 +353,7 @@ class _CatchUp:
                     self.session_tokens += self.step_tokens
                 case GcCollect() as collected:
                     self.collections.append(GcRow.of(collected))
+                case ModelBind(model=model):
+                    self.model = model
                 case _:
                     pass

@@ -7,7 +7,13 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 METER_WIDTH = 12
-STATUS_STYLE = {"idle": "green", "running": "bold yellow", "waiting": "bold magenta"}
+STATUS_STYLE = {
+    "idle": "green",
+    "running": "bold yellow",
+    "waiting": "bold magenta",
+    "following": "bold cyan",
+    "let go": "bold",
+}
 
 
 def compact_number(value: int) -> str:

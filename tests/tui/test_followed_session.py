@@ -1,0 +1,126 @@
+"""`trellis --resume ID` of a session another process writes (issue 14): on PostgreSQL the console
+follows it read-only, its tail first and then the writer's turns as they are committed, and says
+when the writer lets go; on SQLite it refuses with one line that says what shows it instead."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from app.tui.widgets.entries import AssistantMessage, UserMessage
+from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.status_line import StatusLine
+from engine.agent import Agent, open_agent
+from engine.config import Config
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.store.chooser import Store
+from engine.store.postgres import PostgresStore
+from engine.store.settings import StoreSettings
+from engine.store.sqlite import SQLiteStore
+from tests.pg_cluster import PASSWORD, Cluster
+from tests.store.test_store_copy import PASSWORD_VAR, new_database
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import send, settle
+
+PAUSES = 2000
+"""Pauses before a wait for the console fails the test (a hang, not a speed)."""
+
+
+async def until(pilot: Pilot[None], shown: Callable[[], bool]) -> None:
+    for _ in range(PAUSES):
+        if shown():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the console never showed it")
+
+
+@asynccontextmanager
+async def writer(store: Store, workspace: Path, replies: list[str]) -> AsyncIterator[Agent]:
+    """An Agent holding a session of `store`: the other process (its own store, its own lease)."""
+    agent = await open_agent(
+        config=Config(),
+        cwd=workspace,
+        store=store,
+        gateway=ScriptedGateway([Reply(text=text) for text in replies]),
+    )
+    try:
+        yield agent
+    finally:
+        await agent.dispose()
+
+
+def words(app: ConsoleTestApp) -> list[str]:
+    return [
+        entry.copy_text
+        for entry in app.main.query("UserMessage, AssistantMessage")
+        if isinstance(entry, UserMessage | AssistantMessage)
+    ]
+
+
+async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_go(
+    pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = await new_database(pg_cluster)
+    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    settings = StoreSettings(url=url, password_env=PASSWORD_VAR, source="test")
+    async with PostgresStore(url, password=PASSWORD) as other:
+        async with writer(other, workspace, ["one", "two"]) as held:
+            await held.send("first")
+            app = ConsoleTestApp(
+                workspace,
+                data,
+                [Reply(text="mine now")],
+                session_id=held.session_id,
+                store=settings,
+            )
+            async with app.run_test(size=(120, 30)) as pilot:
+                status = app.main.query_one(StatusLine)
+                await until(pilot, lambda: status.status == "following")
+                prompt = app.main.query_one(PromptInput)
+                assert prompt.disabled
+                assert app.agent is None
+                assert status.model == "scripted"  # from the stored log: no Agent here
+                assert not app.main.check_action("open_for_writing", ())
+                assert status.note.startswith("read-only: ")
+                assert f"(process {os.getpid()} on " in status.note  # who writes it
+                assert str(prompt.placeholder).startswith("Read-only while ")
+                assert words(app) == ["first", "one"]  # the stored tail, as a resume shows it
+
+                await held.send("second")  # the other process's turn, committed there
+                await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
+                assert prompt.disabled
+
+                await held.dispose()  # it lets go of the session
+                await until(pilot, lambda: status.status == "let go")
+                assert "Ctrl+O" in status.note
+                await pilot.press("ctrl+o")
+                await until(pilot, lambda: app.agent is not None)
+                await pilot.pause()
+                assert not app.main.query_one(PromptInput).disabled
+                await send(app, pilot, "third")
+                await settle(app, pilot)
+                assert words(app)[-4:] == ["second", "two", "third", "mine now"]
+        assert [e.type for e in await other.read(held.session_id)].count("turn/start") == 3
+
+
+async def test_a_session_held_on_sqlite_is_refused_with_what_shows_it(
+    workspace: Path, data: Path
+) -> None:
+    async with (
+        SQLiteStore(data / "sessions.sqlite") as other,
+        writer(other, workspace, ["one"]) as held,
+    ):
+        await held.send("first")
+        app = ConsoleTestApp(workspace, data, session_id=held.session_id)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+        assert app.return_code == 2
+        assert app.error is not None
+        assert f"is being written by process {os.getpid()} on " in app.error
+        assert f"`trellis replay {held.session_id}` shows it as stored" in app.error
+        assert "\n" not in app.error
