@@ -117,13 +117,15 @@ class TrellisApp(App[None]):
 
         A resumed session shows its last turns first, from a range read; then the Agent loads the
         whole log and its events are bridged from the seq after the last one shown. Earlier turns
-        load from the store as the user scrolls up (`app.tui.scrollback`)."""
+        load from the store as the user scrolls up, and far ones are dropped
+        (`app.tui.scrollback`)."""
         assert self.store is not None
         screen = MainScreen()
         if session_id is not None:
             shown = await tail(self.store, session_id)
             start = shown[0].seq if shown else 0
-            screen = MainScreen(transcript_of(shown), Scrollback(self.store, session_id, start))
+            live = transcript_of(shown)
+            screen = MainScreen(live, Scrollback(live, self.store, session_id, end=start))
         await self.push_screen(screen)
         self.agent = await self._agent_for(session_id)
         await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)

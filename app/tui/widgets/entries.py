@@ -323,7 +323,14 @@ class AssistantMessage(EntryWidget):
         self._reasoning_text: Static | None = None  # its widget, once there is some
 
     def compose(self) -> ComposeResult:
-        yield Markdown(id="reply")
+        entry = self.entry
+        if isinstance(entry, AssistantEntry) and not entry.streaming:
+            # a finished reply parses once as it mounts: no writer worker, no paced rewrite (a
+            # page of scrollback mounts dozens of them)
+            self._wanted = self._written = entry.content
+            yield Markdown(entry.content, id="reply")
+        else:
+            yield Markdown(id="reply")
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
