@@ -25,9 +25,9 @@ from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
 from replay.transcript import Change, Transcript
 
-WINDOW = 200
+WINDOW = 120
 """Entries mounted at most; older ones load as the user scrolls up."""
-PAGE = 50
+PAGE = 40
 """Entries mounted per step of scrolling past either end of the window."""
 
 
@@ -388,13 +388,14 @@ class TranscriptView(VerticalScroll):
         offset = reference.virtual_region.y - self.scroll_y
         for widget in fresh:
             self._widgets[widget.key] = widget
-        if before is not None:
-            await self.mount_all(fresh, before=before)
-        else:
-            await self.mount_all(fresh)
-        extra = len(shown) + len(fresh) - self.window
-        if extra > 0:
-            await self._unmount(shown[-extra:] if before is not None else shown[:extra])
+        with self.app.batch_update():  # one layout for the page, not one per step
+            if before is not None:
+                await self.mount_all(fresh, before=before)
+            else:
+                await self.mount_all(fresh)
+            extra = len(shown) + len(fresh) - self.window
+            if extra > 0:
+                await self._unmount(shown[-extra:] if before is not None else shown[:extra])
         self._hold = (reference, offset)
         self.call_after_refresh(self._restore)
 
