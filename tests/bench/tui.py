@@ -465,7 +465,10 @@ def main(rounds: int = ROUNDS, memory_rounds: int = MEMORY_ROUNDS) -> dict[str, 
                         sample("first_paint", variant, db, sid)
                     )
             for variant in STREAM_VARIANTS:
-                db, sid = sessions[SIZES[0]]
+                # a session of its own: a reply streamed into a shared one stays in its tail,
+                # and the next sample would resume it (a 100 KB reply of a thousand blocks)
+                db = Path(tmp) / f"stream-{round_}-{variant}.sqlite"
+                sid = asyncio.run(build(db, SIZES[0]))
                 streams.setdefault(variant, []).append(sample("streaming", variant, db, sid))
             if round_ < memory_rounds:
                 db, sid = sessions[SIZES[-1]]
