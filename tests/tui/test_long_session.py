@@ -70,6 +70,12 @@ async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the
         assert last_turn.region.height > 0, "the last turn is on screen"
 
 
+async def resumed(data: Path, workspace: Path, turns: int, reply: str) -> ConsoleTestApp:
+    """The console on a stored session of `turns` turns, the model scripted to answer `reply`."""
+    session_id = await stored_turns(data, workspace, turns)
+    return ConsoleTestApp(workspace, data, [Reply(text=reply)], session_id=session_id)
+
+
 async def settle(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
     await pilot.wait_for_scheduled_animations()
     await app.workers.wait_for_complete(app.workers)
@@ -88,10 +94,7 @@ def small_window(view: TranscriptView) -> int:
 async def test_paging_up_to_turn_1_and_down_to_the_live_tail_holds_a_bounded_window(
     workspace: Path, data: Path
 ) -> None:
-    session_id = await stored_turns(data, workspace, 100)
-    app = ConsoleTestApp(
-        workspace, data, [Reply(text="The live reply after scrolling.")], session_id=session_id
-    )
+    app = await resumed(data, workspace, 100, "The live reply after scrolling.")
     async with app.run_test(size=(100, 40)) as pilot:
         view = await opened(app, pilot)
         keys = await whole_log_keys(app)
@@ -143,10 +146,7 @@ async def test_paging_up_to_turn_1_and_down_to_the_live_tail_holds_a_bounded_win
 
 
 async def test_home_shows_turn_1_and_end_the_live_tail(workspace: Path, data: Path) -> None:
-    session_id = await stored_turns(data, workspace, 200)
-    app = ConsoleTestApp(
-        workspace, data, [Reply(text="Streamed while the user read turn 1.")], session_id=session_id
-    )
+    app = await resumed(data, workspace, 200, "Streamed while the user read turn 1.")
     async with app.run_test(size=(100, 30)) as pilot:
         view = await opened(app, pilot)
         keys = await whole_log_keys(app)
