@@ -141,7 +141,8 @@ class Transcript:
     @property
     def first_seq(self) -> int | None:
         """The seq of the first durable event projected (None before any): a console that opened
-        a session at its tail prepends the projections of the earlier events (`prepend`)."""
+        a session at its tail reads the earlier events as pages of their own
+        (`app.tui.scrollback`)."""
         return self._first_seq
 
     @property
@@ -151,31 +152,6 @@ class Transcript:
     def between(self, start: int, stop: int) -> list[TranscriptEntry]:
         """The entries at positions `start` to `stop` (a slice of `entries`, without building it)."""
         return [self._entries[key] for key in self._order[start:stop]]
-
-    def prepend(self, older: Transcript) -> Change:
-        """Put `older` ahead of these entries: the projection of the events just before this one's
-        first, cut at a turn's start, so no entry of one projection is changed by an event of the
-        other (each turn, with its tool cards and results, lies wholly in one of them).
-
-        Raises `ValueError` if `older` reaches into this projection or shares an entry key."""
-        if older._first_seq is None:
-            return NO_CHANGE
-        if self._first_seq is not None and older._last_seq >= self._first_seq:
-            raise ValueError(
-                f"the older events end at seq {older._last_seq}, "
-                f"not before this transcript's first ({self._first_seq})"
-            )
-        shared = older._entries.keys() & self._entries.keys()
-        if shared:
-            raise ValueError(f"the older transcript repeats entries: {sorted(shared)[:3]}")
-        self._order[:0] = older._order
-        self._entries.update(older._entries)
-        self._first_seq = older._first_seq
-        if self._last_seq < 0:
-            self._last_seq = older._last_seq
-        self.title = self.title or older.title
-        self.model = self.model or older.model
-        return Change(added=tuple(older._order))
 
     def snapshot(self) -> tuple[TranscriptEntry, ...]:
         """The entries now, as a value later events do not change (`replay.projection`)."""

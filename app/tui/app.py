@@ -120,14 +120,16 @@ class TrellisApp(App[None]):
 
         A resumed session shows its last turns first, from a range read; then the Agent loads the
         whole log and its events are bridged from the seq after the last one shown. Earlier turns
-        load from the store as the user scrolls up (`app.tui.scrollback`). A session another
-        process writes is followed read-only instead (`app.tui.following`)."""
+        load from the store as the user scrolls up, and far ones are dropped
+        (`app.tui.scrollback`). A session another process writes is followed read-only instead
+        (`app.tui.following`)."""
         assert self.store is not None
         screen = MainScreen()
         if session_id is not None:
             shown = await tail(self.store, session_id)
             start = shown[0].seq if shown else 0
-            screen = MainScreen(transcript_of(shown), Scrollback(self.store, session_id, start))
+            live = transcript_of(shown)
+            screen = MainScreen(live, Scrollback(live, self.store, session_id, end=start))
         await self.push_screen(screen)
         try:
             self.agent = await self._agent_for(session_id)

@@ -1,14 +1,17 @@
 """Long sessions in the console: a resumed session opens at its end from a range read, only a bounded
-window of entries is mounted, older ones load (from the store) as the user scrolls up, and a
-streaming reply never moves a view the user scrolled up (Pilot, on the scripted model)."""
+window of entries is mounted, older ones load (from the store) as the user scrolls up and newer ones
+as the user comes back down, only the pages around the window are held, Home goes to turn 1 and End
+to the live tail, and a streaming reply never moves a view the user scrolled up (Pilot, on the
+scripted model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.scrollbar import ScrollTo
 
-from app.tui.scrollback import TAIL_TURNS
+from app.tui.scrollback import SPARE_PAGES, TAIL_TURNS
 from app.tui.widgets.entries import AssistantMessage
 from app.tui.widgets.transcript_view import WINDOW, TranscriptView
 from engine.events import TurnStart
@@ -19,6 +22,7 @@ from tests.bench.store import make_events
 from tests.tui.conftest import ConsoleTestApp
 
 TURN_EVENTS = 13  # make_events writes turns of a prompt and two tool steps
+ENTRIES_PER_TURN = 6  # a rule, the prompt, and two replies with a tool card each
 
 
 async def stored_turns(data: Path, workspace: Path, turns: int) -> str:
@@ -66,36 +70,109 @@ async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the
         assert last_turn.region.height > 0, "the last turn is on screen"
 
 
-async def test_scrolling_to_the_top_loads_older_entries_in_order(
+async def resumed(data: Path, workspace: Path, turns: int, reply: str) -> ConsoleTestApp:
+    """The console on a stored session of `turns` turns, the model scripted to answer `reply`."""
+    session_id = await stored_turns(data, workspace, turns)
+    return ConsoleTestApp(workspace, data, [Reply(text=reply)], session_id=session_id)
+
+
+async def settle(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
+    await pilot.wait_for_scheduled_animations()
+    await app.workers.wait_for_complete(app.workers)
+    await pilot.pause()
+    await pilot.pause()
+
+
+def small_window(view: TranscriptView) -> int:
+    """A window of 30 entries, 15 mounted per step and pages of 5 turns (30 entries), so a hundred
+    turns take many pages; returns the entries that may be held: the live tail and the pages that
+    the window spans (at most three), with one spare page either side."""
+    view.window, view.page, view.held.turns = 30, 15, 5
+    return view.transcript.count + (3 + 2 * SPARE_PAGES) * 5 * ENTRIES_PER_TURN
+
+
+async def test_paging_up_to_turn_1_and_down_to_the_live_tail_holds_a_bounded_window(
     workspace: Path, data: Path
 ) -> None:
-    session_id = await stored_turns(data, workspace, 60)
-    app = ConsoleTestApp(workspace, data, [], session_id=session_id)
-    async with app.run_test(size=(100, 30)) as pilot:
+    app = await resumed(data, workspace, 100, "The live reply after scrolling.")
+    async with app.run_test(size=(100, 40)) as pilot:
         view = await opened(app, pilot)
         keys = await whole_log_keys(app)
+        bound = small_window(view)
+        assert bound < len(keys) // 2
         view.focus()
         seen: list[str] = [w.key for w in view.entry_widgets()]
-        for _ in range(100):
+        held: list[int] = []
+        for _ in range(200):  # up: the scrollbar dragged to the top, a page at a time
             top = view.entry_widgets()[0]
-            margin = top.virtual_region.y  # where it stands in the viewport at the top
-            await pilot.press("home")
-            await pilot.wait_for_scheduled_animations()
-            await app.workers.wait_for_complete(app.workers)
-            await pilot.pause()
-            await pilot.pause()
+            margin = top.virtual_region.y  # where it stands once the view is at the top
+            if view.scroll_y > 0:
+                view.post_message(ScrollTo(y=0, animate=False))  # reaching the top loads a page
+            else:
+                await pilot.press("up")  # already at the top: scrolling up loads a page
+            await settle(app, pilot)
+            held.append(view.held.count)
             shown = view.entry_widgets()
             if shown[0] is top:
                 break  # nothing older: the session's start is on screen
-            # the entry that was at the top when the page loaded is still at the top
+            # the entry at the top when the page loaded is still where it was
             assert top.virtual_region.y - view.scroll_y == margin, "loading older moved the view"
             seen = [w.key for w in shown if w.key not in seen] + seen
         assert view.at_start
         mounted = [w.key for w in view.entry_widgets()]
-        assert len(mounted) <= WINDOW, "the window held while scrolling up"
-        assert mounted == keys[: len(mounted)]
-        assert [e.key for e in view.transcript.entries] == keys
+        assert len(mounted) <= view.window, "the window held while scrolling up"
+        assert mounted == keys[: len(mounted)], "turn 1's entries, in order"
         assert seen == keys, "every entry was shown, in order"
+        assert max(held) <= bound, "pages far below the view were dropped"
+        for _ in range(200):  # down: the scrollbar dragged to the bottom
+            view.post_message(ScrollTo(y=view.max_scroll_y, animate=False))
+            await settle(app, pilot)
+            held.append(view.held.count)
+            if view.at_end:
+                break
+        assert view.at_end
+        mounted = [w.key for w in view.entry_widgets()]
+        assert len(mounted) <= view.window
+        assert mounted == keys[-len(mounted) :], "back at the live tail"
+        assert max(held) <= bound, "pages far above the view were dropped"
+        await pilot.press("end")
+        await settle(app, pilot)
+        app.live.send("one more")
+        await app.live.when_idle()
+        await settle(app, pilot)
+        replies = [w for w in view.entry_widgets() if isinstance(w, AssistantMessage)]
+        assert replies[-1].copy_text == "The live reply after scrolling."
+        assert view.scroll_y == view.max_scroll_y, "the view follows the live end again"
+
+
+async def test_home_shows_turn_1_and_end_the_live_tail(workspace: Path, data: Path) -> None:
+    app = await resumed(data, workspace, 200, "Streamed while the user read turn 1.")
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = await opened(app, pilot)
+        keys = await whole_log_keys(app)
+        bound = small_window(view)
+        view.focus()
+        await pilot.press("home")
+        await settle(app, pilot)
+        mounted = [w.key for w in view.entry_widgets()]
+        assert mounted[0] == "turn:1"
+        assert view.scroll_y == 0
+        assert mounted == keys[: len(mounted)], "turn 1's entries, in order"
+        assert view.held.count <= bound, "the pages between turn 1 and the end are not held"
+        # a reply streamed meanwhile is not mounted and does not move the view
+        app.live.send("while I read")
+        await app.live.when_idle()
+        await settle(app, pilot)
+        assert [w.key for w in view.entry_widgets()] == mounted
+        assert view.scroll_y == 0
+        await pilot.press("end")
+        await settle(app, pilot)
+        assert view.at_end
+        assert view.scroll_y == view.max_scroll_y
+        replies = [w for w in view.entry_widgets() if isinstance(w, AssistantMessage)]
+        assert replies[-1].copy_text == "Streamed while the user read turn 1."
+        live = [entry.key for entry in view.transcript.entries]
+        assert [w.key for w in view.entry_widgets()] == live[-len(view.entry_widgets()) :]
 
 
 async def test_scrolling_up_during_a_streaming_reply_keeps_the_view_still(

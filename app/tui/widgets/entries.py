@@ -14,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.events import Mount
 from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
@@ -289,6 +290,25 @@ class ContextCard(LongEntry):
         return entry.content if isinstance(entry, ContextEntry) else ""
 
 
+class SettledMarkdown(Markdown):
+    """A finished reply's Markdown, its blocks composed with it: one layout for a page of
+    scrollback, where a Markdown mounting its blocks once mounted (each parsing apart, off the
+    loop) laid the window out again as each finished. It updates as any Markdown does."""
+
+    def __init__(self, markdown: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        yield from self._build_from_source(self._markdown)
+
+    async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Markdown: async
+        """In place of `Markdown`'s, which would replace the composed blocks by an empty
+        document; `Widget`'s still runs."""
+        event.prevent_default()
+        Widget._on_mount(self, event)
+
+
 class AssistantMessage(EntryWidget):
     """A reply as streaming Markdown: appended text is parsed in batches (Markdown.append re-parses
     only the last block), into a live Markdown that holds only the last `SEAL_BLOCKS` or so blocks:
@@ -323,7 +343,14 @@ class AssistantMessage(EntryWidget):
         self._reasoning_text: Static | None = None  # its widget, once there is some
 
     def compose(self) -> ComposeResult:
-        yield Markdown(id="reply")
+        entry = self.entry
+        if isinstance(entry, AssistantEntry) and not entry.streaming:
+            # a finished reply parses once as it mounts: no writer worker, no paced rewrite (a
+            # page of scrollback mounts dozens of them)
+            self._wanted = self._written = entry.content
+            yield SettledMarkdown(entry.content, id="reply")
+        else:
+            yield Markdown(id="reply")
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)

@@ -1,11 +1,14 @@
-"""The conversation: a window of entry widgets over a `replay.transcript.Transcript`.
+"""The conversation: a window of entry widgets over a `replay.transcript.Transcript` and the stored
+pages before it (`app.tui.scrollback.Scrollback`).
 
 Live and replay feed it the same projection. At most `window` entries are mounted, a contiguous run
-of the transcript's entries: scrolling to the top mounts older ones (first from the projection, then,
-when it starts later than the session, from the store through a `Scrollback`) and unmounts the newest
-beyond the window; scrolling back to the bottom mounts them again. While the user reads scrollback,
-new text never moves the view: the view follows the end only while it is anchored there, and
-mounting or unmounting above the viewport keeps what the user reads where it was.
+of the entries held: scrolling to the top mounts older ones (reading the page before from the store
+when none is held) and unmounts the newest beyond the window; scrolling to the bottom mounts newer
+ones (reading the page after, once dropped) and unmounts the oldest. Pages far from the window are
+dropped, so memory stays bounded both ways; Home goes to the session's first page, End to the live
+end. While the user reads scrollback, new text never moves the view: the view follows the end only
+while it is anchored there, and mounting or unmounting above the viewport keeps what the user reads
+where it was.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
 from replay.transcript import Change, Transcript
 
-WINDOW = 200
+WINDOW = 120
 """Entries mounted at most; older ones load as the user scrolls up."""
-PAGE = 50
+PAGE = 40
 """Entries mounted per step of scrolling past either end of the window."""
 
 
@@ -64,12 +67,14 @@ class TranscriptView(VerticalScroll):
         *,
         scrollback: Scrollback | None = None,
         window: int = WINDOW,
+        page: int = PAGE,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
-        self.transcript = transcript
-        self.scrollback = scrollback
+        self.held = scrollback if scrollback is not None else Scrollback(transcript)
+        self.held.live = transcript
         self.window = window
+        self.page = page
         self._widgets: dict[str, EntryWidget] = {}
         # after a page mounts: the entry the user was reading and its offset in the viewport, kept
         # there while the new entries settle their heights (Markdown lays out after mounting),
@@ -84,6 +89,15 @@ class TranscriptView(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.rebuild()
+
+    @property
+    def transcript(self) -> Transcript:
+        """The live projection (the replay screen swaps it when it seeks back)."""
+        return self.held.live
+
+    @transcript.setter
+    def transcript(self, transcript: Transcript) -> None:
+        self.held.live = transcript
 
     def _fill(self) -> None:
         """A resumed session's tail shorter than the viewport: load the page above it."""
@@ -105,15 +119,15 @@ class TranscriptView(VerticalScroll):
     def at_start(self) -> bool:
         """The session's first entry is mounted (nothing older to load)."""
         widgets = self.entry_widgets()
-        stored = self.scrollback is None or self.scrollback.exhausted
-        return stored and (not widgets or self.transcript.index(widgets[0].key) == 0)
+        held = self.held
+        return held.at_session_start and (not widgets or held.index(widgets[0].key) == 0)
 
     @property
     def at_end(self) -> bool:
-        """The transcript's last entry is mounted."""
+        """The live transcript's last entry is mounted."""
         widgets = self.entry_widgets()
-        count = self.transcript.count
-        return not widgets or self.transcript.index(widgets[-1].key) == count - 1
+        held = self.held
+        return held.joined and (not widgets or held.index(widgets[-1].key) == held.count - 1)
 
     def _following(self) -> bool:
         """Anchored to the end and not released by the user scrolling away."""
@@ -136,7 +150,7 @@ class TranscriptView(VerticalScroll):
         else:
             pending.note(change._replace(added=()))
             for key in change.added:
-                if key in pending.removed or len(self._widgets) >= self.window + PAGE:
+                if key in pending.removed or len(self._widgets) >= self.window + self.page:
                     pending.added[key] = None  # its old widget goes first / a burst: the flush
                 elif (mounting := self._mount_added(key)) is not None:
                     self._mounting.append(mounting)
@@ -172,18 +186,18 @@ class TranscriptView(VerticalScroll):
                 await self._trim()
             for key in pending.updated:
                 widget = self._widgets.get(key)
-                entry = self.transcript.get(key)
+                entry = self.held.get(key)
                 if widget is not None and entry is not None and widget.entry is not entry:
                     widget.show(entry)
 
     async def _mount_newest(self) -> None:
-        """Replace whatever is mounted by the newest `window` entries."""
+        """Replace whatever is mounted by the newest `window` entries (the stored pages go)."""
         await self.remove_children()
         self._widgets.clear()
-        count = self.transcript.count
-        widgets = [
-            widget_for(e) for e in self.transcript.between(max(count - self.window, 0), count)
-        ]
+        held = self.held
+        held.last()
+        count = held.count
+        widgets = [widget_for(e) for e in held.between(max(count - self.window, 0), count)]
         self._widgets = {widget.key: widget for widget in widgets}
         if widgets:
             await self.mount_all(widgets)
@@ -192,18 +206,21 @@ class TranscriptView(VerticalScroll):
 
     def _in_order(self, keys: Iterable[str]) -> list[str]:
         """The keys still in the transcript, in reading order."""
-        present = [key for key in keys if self.transcript.get(key) is not None]
-        return sorted(present, key=self.transcript.index)
+        held = self.held
+        present = [key for key in keys if held.get(key) is not None]
+        return sorted(present, key=held.index)
 
     def _mount_added(self, key: str) -> AwaitMount | None:
         """Mount a new entry beside a mounted neighbour (live entries come at the end); one with
-        no mounted neighbour lies outside the window and mounts when the user scrolls there."""
-        entry = self.transcript.get(key)
+        no mounted neighbour lies outside the window and mounts when the user scrolls there (as
+        does a live entry while the pages held do not reach the live transcript)."""
+        held = self.held
+        entry = held.get(key)
         if entry is None or key in self._widgets:
             return None
-        position = self.transcript.index(key)
-        after = self.transcript.between(position + 1, position + 2)
-        before = self.transcript.between(position - 1, position) if position else []
+        position = held.index(key)
+        after = held.between(position + 1, position + 2)
+        before = held.between(position - 1, position) if position else []
         widget = widget_for(entry)
         if after and after[0].key in self._widgets:
             mounted = self.mount(widget, before=self._widgets[after[0].key])
@@ -224,9 +241,7 @@ class TranscriptView(VerticalScroll):
         if extra <= 0:
             return
         gone = widgets[:extra] if self._following() else widgets[-extra:]
-        for widget in gone:
-            self._widgets.pop(widget.key, None)
-        await self.remove_children(gone)
+        await self._unmount(gone)
 
     # --- scrolling past either end -------------------------------------------------------------
 
@@ -259,8 +274,12 @@ class TranscriptView(VerticalScroll):
         super().action_page_up()
 
     def action_scroll_home(self) -> None:
-        self.on_mouse_scroll_up()
-        super().action_scroll_home()
+        """To the session's first entry (read from the store when its page is not held)."""
+        self._hold = None
+        if self.at_start:
+            super().action_scroll_home()
+        else:
+            self._go_to_start()
 
     def action_scroll_down(self) -> None:
         self.on_mouse_scroll_down()
@@ -271,8 +290,12 @@ class TranscriptView(VerticalScroll):
         super().action_page_down()
 
     def action_scroll_end(self) -> None:
+        """To the live end, following it again."""
         self._hold = None
-        super().action_scroll_end()
+        if self.at_end:
+            super().action_scroll_end()
+        else:
+            self.rebuild()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         following = self._following()  # a view that follows the end moves with layout, not the user
@@ -286,42 +309,73 @@ class TranscriptView(VerticalScroll):
 
     @work(group="scrollback", exclusive=False)
     async def _load_older(self) -> None:
-        """Mount up to `PAGE` entries above the window, reading a page from the store when the
-        projection holds none; the newest beyond the window go."""
+        """Mount up to `page` entries above the window, reading the page before from the store
+        when fewer are held; the newest beyond the window go."""
         if self._paging:
             return
         self._paging = True
         try:
             async with self._changing:
+                held = self.held
                 widgets = self.entry_widgets()
-                first = self.transcript.index(widgets[0].key) if widgets else self.transcript.count
-                if first == 0 and self.scrollback is not None and not self.scrollback.exhausted:
-                    change = self.transcript.prepend(await self.scrollback.older())
-                    first += len(change.added)
+                first = held.index(widgets[0].key) if widgets else held.count
+                if first < self.page:
+                    first += await held.older()
                 if first <= 0:
                     return
-                older = [
-                    widget_for(e) for e in self.transcript.between(max(first - PAGE, 0), first)
-                ]
+                older = [widget_for(e) for e in held.between(max(first - self.page, 0), first)]
                 await self._keeping_still(older, before=widgets[0] if widgets else None)
         finally:
             self._paging = False
 
     @work(group="scrollback", exclusive=False)
     async def _load_newer(self) -> None:
-        """Mount up to `PAGE` entries below the window (unmounted while the user read scrollback);
-        the oldest beyond the window go."""
+        """Mount up to `page` entries below the window, reading the page after from the store when
+        fewer are held; the oldest beyond the window go."""
         if self._paging or self.at_end:
             return
         self._paging = True
         try:
             async with self._changing:
+                held = self.held
                 widgets = self.entry_widgets()
-                last = self.transcript.index(widgets[-1].key)
-                newer = [widget_for(e) for e in self.transcript.between(last + 1, last + 1 + PAGE)]
+                last = held.index(widgets[-1].key)
+                if held.count - last - 1 < self.page:
+                    await held.newer()
+                newer = [widget_for(e) for e in held.between(last + 1, last + 1 + self.page)]
                 await self._keeping_still(newer, before=None)
         finally:
             self._paging = False
+
+    @work(group="scrollback", exclusive=False)
+    async def _go_to_start(self) -> None:
+        """Home: the session's first page in place of the window, its first entry at the top."""
+        if self._paging:
+            return
+        self._paging = True
+        try:
+            async with self._changing:
+                await self.held.first()
+                self.release_anchor()
+                await self.remove_children()
+                self._widgets.clear()
+                widgets = [widget_for(e) for e in self.held.between(0, 2 * self.page)]
+                self._widgets = {widget.key: widget for widget in widgets}
+                if widgets:
+                    await self.mount_all(widgets)
+                    self.held.keep_around(widgets[0].key, widgets[-1].key)
+                self.scroll_home(animate=False, immediate=True)
+        finally:
+            self._paging = False
+
+    async def _unmount(self, gone: list[EntryWidget]) -> None:
+        """Unmount `gone`, and drop the stored pages far from what stays mounted."""
+        for widget in gone:
+            self._widgets.pop(widget.key, None)
+        await self.remove_children(gone)
+        shown = self.entry_widgets()
+        if shown:
+            self.held.keep_around(shown[0].key, shown[-1].key)
 
     async def _keeping_still(self, fresh: list[EntryWidget], *, before: EntryWidget | None) -> None:
         """Mount `fresh` at the top (before `before`) or the bottom, unmount what the window no
@@ -334,16 +388,14 @@ class TranscriptView(VerticalScroll):
         offset = reference.virtual_region.y - self.scroll_y
         for widget in fresh:
             self._widgets[widget.key] = widget
-        if before is not None:
-            await self.mount_all(fresh, before=before)
-        else:
-            await self.mount_all(fresh)
-        extra = len(shown) + len(fresh) - self.window
-        if extra > 0:
-            gone = shown[-extra:] if before is not None else shown[:extra]
-            for widget in gone:
-                self._widgets.pop(widget.key, None)
-            await self.remove_children(gone)
+        with self.app.batch_update():  # one layout for the page, not one per step
+            if before is not None:
+                await self.mount_all(fresh, before=before)
+            else:
+                await self.mount_all(fresh)
+            extra = len(shown) + len(fresh) - self.window
+            if extra > 0:
+                await self._unmount(shown[-extra:] if before is not None else shown[:extra])
         self._hold = (reference, offset)
         self.call_after_refresh(self._restore)
 
