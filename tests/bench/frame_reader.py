@@ -93,7 +93,8 @@ class FrameReader:
         return found
 
     def _split(self) -> list[bytes]:
-        buffer, at, found = self.buffer, 0, []
+        buffer, at = self.buffer, 0
+        found: list[bytes] = []
         while len(buffer) - at >= 2:
             first, second = buffer[at], buffer[at + 1]
             if first != 0x81 or second & 0x80:  # FIN + text, unmasked; else after what came
