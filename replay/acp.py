@@ -408,9 +408,27 @@ def _cut_strings(arguments: dict[str, Any], budget: int) -> dict[str, Any]:
     """The arguments with each long string cut to `budget` bytes; other values as they are,
     unless the whole input is still over the budget (then a marker stands for it)."""
     cut = {k: cut_text(v, budget) if isinstance(v, str) else v for k, v in arguments.items()}
-    if json_size(cut) > budget * (len(cut) + 1):
+    if not _small_beside(cut, budget) and json_size(cut) > budget * (len(cut) + 1):
         return {"_trellis": "the input is too large for the client; it is in the session log"}
     return cut
+
+
+def _small_beside(cut: dict[str, Any], budget: int) -> bool:
+    """Whether `cut` surely fits `budget` bytes per value plus one more without measuring it:
+    its strings are already within the budget each, so only the keys and the scalars beside
+    them count (the usual tool input; measuring it was a `json.dumps` per `tool_call`)."""
+    other = 2
+    for key, value in cut.items():
+        if isinstance(value, bool) or value is None:
+            scalar = 5
+        elif (isinstance(value, int) and value.bit_length() < 64) or isinstance(value, float):
+            scalar = 32
+        elif isinstance(value, str):
+            scalar = 0
+        else:
+            return False
+        other += len(key) * 12 + 4 + scalar
+    return other <= budget
 
 
 def replay_updates(events: Iterable[Event], workspace: str) -> Iterator[AcpUpdate]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,13 +58,15 @@ from pydantic import BaseModel, ValidationError
 
 from app.acp import rpc
 from app.acp.feed import Feed, SessionUpdate, event_params, update_params
+from app.acp.opening import SessionOpenError
 from app.acp.permission import answer_of, permission_request
 from app.acp.prompt import STOP_REASONS, prompt_of
 from app.acp.sessions import AcpSession, SessionTable
+from engine.agent import Agent
 from engine.collector import collector_paused
 from engine.commands import REGISTRY
 from engine.errors import TrellisError
-from engine.events import TurnEnd
+from engine.events import Event, TurnEnd
 from engine.message import AdditionalContext, Source
 from engine.os_text import storable_os_text
 from engine.session import READ_CHUNK
@@ -199,14 +201,18 @@ class _Opened:
     session: AcpSession
     feed: Feed | None
     feed_from: int
+    cancelled: bool = False
+    """A `session/cancel` came while this connection's prompt waited for the Agent to open."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Answer:
-    """A result and the notifications that follow it (e.g. `available_commands_update`)."""
+    """A result and what follows it: notifications (e.g. `available_commands_update`) or, with
+    `after`, what sends them once it is awaited."""
 
     result: Any
     then: tuple[tuple[str, Any], ...] = ()
+    after: Callable[[], Awaitable[None]] | None = None
 
 
 class AcpConnection:
@@ -302,9 +308,11 @@ class AcpConnection:
             log.info("connection %s: bad session/cancel: %s", self.id, error)
             return
         opened = self._opened.get(cancel.session_id)
-        if opened is None or opened.session.agent is None:
+        if opened is None or opened.session.prompting is not self:
             return
-        if opened.session.prompting is self:
+        if opened.session.agent is None:
+            opened.cancelled = True  # the prompt waits for the Agent to open: it will not run
+        else:
             opened.session.agent.cancel()
 
     def _answered(self, message: rpc.Incoming) -> None:
@@ -326,6 +334,7 @@ class AcpConnection:
 
     async def _answer(self, ident: rpc.RequestId, method: str, params: Any) -> None:
         then: tuple[tuple[str, Any], ...] = ()
+        after: Callable[[], Awaitable[None]] | None = None
         try:
             handler = self._requests.get(method)
             if handler is None or (method.startswith("_trellis/") and not self.wants_events):
@@ -336,7 +345,7 @@ class AcpConnection:
                 )
             result = await handler(params if params is not None else {})
             if isinstance(result, _Answer):
-                result, then = result.result, result.then
+                result, then, after = result.result, result.then, result.after
             body = rpc.dump(result) if isinstance(result, BaseModel) else result
             await self._write(rpc.result_message(ident, body if body is not None else {}))
         except RequestError as error:
@@ -357,6 +366,8 @@ class AcpConnection:
             await self._write(rpc.error_message(ident, internal))
         for note_method, note_params in then:
             await self._notify(note_method, note_params)
+        if after is not None:
+            await after()
 
     async def _initialize(self, params: Any) -> InitializeResponse:
         request = InitializeRequest.model_validate(params)
@@ -384,7 +395,7 @@ class AcpConnection:
         session = await self.server.sessions.new(cwd, request.mcp_servers, self.id)
         self._attach(session, AcpProjection(session.workspace))
         return _Answer(
-            NewSessionResponse(session_id=session.id, config_options=_model_options(session)),
+            NewSessionResponse(session_id=session.id, config_options=_model_options(session.agent)),
             then=self._opening_notes(session),
         )
 
@@ -405,29 +416,64 @@ class AcpConnection:
         # the whole conversation, in log order, through the translator live prompts use; then
         # the live feed goes on from the first event not replayed, with the same translator state
         projection = AcpProjection(session.workspace)
-        until = len(session.log)
-        await self._replay(session, projection, until)
+        until = session.next_seq
+        try:
+            await self._replay(session, projection, until)
+        except BaseException:
+            await self.server.sessions.release(session, self.id)
+            raise
         self._attach(session, projection, from_seq=until)
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
-        return _Answer(LoadSessionResponse(field_meta=meta), then=self._opening_notes(session))
+
+        async def once_open() -> None:
+            """After the answer: the Agent opens (app.acp.opening), then the opening notes, or
+            the reason it could not open."""
+            try:
+                await session.ready()
+            except SessionOpenError as failed:
+                await self._say(session.id, f"[trellis] {failed}\n")
+                return
+            for method, note in self._opening_notes(session):
+                await self._notify(method, note)
+
+        return _Answer(LoadSessionResponse(field_meta=meta), after=once_open)
 
     async def _replay(self, session: AcpSession, projection: AcpProjection, until: int) -> None:
         """The log before `until` as `session/load` sends it, a range of `READ_CHUNK` events at a
         time: read, translated, written, and then the loop is given back, so a long session
-        neither sits in memory whole nor stalls pings and other connections while it goes out."""
-        start = 0
-        while start < until:
-            chunk = await session.read(start, min(until, start + READ_CHUNK))
-            if not chunk:
-                raise StoreError(f"session {session.id}: no events from seq {start} to replay")
-            with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
-                frames = [
-                    self._frame(rpc.notification("session/update", update_params(session.id, u)))
-                    for u in projection.replay(chunk)
-                ]
-            await self._emit_all(frames)
-            start += len(chunk)
-            await asyncio.sleep(0)
+        neither sits in memory whole nor stalls pings and other connections while it goes out.
+        The next range is read (on the store's thread) while one is translated and written."""
+
+        def read(start: int) -> asyncio.Task[Sequence[Event]] | None:
+            if start >= until:
+                return None
+            return asyncio.ensure_future(session.read(start, min(until, start + READ_CHUNK)))
+
+        start, reading = 0, read(0)
+        try:
+            # bulk work that makes no cycles (engine/collector.py); paused for the whole
+            # replay, since each re-enabling walked what the ranges had left
+            with collector_paused():
+                while reading is not None:
+                    chunk = await reading
+                    if not chunk:
+                        raise StoreError(
+                            f"session {session.id}: no events from seq {start} to replay"
+                        )
+                    start += len(chunk)
+                    reading = read(start)
+                    frames = [
+                        self._frame(
+                            rpc.notification("session/update", update_params(session.id, u))
+                        )
+                        for u in projection.replay(chunk)
+                    ]
+                    await self._emit_all(frames)
+                    await asyncio.sleep(0)
+        finally:
+            if reading is not None:
+                reading.cancel()
+                await asyncio.gather(reading, return_exceptions=True)
 
     async def _list(self, params: Any) -> ListSessionsResponse:
         request = ListSessionsRequest.model_validate(params)
@@ -455,10 +501,10 @@ class AcpConnection:
     async def _prompt(self, params: Any) -> PromptResponse:
         request = PromptRequest.model_validate(params)
         opened = self._open_session(request.session_id)
-        session, agent = opened.session, opened.session.agent
-        if agent is None:
+        session = opened.session
+        if session.read_only:
             raise RequestError(rpc.SESSION_READ_ONLY, session.read_only)
-        if session.prompting is not None or agent.turn_open:
+        if session.prompting is not None or (session.agent is not None and session.agent.turn_open):
             raise RequestError(
                 rpc.SESSION_BUSY,
                 f"session {session.id} is already running a prompt; wait for its answer or "
@@ -466,7 +512,11 @@ class AcpConnection:
             )
         prompt = prompt_of(request.prompt)
         session.prompting = self
+        opened.cancelled = False
         try:
+            agent = await self._agent(opened)
+            if opened.cancelled:  # cancelled while the Agent opened: nothing ran
+                return PromptResponse(stop_reason="cancelled")
             start = len(agent.log)
             if not prompt.attachments and REGISTRY.is_command(prompt.text):
                 return await self._command(opened, prompt.text, start)
@@ -508,10 +558,7 @@ class AcpConnection:
 
     async def _set_config_option(self, params: Any) -> SetSessionConfigOptionResponse:
         request = SetSessionConfigOptionSelectRequest.model_validate(params)
-        opened = self._open_session(request.session_id)
-        agent = opened.session.agent
-        if agent is None:
-            raise RequestError(rpc.SESSION_READ_ONLY, opened.session.read_only)
+        agent = await self._agent(self._open_session(request.session_id))
         if request.config_id != "model":
             raise RequestError(
                 -32602, f"Invalid params: configId: unknown option {request.config_id!r} (model)"
@@ -522,7 +569,7 @@ class AcpConnection:
                 -32602, f"Invalid params: value: no model {request.value!r} (configured: {known})"
             )
         agent.request_model(request.value)
-        return SetSessionConfigOptionResponse(config_options=_model_options(opened.session))
+        return SetSessionConfigOptionResponse(config_options=_model_options(agent))
 
     async def _inject(self, params: Any) -> dict[str, Any]:
         """`_trellis/inject {sessionId, content, source?}`: context, never the user's words."""
@@ -533,12 +580,10 @@ class AcpConnection:
                 raise RequestError(
                     -32602, f"Invalid params: {name}: a non-empty string is required"
                 )
-        opened = self._open_session(session_id)
-        if opened.session.agent is None:
-            raise RequestError(rpc.SESSION_READ_ONLY, opened.session.read_only)
+        agent = await self._agent(self._open_session(session_id))
         kind, _, name = source.partition(":")
         try:
-            opened.session.agent.inject(AdditionalContext(content, source=Source(kind, name)))
+            agent.inject(AdditionalContext(content, source=Source(kind, name)))
         except ValueError as error:
             raise RequestError(-32602, f"Invalid params: source: {error}") from None
         return {}
@@ -569,13 +614,21 @@ class AcpConnection:
             )
         return opened
 
+    async def _agent(self, opened: _Opened) -> Agent:
+        """The session's Agent, once open; -32011 for a read-only session, -32014 (the engine
+        refused) when it could not be opened."""
+        agent = await opened.session.ready()
+        if agent is None:
+            raise RequestError(rpc.SESSION_READ_ONLY, opened.session.read_only)
+        return agent
+
     def _attach(
         self, session: AcpSession, projection: AcpProjection, *, from_seq: int | None = None
     ) -> None:
-        start = len(session.log) if from_seq is None else from_seq
+        start = session.next_seq if from_seq is None else from_seq
         feed = None
         if session.live:
-            if session.agent is None:  # followed: every event comes from the store, the
+            if session.replica is not None:  # followed: every event comes from the store, the
                 projection.replaying = True  # words of the other process's client included
             feed = Feed(
                 session.id,
@@ -617,7 +670,7 @@ class AcpConnection:
                 ],
             )
         ]
-        options = _model_options(session)
+        options = _model_options(session.agent)
         if options:
             notes.append(
                 ConfigOptionUpdate(session_update="config_option_update", config_options=options)
@@ -713,8 +766,7 @@ def _message(text: str) -> AgentMessageChunk:
     )
 
 
-def _model_options(session: AcpSession) -> list[Any] | None:
-    agent = session.agent
+def _model_options(agent: Agent | None) -> list[Any] | None:
     if agent is None:
         return None
     model = agent.model

@@ -1,6 +1,8 @@
 """The ACP server's sessions: one Agent per session per process, shared by every connection that
 opened it, built the way `trellis run` builds one (`open_agent`, the workspace's config with its
-trust rules, a resumed session's own workspace config).
+trust rules, a resumed session's own workspace config). A loaded session's Agent is opened after
+`session/load` has answered (`app.acp.opening`); until then the session reads its log from the
+store.
 
 A session another process holds for writing (its lease) is opened read-only: it can be replayed,
 and a prompt gets a clear error. On a store that can follow (PostgreSQL) it is a replica fed each
@@ -14,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.acp.client_tools import lent_by
 from app.acp.mcp import ClientMcpServer, ClientServers, start_client_servers
+from app.acp.opening import DeferredOpening, SessionOpenError
 from engine.agent import Agent, open_agent
 from engine.agent.session_config import load_session_config
 from engine.config import Config, load_config_report
@@ -49,7 +52,13 @@ class AcpSession:
     workspace: str
     """The session's stored working directory (escaped as `engine.os_text` stores it)."""
     agent: Agent | None
-    """None when the session is read-only."""
+    """None when the session is read-only, or while its Agent is opening."""
+    opening: DeferredOpening | None = None
+    """A loaded session's Agent, opened after the load answered (None: read-only, or new)."""
+    store: Store | None = None
+    """Where a loaded session's log is read while its Agent opens."""
+    stored_end: int = 0
+    """A loaded session's event count when its lease was taken (its replay ends there)."""
     stored_log: tuple[Event, ...] = ()
     read_only: str = ""
     """Why prompts are refused (another process holds the session for writing); "" if writable."""
@@ -63,29 +72,53 @@ class AcpSession:
     """The `AcpConnection` whose prompt runs now; it answers permission questions."""
 
     @property
-    def log(self) -> Sequence[Event]:
-        """The events held in memory; `len` is the next seq. A resumed Agent holds only its tail:
-        read older events with `read`."""
+    def next_seq(self) -> int:
+        """The seq after the last event known here now."""
         if self.agent is not None:
-            return self.agent.log
-        return self.replica.held if self.replica is not None else self.stored_log
+            return len(self.agent.log)
+        if self.opening is not None:
+            return self.stored_end
+        return len(self.replica.held) if self.replica is not None else len(self.stored_log)
 
     @property
     def live(self) -> bool:
-        """Whether new events arrive: written here (an Agent) or followed (a replica)."""
-        return self.agent is not None or self.replica is not None
+        """Whether new events arrive: written here (an Agent, open or opening) or followed (a
+        replica)."""
+        return self.agent is not None or self.opening is not None or self.replica is not None
+
+    async def ready(self) -> Agent | None:
+        """The Agent, once open (None for a read-only session); raises `SessionOpenError` when
+        it could not be opened."""
+        if self.agent is None and self.opening is not None:
+            return await self.opening.agent()
+        return self.agent
 
     def events(self, from_seq: int) -> AsyncIterator[Event | LiveEvent]:
-        """The event stream from `from_seq`, as `Agent.events` (only for a `live` session)."""
+        """The event stream from `from_seq`, as `Agent.events` (only for a `live` session); while
+        the Agent opens, it begins once the Agent is open."""
         if self.agent is not None:
             return self.agent.events(from_seq)
+        if self.opening is not None:
+            return self._events_once_open(self.opening, from_seq)
         assert self.replica is not None
         return self.replica.stream(from_seq)
+
+    async def _events_once_open(
+        self, opening: DeferredOpening, from_seq: int
+    ) -> AsyncIterator[Event | LiveEvent]:
+        with suppress(SessionOpenError):  # told to the client by the load and each prompt
+            agent = await opening.agent()
+            async for event in agent.events(from_seq):
+                yield event
 
     async def read(self, start: int, end: int) -> Sequence[Event]:
         """The durable events with `start <= seq < end`, from the store where not held."""
         if self.agent is not None:
             return await self.agent.read_log(start, end)
+        if self.opening is not None:
+            assert self.store is not None
+            end = min(end, self.stored_end)
+            return await self.store.read(self.id, start, end - 1) if start < end else ()
         if self.replica is not None:
             return await self.replica.read(start, end)
         return self.stored_log[start:end]
@@ -168,6 +201,8 @@ class SessionTable:
         return opened
 
     async def _open_stored(self, session_id: str, servers: Sequence[ClientMcpServer]) -> AcpSession:
+        """The session with its writer lease taken and its Agent to open later (`opening`), or
+        read-only when another process holds the lease."""
         store = await self.store()
         info = await store.info(session_id)
         if self._options.config is not None:
@@ -177,26 +212,12 @@ class SessionTable:
                 store, session_id, trust_project=self._options.trust_project
             )
             config = loaded.config
-        started = await start_client_servers(servers)
-        session = AcpSession(id=session_id, workspace=info.cwd, agent=None, servers=started)
+        session = AcpSession(id=session_id, workspace=info.cwd, agent=None, store=store)
         try:
-            session.agent = await open_agent(
-                config=config,
-                cwd=await asyncio.to_thread(stored_os_path, info.cwd),
-                store=store,
-                model=None,
-                session_id=session_id,
-                script=self._options.script,
-                gateway=self._gateway(),
-                responder=self._responder(session),
-                front_end=lambda: lent_by(session.prompting, session.id),
-                tools=started.register_into(default_registry()),
-                clock=self._options.clock,
-                extra_secrets=self._options.secrets,
-            )
+            # the lease now, so that the answer can say read-only; an interrupted tail is
+            # repaired here, so the replay shows it as the Agent will hold it
+            session.stored_end = (await store.acquire(session_id)).event_count
         except LeaseError as held:
-            await started.aclose()
-            session.servers = ClientServers()
             if isinstance(store, FollowingStore):
                 # the stored log as written (an open turn is the writer's, not a crash) and
                 # each event as the writer commits it
@@ -208,9 +229,38 @@ class SessionTable:
                 f"session {session_id} is open for writing in another process ({held}); "
                 "it is shown read-only"
             )
+            return session
+        try:
+            session.servers = await start_client_servers(servers)
         except BaseException:
-            await started.aclose()
+            await store.release(session_id)
             raise
+        cwd = await asyncio.to_thread(stored_os_path, info.cwd)
+
+        async def open_later() -> Agent:
+            session.agent = await open_agent(
+                config=config,
+                cwd=cwd,
+                store=store,
+                model=None,
+                session_id=session_id,
+                script=self._options.script,
+                gateway=self._gateway(),
+                responder=self._responder(session),
+                front_end=lambda: lent_by(session.prompting, session.id),
+                tools=session.servers.register_into(default_registry()),
+                clock=self._options.clock,
+                extra_secrets=self._options.secrets,
+            )
+            return session.agent
+
+        async def give_back() -> None:
+            # taken again first: an opening stopped inside its own `acquire` may have left the
+            # store without the writer it would `release` (the lease is this store's either way)
+            await store.acquire(session_id)
+            await store.release(session_id)
+
+        session.opening = DeferredOpening(session_id, open_later, give_back)
         return session
 
     async def release(self, session: AcpSession, holder: str) -> None:
@@ -232,6 +282,8 @@ class SessionTable:
 
     async def _dispose(self, session: AcpSession) -> None:
         try:
+            if session.opening is not None:
+                session.agent = await session.opening.stop()
             if session.agent is not None:
                 await session.agent.dispose()
         finally:

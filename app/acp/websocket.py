@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -211,15 +212,29 @@ class CoalescingConnection(ServerConnection):
 
     async def send_text(self, text: str) -> None:
         """One text frame, as `send(text)` sends it, without `send`'s per-message context
-        manager (it cost more than the frame itself while a reply streams a frame per delta).
-        Flow control holds: when the transport is above its high-water mark this waits for it
-        to drain, as `send` does. Anything but a plain open connection goes through `send`
-        (which raises `ConnectionClosed` once the connection is closing)."""
-        if self.protocol.state is not State.OPEN or self.send_in_progress is not None:
+        manager and the protocol's frame object (together they cost more than the frame itself
+        while a replay sends tens of thousands). Flow control holds: when the transport is above
+        its high-water mark this waits for it to drain, as `send` does. Anything but a plain
+        open connection goes through `send` (which raises `ConnectionClosed` once the connection
+        is closing)."""
+        protocol = self.protocol
+        if (
+            protocol.state is not State.OPEN
+            or self.send_in_progress is not None
+            or protocol.expect_continuation_frame
+            or protocol.extensions
+            or protocol.debug
+        ):
             await self.send(text)
             return
-        self.protocol.send_text(text.encode())
-        self.send_data()
+        # what `protocol.send_text` writes for a server's unfragmented text frame with no
+        # extension (RFC 6455 section 5.2: FIN and the opcode, the length, no mask)
+        data = text.encode()
+        header = _text_frame_header(len(data))
+        self._pending.append(header)
+        self._pending.append(data)
+        self._pending_size += len(header) + len(data)
+        self._gathered()
         if self.paused:
             await self.drain()
 
@@ -231,6 +246,11 @@ class CoalescingConnection(ServerConnection):
         for data in self.protocol.data_to_send():  # open: no end-of-stream marker among them
             self._pending.append(data)
             self._pending_size += len(data)
+        self._gathered()
+
+    def _gathered(self) -> None:
+        """Something was added to what is pending: written now if enough has gathered, else
+        soon (`coalesce_seconds` after the last write at most)."""
         if self._pending_size >= self._coalesce_bytes:
             self._write_pending()
         elif self._pending and self._flush is None:
@@ -282,6 +302,15 @@ class FrameSender:
             await self.ws.send_text(text)
         except ConnectionClosed:
             return
+
+
+def _text_frame_header(size: int) -> bytes:
+    """The header of a final, unmasked text frame of `size` payload bytes."""
+    if size < 126:
+        return bytes((0x81, size))
+    if size < 1 << 16:
+        return struct.pack("!BBH", 0x81, 126, size)
+    return struct.pack("!BBQ", 0x81, 127, size)
 
 
 def utf8_size(text: str) -> int:

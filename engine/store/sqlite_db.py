@@ -173,9 +173,11 @@ class SQLiteDatabase:
         self, conn: aiosqlite.Connection, action: str, *, write: bool
     ) -> AsyncIterator[aiosqlite.Connection]:
         with sqlite_faults(self.path, action):
-            # IMMEDIATE takes the write lock up front, so a busy database fails before any work.
-            await conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
+                # IMMEDIATE takes the write lock up front, so a busy database fails before any
+                # work. Inside the try: a caller cancelled while it waits has still queued the
+                # BEGIN, which the thread runs, so the ROLLBACK queued after it must follow.
+                await conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 yield conn
                 await conn.execute("COMMIT")
             except BaseException:

@@ -194,6 +194,20 @@ def test_an_edit_carries_its_kind_locations_and_a_diff_within_the_limit() -> Non
     assert "the full text is in the session log" in body["content"][0]["newText"]
 
 
+def test_a_tool_input_too_large_as_a_whole_is_replaced_by_a_marker() -> None:
+    """Short strings and scalars are kept as they are; values that are not (a long list, a huge
+    number) are measured, and an input over its budget as a whole becomes a marker."""
+    projection = AcpProjection("/ws", limit=64 * 1024)
+    plain = {"path": "a.txt", "limit": 10, "ratio": 0.5, "all": True, "none": None}
+    assert projection.tool_call("c1", "read_file", plain)["rawInput"] == plain
+    big_number = {"n": 10**4000}
+    assert projection.tool_call("c2", "run", big_number)["rawInput"] == big_number
+    for too_large in ({"items": list(range(100_000))}, {"nested": {"k": "v" * 70_000}}):
+        assert projection.tool_call("c3", "run", too_large)["rawInput"] == {
+            "_trellis": "the input is too large for the client; it is in the session log"
+        }
+
+
 def test_tool_kinds_come_from_the_tools_themselves() -> None:
     assert [
         tool_kind(n)

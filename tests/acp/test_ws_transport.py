@@ -251,3 +251,17 @@ async def test_a_client_that_does_not_read_holds_the_sender_back(
     assert received == sent
     high_water = transport.get_write_buffer_limits()[1]
     assert max(buffered) <= high_water + 64 * 1024 + 1024
+
+
+@pytest.mark.parametrize("limits", [FrameLimits(max_outgoing=1024 * 1024)])
+async def test_frames_of_every_header_length_reach_the_client_whole(served: Served) -> None:
+    """`send_text` writes the frame header itself: a 7-bit, a 16-bit and a 64-bit length, at
+    each boundary, with text that is not ASCII too."""
+    sizes = (0, 1, 125, 126, 127, 65_535, 65_536, 300_000)
+    sent = [*("x" * size for size in sizes), "é" * 40_000]
+    async with connect(served.url, additional_headers=bearer("tok"), max_size=None) as ws:
+        connection = await served.connection(ws)
+        for frame in sent:
+            await connection.send(frame)
+        received = [await ws.recv() for _ in sent]
+    assert received == sent

@@ -21,6 +21,22 @@ from engine.store.sqlite import SQLiteStore
 from tests.store.conftest import full_turn, inject
 
 
+async def hold_the_thread(store: SQLiteStore) -> tuple[asyncio.Future[None], threading.Event]:
+    """Occupy the store's database thread until the returned event is set, so what is sent next
+    queues behind it; the future ends once the thread is free."""
+    busy, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        release.wait()
+
+    conn = store._db._conn
+    assert conn is not None
+    held = asyncio.ensure_future(conn._execute(hold))  # type: ignore[no-untyped-call]
+    await asyncio.to_thread(busy.wait)
+    return held, release
+
+
 async def test_a_flush_is_one_round_trip_to_the_database_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -55,16 +71,7 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
         full_turn(session)
         await store.append(info.id, session.held)
         # hold the database thread, so the flush is queued behind it when it is cancelled
-        busy, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            busy.set()
-            release.wait()
-
-        conn = store._db._conn
-        assert conn is not None
-        held = asyncio.ensure_future(conn._execute(hold))  # type: ignore[no-untyped-call]
-        await asyncio.to_thread(busy.wait)
+        held, release = await hold_the_thread(store)
         flush = asyncio.ensure_future(store.flush(info.id))
         await asyncio.sleep(0.01)
         flush.cancel()
@@ -80,3 +87,23 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
         await store.append(info.id, session.held[stored:])
         await store.flush(info.id)
         assert await store.read(info.id) == list(session.held)
+
+
+async def test_a_lease_taken_by_a_cancelled_caller_leaves_no_transaction_open(
+    tmp_path: Path,
+) -> None:
+    """A caller cancelled while its BEGIN waits on the thread has still queued it: the block must
+    roll it back, or every later transaction fails ("within a transaction")."""
+    async with SQLiteStore(tmp_path / "s.sqlite") as store:
+        info = await store.create(cwd="/w")
+        await store.release(info.id)
+        held, release = await hold_the_thread(store)
+        acquiring = asyncio.ensure_future(store.acquire(info.id))
+        await asyncio.sleep(0.01)  # its BEGIN is queued behind `hold`
+        acquiring.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await acquiring
+        await held
+        assert (await store.acquire(info.id)).id == info.id
+        await store.release(info.id)
