@@ -7,7 +7,7 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,119 +100,128 @@ async def open_agent(
         )
         return made, entry.model or name
 
-    made: tuple[str, Gateway, str] | None = None
-    areas: list[ContextAreaImplementation] = []
-    create: Callable[[], Awaitable[object]] | None = None
-    stored_model = ""
-    if session_id is not None:
-        if store is None:
-            raise ValueError("resuming a session needs a store")
-        info = await store.acquire(session_id)  # the log itself is streamed below
-        stored_model = info.model
-        workspace = await asyncio.to_thread(stored_os_path, info.cwd)
-        kinds = restorable_kinds(entry.path for entry in config.areas)
-        mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
-    else:
-        workspace = await asyncio.to_thread(cwd.resolve)
-        name, _ = config.model(model)
-        if gateway is None:
-            made = (name, *gateway_for(name))
-        areas = [load_area(entry.path, entry.args) for entry in config.areas]
-        kinds = BUILTIN_KINDS
-        mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
-        session_id = uuid.uuid4().hex
-        if store is not None:
-            # stored at its first user/message, so a session left without a word (a failed
-            # slash command) leaves nothing behind; a directory name that is not UTF-8 is escaped
-            created, cwd_text = store, storable_os_text(str(workspace))
-
-            async def create_session() -> object:
-                return await created.create(cwd=cwd_text, model=name, session_id=session.id)
-
-            create = create_session
-    assembler = Assembler(config=config, session_id=session_id, workspace=workspace)
-    permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
-    replayer: ContextReplayer | None = None
-    if store is not None and create is None:
-        # Resume streams the stored log once through what rebuilds the working state. The
-        # Context is replayed in the format of the model the session will be bound to, which
-        # the store's record names (a second pass follows in the rare case it guessed wrong).
-        if gateway is None:
-            guess = model if model is not None else stored_model or None
-            with suppress(ConfigError):
-                name, _ = config.model(guess)
-                made = (name, *gateway_for(name))
-        guessed = gateway if made is None else made[1]
-        from engine.context import ContextReplayer
-
-        replayer = ContextReplayer(
-            GatewayType.scripted if guessed is None else guessed.gateway_type
-        )
-        context = replayer
-
-        def follow(event: Event) -> None:
-            assembler.follow(event.data)
-            permission.follow(event.data)
-            context.apply(event)
-
-        session = await Session.reopen(session_id, store, follow=follow, clock=clock)
-    else:
-        session = Session(session_id, store, clock=clock, create=create)
-    grant = assembler.grants.active
-    if grant is None or (model is not None and model != grant.model):
-        name, _ = config.model(model if model is not None else None)
-        payload = assembler.grants.bind(name)
-        session.append(payload)
-    binding = assembler.binding
-    model_id = binding.entry.model or binding.name
-    if gateway is None:
-        if made is not None and made[0] == binding.name:
-            _, gateway, model_id = made
+    # What opening has taken so far (the writer lease, MCP servers) is given back if a later step
+    # fails or the opening is cancelled; once the Agent exists, its dispose does that.
+    async with AsyncExitStack() as opened:
+        made: tuple[str, Gateway, str] | None = None
+        areas: list[ContextAreaImplementation] = []
+        create: Callable[[], Awaitable[object]] | None = None
+        stored_model = ""
+        if session_id is not None:
+            if store is None:
+                raise ValueError("resuming a session needs a store")
+            info = await store.acquire(session_id)  # the log itself is streamed below
+            opened.push_async_callback(store.release, session_id)
+            stored_model = info.model
+            workspace = await asyncio.to_thread(stored_os_path, info.cwd)
+            kinds = restorable_kinds(entry.path for entry in config.areas)
+            mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
+            opened.push_async_callback(mcp.aclose)
         else:
-            if made is not None:
-                await made[1].aclose()
-            gateway, model_id = gateway_for(binding.name)
-    rebuilt: RebuiltContext | None = None
-    if replayer is not None and session.held_from > 0:
-        if replayer.context.gateway_type is not gateway.gateway_type:
-            replayer = await replay_log(session, gateway.gateway_type)
-        rebuilt = replayer.snapshot()
+            workspace = await asyncio.to_thread(cwd.resolve)
+            name, _ = config.model(model)
+            if gateway is None:
+                made = (name, *gateway_for(name))
+            areas = [load_area(entry.path, entry.args) for entry in config.areas]
+            kinds = BUILTIN_KINDS
+            mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
+            opened.push_async_callback(mcp.aclose)
+            session_id = uuid.uuid4().hex
+            if store is not None:
+                # stored at its first user/message, so a session left without a word (a failed
+                # slash command) leaves nothing behind; a directory name that is not UTF-8 is escaped
+                created, cwd_text = store, storable_os_text(str(workspace))
 
-    releases: list[Callable[[], Awaitable[None]]] = []
-    if store is not None:
-        stored = store
+                async def create_session() -> object:
+                    return await created.create(cwd=cwd_text, model=name, session_id=session.id)
 
-        async def release() -> None:
-            await stored.release(session.id)
+                create = create_session
+        assembler = Assembler(config=config, session_id=session_id, workspace=workspace)
+        permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
+        replayer: ContextReplayer | None = None
+        if store is not None and create is None:
+            # Resume streams the stored log once through what rebuilds the working state. The
+            # Context is replayed in the format of the model the session will be bound to, which
+            # the store's record names (a second pass follows in the rare case it guessed wrong).
+            if gateway is None:
+                guess = model if model is not None else stored_model or None
+                with suppress(ConfigError):
+                    name, _ = config.model(guess)
+                    made = (name, *gateway_for(name))
+            guessed = gateway if made is None else made[1]
+            from engine.context import ContextReplayer
 
-        releases.append(release)
+            replayer = ContextReplayer(
+                GatewayType.scripted if guessed is None else guessed.gateway_type
+            )
+            context = replayer
 
-    async def fork(at_seq: int) -> str:
-        assert store is not None
-        return (await store.fork(session.id, at_seq)).id
+            def follow(event: Event) -> None:
+                assembler.follow(event.data)
+                permission.follow(event.data)
+                context.apply(event)
 
-    runtime = Runtime(
-        session=session,
-        gateway=gateway,
-        model_id=model_id,
-        workspace=workspace,
-        tools=mcp.register_into(tools if tools is not None else default_registry()),
-        permission=permission,
-        assembler=assembler,
-        rebuilt=rebuilt,
-        area_kinds=kinds,
-        gateway_factory=gateway_for,
-        redact=secrets,
-        front_end=front_end,
-        options=options or agent_options(config, binding.entry.max_retries),
-    )
-    agent = Agent(
-        runtime,
-        fork=fork if store is not None else None,
-        # run in reverse: servers close first, the writer lease is given back last
-        on_dispose=(*releases, mcp.aclose),
-    )
-    for area in areas:
-        agent.register_area(area)
-    await session.flush()
-    return agent
+            session = await Session.reopen(session_id, store, follow=follow, clock=clock)
+        else:
+            session = Session(session_id, store, clock=clock, create=create)
+        grant = assembler.grants.active
+        if grant is None or (model is not None and model != grant.model):
+            name, _ = config.model(model if model is not None else None)
+            payload = assembler.grants.bind(name)
+            session.append(payload)
+        binding = assembler.binding
+        model_id = binding.entry.model or binding.name
+        if gateway is None:
+            if made is not None and made[0] == binding.name:
+                _, gateway, model_id = made
+            else:
+                if made is not None:
+                    await made[1].aclose()
+                gateway, model_id = gateway_for(binding.name)
+        rebuilt: RebuiltContext | None = None
+        if replayer is not None and session.held_from > 0:
+            if replayer.context.gateway_type is not gateway.gateway_type:
+                replayer = await replay_log(session, gateway.gateway_type)
+            rebuilt = replayer.snapshot()
+
+        releases: list[Callable[[], Awaitable[None]]] = []
+        if store is not None:
+            stored = store
+
+            async def release() -> None:
+                await stored.release(session.id)
+
+            releases.append(release)
+
+        async def fork(at_seq: int) -> str:
+            assert store is not None
+            return (await store.fork(session.id, at_seq)).id
+
+        runtime = Runtime(
+            session=session,
+            gateway=gateway,
+            model_id=model_id,
+            workspace=workspace,
+            tools=mcp.register_into(tools if tools is not None else default_registry()),
+            permission=permission,
+            assembler=assembler,
+            rebuilt=rebuilt,
+            area_kinds=kinds,
+            gateway_factory=gateway_for,
+            redact=secrets,
+            front_end=front_end,
+            options=options or agent_options(config, binding.entry.max_retries),
+        )
+        agent = Agent(
+            runtime,
+            fork=fork if store is not None else None,
+            # run in reverse: servers close first, the writer lease is given back last
+            on_dispose=(*releases, mcp.aclose),
+        )
+        opened.pop_all()  # the Agent's dispose gives them back from here on
+        opened.push_async_callback(agent.dispose)
+        for area in areas:
+            agent.register_area(area)
+        await session.flush()
+        opened.pop_all()
+        return agent

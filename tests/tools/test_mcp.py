@@ -15,7 +15,8 @@ import pytest_asyncio
 from mcp import types as mcp_types
 
 from engine.agent.factory import open_agent
-from engine.config import Config, McpServer
+from engine.config import Config, ConfigError, McpServer
+from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.privacy import PrivacyClass
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolContext, ToolKind, ToolRegistry
@@ -241,3 +242,40 @@ def test_non_text_content_is_described() -> None:
     )
     structured = mcp_types.CallToolResult(content=[], structuredContent={"result": 3})
     assert result_text(structured) == '{"result": 3}'
+
+
+async def test_a_resume_that_fails_after_connecting_stops_the_servers_and_gives_the_lease_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sessions.sqlite"
+    async with SQLiteStore(path) as store:
+        first = await open_agent(
+            config=Config(), cwd=tmp_path, store=store, gateway=ScriptedGateway([Reply(text="hi")])
+        )
+        first.send("hello")
+        await first.when_idle()
+        await first.dispose()
+        connected: list[McpToolset] = []
+        connect = McpToolset.connect
+
+        async def recorded(servers: list[McpServer]) -> McpToolset:
+            toolset = await connect(servers)
+            connected.append(toolset)
+            return toolset
+
+        monkeypatch.setattr(McpToolset, "connect", staticmethod(recorded))
+        config = Config(mcp_servers=[fixture_server()])
+        with pytest.raises(ConfigError, match="no-such-model"):
+            await open_agent(
+                config=config,
+                cwd=tmp_path,
+                store=store,
+                session_id=first.session_id,
+                model="no-such-model",
+            )
+        [toolset] = connected
+        assert not any(connection.running for connection in toolset.connections)
+    async with SQLiteStore(path) as other:  # the writer lease was given back
+        info = await other.acquire(first.session_id)
+        assert info.id == first.session_id
+        await other.release(first.session_id)
