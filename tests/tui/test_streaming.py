@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.entries import SEAL_BLOCKS, AssistantMessage
 from engine.gateway.scripted import Reply
+from replay.entries import AssistantEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 
@@ -96,3 +99,31 @@ async def test_a_reply_with_reasoning_shows_it_collapsed(workspace: Path, data: 
         assert reasoning.display
         assert str(reply.query_one("#reasoning-text", Static).render()) == "Weighing it up."
         assert reply.children[-1] is reply.query_children(Markdown).last()  # above the words
+
+
+class ReplyApp(App[None]):
+    """One streaming reply, fed by hand: each write of the test is what the writer gets at once."""
+
+    def compose(self) -> ComposeResult:
+        yield AssistantMessage(AssistantEntry(key="a", seq=1, turn=1, step=1, streaming=True))
+
+
+async def test_writes_that_end_with_a_blank_line_lose_no_block() -> None:
+    text = long_reply()
+    # cut after every blank line: each write ends with one, sealing included
+    cuts = [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
+    app = ReplyApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        for cut in [*cuts, len(text)]:
+            reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text[:cut]))
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert reply.shown_text == text
+        assert len(reply.query_children(Markdown)) > 1  # some blocks were sealed
+        paragraphs = [
+            "".join(block.parent.source.splitlines()[slice(*block.source_range)])
+            for block in reply.query(MarkdownParagraph)
+            if isinstance(block.parent, Markdown)
+        ]
+        assert paragraphs == [line for line in text.split("\n\n") if line.startswith("Paragraph")]

@@ -409,7 +409,8 @@ class AssistantMessage(EntryWidget):
         with self.app.batch_update():
             if later:
                 await self.remove_children(later)
-            await first.update(text)
+            await first.update("")
+            await first.append(text)  # see `_seal`: appends follow
         self._written, self._sealed = text, 0
 
     async def _seal(self, live: Markdown) -> None:
@@ -428,7 +429,11 @@ class AssistantMessage(EntryWidget):
         with self.app.batch_update():  # no frame shows the block in neither
             await last.remove()
             await self.mount(fresh, after=live)
-            await fresh.update(live_text[len(head) :])
+            # `append`, not `update`: Textual's `update` sets where the next append re-parses
+            # from past a trailing blank line (or inside a last block of several lines), so the
+            # next append rewrote the last block with the following one, and a paragraph went
+            # missing from the screen whenever a write ended with a blank line
+            await fresh.append(live_text[len(head) :])
         self._sealed += len(head)
 
     @property
