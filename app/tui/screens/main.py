@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -59,6 +59,9 @@ from replay.transcript import Transcript
 
 NARROW = 100
 """Below this many columns the side panel starts hidden, so the conversation keeps its width."""
+FOOTER_PALETTE = 90
+"""Below this many columns the footer leaves out its `^p palette` hint (Ctrl+P still opens it,
+and F1 lists it), so every binding of the screen still fits on the line at 80 columns."""
 PANEL_EVENTS = frozenset(
     {"area/register", "area/state", "area/render", "area/cursor", "gc/collect"}
 )
@@ -68,9 +71,9 @@ class MainScreen(Screen[None]):
     """One session, live."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel_turn", "Cancel turn", show=True),
-        Binding("f2", "toggle_panel", "Side panel"),
-        Binding("f3", "inspect", "Inspector"),
+        Binding("escape", "cancel_turn", "Cancel turn"),
+        Binding("f2", "toggle_panel", "Panel"),
+        Binding("f3", "inspect", "Inspect"),
         Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
@@ -118,6 +121,13 @@ class MainScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
         self.query_one(StatusLine).status = "opening"
+
+    def on_resize(self, event: events.Resize) -> None:
+        footer = self.query_one(Footer)
+        wide = event.size.width >= FOOTER_PALETTE
+        if footer.show_command_palette != wide:
+            footer.show_command_palette = wide
+            self.refresh_bindings()  # the footer composes its keys again on this
 
     async def attach(self, agent: Agent, *, from_seq: int) -> None:
         """The session's Agent is open (call once the screen is mounted): the events before
@@ -176,10 +186,13 @@ class MainScreen(Screen[None]):
             self.query_one(SidePanel).collections = tuple(totals.collections)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Cancelling and inspecting need the Agent: disabled while the session opens or is
-        followed; opening for writing needs a followed session whose writer let go."""
-        if action in ("cancel_turn", "inspect") and self.agent is None:
+        """Inspecting needs the Agent: disabled while the session opens or is followed.
+        Cancelling needs an open turn and opening for writing a followed session whose writer
+        let go: hidden otherwise, so the footer names only what a key does now."""
+        if action == "inspect" and self.agent is None:
             return None
+        if action == "cancel_turn":
+            return self.agent is not None and self.agent.turn_open
         if action == "open_for_writing":
             return self._let_go  # hidden otherwise
         return True
@@ -199,6 +212,7 @@ class MainScreen(Screen[None]):
         match event.data:
             case AgentStatus(status=state):
                 status.status = state
+                self.refresh_bindings()  # Esc cancels only while a turn is open
             case StepStart(figures=figures):
                 status.chars, status.cap = figures.chars, figures.cap
                 if agent is not None:
@@ -312,6 +326,13 @@ class MainScreen(Screen[None]):
         self._refresh_panel()
 
     # --- actions -------------------------------------------------------------------------------
+
+    def action_page_transcript(self, pages: int) -> None:
+        """PageUp/PageDown in the prompt: read the conversation without leaving the input."""
+        if pages < 0:
+            self._view.action_page_up()
+        else:
+            self._view.action_page_down()
 
     def action_cancel_turn(self) -> None:
         if self.agent is not None and self.agent.turn_open:

@@ -3,7 +3,10 @@ at the first/last line walk the history of what was sent."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -11,7 +14,14 @@ from app.tui.completion import Suggestion, complete
 
 
 class PromptInput(TextArea):
-    """Posts `PromptInput.Submitted` on Enter; the screen decides whether that sends or steers."""
+    """Posts `PromptInput.Submitted` on Enter; the screen decides whether that sends or steers.
+
+    PageUp/PageDown page the conversation above rather than the prompt's few lines."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("pageup", "screen.page_transcript(-1)", "Scroll", key_display="PgUp/PgDn"),
+        Binding("pagedown", "screen.page_transcript(1)", "Scroll down", show=False),
+    ]
 
     DEFAULT_CSS = """
     PromptInput {

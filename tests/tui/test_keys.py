@@ -1,0 +1,70 @@
+"""The main screen's keys as the footer offers them: what a key does now, and nothing it doesn't."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Footer
+
+from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.transcript_view import TranscriptView
+from engine.gateway.scripted import Reply
+from engine.message import ToolCall
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import gated, send, settle
+from tests.tui.test_streaming import long_reply
+
+
+async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply())])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "tell me a lot")
+        await settle(app, pilot)
+        view = app.main.query_one(TranscriptView)
+        prompt = app.main.query_one(PromptInput)
+        await pilot.pause(0.1)
+        bottom = view.scroll_y
+        assert bottom > 0 and view.max_scroll_y == bottom  # the reply overflows; the view is at its end
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < bottom
+        assert app.focused is prompt  # the prompt keeps the keyboard
+        await pilot.press("x")
+        assert prompt.text == "x"
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y
+
+
+async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace, data, [Reply(tool_calls=[ToolCall("g1", "gate", {})])], tools=tools
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "escape" not in app.screen.active_bindings
+        await send(app, pilot, "wait for it")
+        await gate.started.wait()
+        await pilot.pause()
+        assert "escape" in app.screen.active_bindings
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert "escape" not in app.screen.active_bindings
+
+
+async def test_at_80_columns_the_footer_keeps_the_screen_keys_and_drops_the_palette_hint(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.main.query_one(Footer)
+        assert not footer.show_command_palette
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        assert footer.show_command_palette
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not footer.show_command_palette
