@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser(
         "replay", parents=[config], help="play a stored session back in the console"
     )
-    replay.add_argument("id", help="the session id")
+    replay.add_argument("id", help="the session id, or a unique prefix of it")
     _store_option(replay)
 
     trust = sub.add_parser(
@@ -374,9 +374,11 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
     from engine.store.settings import chosen_settings
 
     cwd = Path.cwd().resolve()
-    replay = args.id if args.command == "replay" else None
     store = chosen_settings(args.store, cwd)
     session_id, loaded = asyncio.run(_console_session(args, cwd, store))
+    replay = None
+    if args.command == "replay":  # the stored session played back, not a live one
+        replay, session_id = session_id, None
     config = loaded.config  # the console asks about skipped project keys with its trust dialog
     if log_secrets is not None:
         log_secrets.redactor = held_secrets(config)
@@ -400,13 +402,17 @@ def _console(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -
 async def _console_session(
     args: argparse.Namespace, cwd: Path, settings: StoreSettings
 ) -> tuple[str | None, LoadedConfig]:
-    """The session to open (None: a new one) and the configuration it runs with."""
+    """The session to open or replay (None: a new one) and the configuration it runs with. An id
+    is resolved here, before the console takes the terminal: an unknown or ambiguous one is a line
+    on stderr, and a unique prefix is enough, as git's are."""
     from engine.agent.session_config import load_session_config
     from engine.config import load_config_report
     from engine.store.chooser import open_store
 
     if args.command == "replay":
-        return None, await asyncio.to_thread(
+        async with open_store(settings) as store:
+            session_id = (await store.resolve(args.id)).id
+        return session_id, await asyncio.to_thread(
             load_config_report, cwd, trust_project=args.trust_project
         )
     if args.resume is None:

@@ -176,6 +176,25 @@ def test_the_console_resumes_a_session_by_a_prefix_of_its_id(
     assert "'abc' is ambiguous: abc1, abc2" in trellis.fails("--resume", "abc")
 
 
+def test_replay_takes_a_prefix_and_refuses_an_unknown_id_before_the_console_starts(
+    trellis: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.tui.app import TrellisApp
+
+    session = trellis.session("hello there")
+    trellis.create("abc1")
+    trellis.create("abc2")
+    opened: list[tuple[str | None, str | None]] = []
+    monkeypatch.setattr(
+        TrellisApp, "run", lambda app: opened.append((app._replay, app._session_id))
+    )
+    assert trellis("replay", session[:8])[0] == 0
+    assert opened == [(session, None)]
+    assert "'abc' is ambiguous: abc1, abc2" in trellis.fails("replay", "abc")
+    assert "no session with id 'zzz'" in trellis.fails("replay", "zzz")
+    assert len(opened) == 1  # the refused ones never took the terminal
+
+
 def test_sessions_json_loads_no_event_model(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     loaded = loaded_after(

@@ -22,7 +22,7 @@ def test_the_console_answers_a_prompt_and_quits(tmp_path: Path) -> None:
         argv[0], argv[1:], cwd=str(workspace), env=env, dimensions=(30, 100), encoding="utf-8"
     )
     try:
-        child.expect("Side panel", timeout=30)  # the footer: the console is up
+        child.expect("Sessions", timeout=30)  # the footer: the console is up
         child.send("hello there")
         child.send("\r")
         # the offline model answers deterministically, saying what it was given

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Footer
-
+from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.gateway.scripted import Reply
@@ -25,7 +24,8 @@ async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, 
         prompt = app.main.query_one(PromptInput)
         await pilot.pause(0.1)
         bottom = view.scroll_y
-        assert bottom > 0 and view.max_scroll_y == bottom  # the reply overflows; the view is at its end
+        assert bottom > 0  # the reply overflows the view
+        assert view.max_scroll_y == bottom  # and the view is at its end
         await pilot.press("pageup")
         await pilot.pause()
         assert view.scroll_y < bottom
@@ -60,7 +60,7 @@ async def test_at_80_columns_the_footer_keeps_the_screen_keys_and_drops_the_pale
     app = ConsoleTestApp(workspace, data)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        footer = app.main.query_one(Footer)
+        footer = app.main.query_one(KeyFooter)
         assert not footer.show_command_palette
         await pilot.resize_terminal(120, 30)
         await pilot.pause()

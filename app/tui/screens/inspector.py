@@ -14,8 +14,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.status_line import compact_number
 from engine.agent.views import AssemblyView, RequestItemView
 
@@ -90,7 +91,7 @@ class ContextInspector(Screen[None]):
         with Vertical():
             yield Static(id="header")
             yield DataTable(id="items", zebra_stripes=True, cursor_type="row")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         header = self.query_one("#header", Static)

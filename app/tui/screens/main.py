@@ -15,13 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from app.tui.bridge import EngineEvent, bridge
 from app.tui.completion import (
@@ -34,6 +33,7 @@ from app.tui.completion import (
 from app.tui.screens.inspector import ContextInspector
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.completion_hint import CompletionHint
+from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import StatusLine
@@ -59,9 +59,6 @@ from replay.transcript import Transcript
 
 NARROW = 100
 """Below this many columns the side panel starts hidden, so the conversation keeps its width."""
-FOOTER_PALETTE = 90
-"""Below this many columns the footer leaves out its `^p palette` hint (Ctrl+P still opens it,
-and F1 lists it), so every binding of the screen still fits on the line at 80 columns."""
 PANEL_EVENTS = frozenset(
     {"area/register", "area/state", "area/render", "area/cursor", "gc/collect"}
 )
@@ -108,7 +105,7 @@ class MainScreen(Screen[None]):
                 yield prompt
             yield SidePanel(id="panel")
         yield StatusLine(id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # kept, not queried per event: a query walks every mounted entry, and replies stream
@@ -121,13 +118,6 @@ class MainScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
         self.query_one(StatusLine).status = "opening"
-
-    def on_resize(self, event: events.Resize) -> None:
-        footer = self.query_one(Footer)
-        wide = event.size.width >= FOOTER_PALETTE
-        if footer.show_command_palette != wide:
-            footer.show_command_palette = wide
-            self.refresh_bindings()  # the footer composes its keys again on this
 
     async def attach(self, agent: Agent, *, from_seq: int) -> None:
         """The session's Agent is open (call once the screen is mounted): the events before

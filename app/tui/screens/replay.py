@@ -18,9 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from app.tui.screens.inspector import ContextInspector
+from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
 from app.tui.widgets.transcript_view import TranscriptView
@@ -56,17 +57,18 @@ class ReplayScreen(Screen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle_play", "Play/pause"),
-        Binding("right", "step(1)", "Step"),
-        Binding("left", "step(-1)", "Back"),
+        Binding("space", "toggle_play", "Play"),
+        # priority: the focused transcript's own Left/Right (scroll sideways) would shadow them
+        Binding("right", "step(1)", "Step", key_display="←/→", priority=True),
+        Binding("left", "step(-1)", "Step back", show=False, priority=True),
         Binding("t", "turn(1)", "Next turn"),
         Binding("T", "turn(-1)", "Previous turn", show=False),
         Binding("home", "seek_start", "Start", show=False),
         Binding("end", "seek_end", "End", show=False),
-        Binding("bracketright", "speed(1)", "Faster", key_display="]"),
-        Binding("bracketleft", "speed(-1)", "Slower", key_display="["),
-        Binding("f2", "toggle_panel", "Side panel"),
-        Binding("f3", "inspect", "Inspector"),
+        Binding("bracketright", "speed(1)", "Speed", key_display="[/]"),
+        Binding("bracketleft", "speed(-1)", "Slower", show=False),
+        Binding("f2", "toggle_panel", "Panel"),
+        Binding("f3", "inspect", "Inspect"),
         Binding("escape,q", "close", "Close"),
     ]
 
@@ -98,7 +100,7 @@ class ReplayScreen(Screen[None]):
                 yield TranscriptView(self.transcript, id="transcript")
             yield SidePanel(id="panel")
         yield PositionBar(id="position")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._show()

@@ -15,8 +15,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label
+from textual.widgets import Button, DataTable, Input, Label
 
+from app.tui.widgets.key_footer import KeyFooter
 from engine.store.base import SessionInfo
 
 Action = Literal["resume", "replay", "fork", "export", "delete"]
@@ -110,7 +111,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
         yield Label(id="scope")
         yield Input(placeholder="type to filter by title, id, model or workspace", id="filter")
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -20,7 +20,9 @@ class PromptInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("pageup", "screen.page_transcript(-1)", "Scroll", key_display="PgUp/PgDn"),
-        Binding("pagedown", "screen.page_transcript(1)", "Scroll down", show=False),
+        Binding(
+            "pagedown", "screen.page_transcript(1)", "Scroll down", key_display="PgDn", show=False
+        ),
     ]
 
     DEFAULT_CSS = """
