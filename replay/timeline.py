@@ -29,7 +29,7 @@ from engine.agent.views import (
 )
 from engine.config import Config
 from engine.context import Context, ContextReplayer, Provenance, ReplayMark
-from engine.context.budget import item_chars
+from engine.context.budget import item_text
 from engine.context.egress import label_for_provenance
 from engine.context.floor import PinBoard
 from engine.context.grants import Grant, GrantTracker
@@ -92,7 +92,7 @@ class TimelineState:
                 i,
                 provenance,
                 label_for_provenance(provenance, shell_class=self.shell_class),
-                item_chars(item),
+                item_text(item),
                 reserved=False,
             )
             for i, (item, provenance) in enumerate(self.context.entries())
@@ -266,7 +266,7 @@ class Timeline:
         egress = step.egress if step.egress is not None else _egress_of(self._model(cursor))
         items = tuple(
             _item_view(
-                i, index.provenance(i), index.label(i), index.chars(i), reserved=i in in_lane
+                i, index.provenance(i), index.label(i), item_text(context[i]), reserved=i in in_lane
             )
             for i in sent
         )
@@ -440,6 +440,7 @@ class Timeline:
             hash=block.hash,
             chars=len(block.text),
             label=block.label if block.label is not None else _FLOOR_DEFAULT_LABEL,
+            text=block.text,
         )
 
 
@@ -448,7 +449,7 @@ def _egress_of(model: ModelView | None) -> PrivacyClass:
 
 
 def _item_view(
-    index: int, provenance: Provenance, label: PrivatizationLabel, chars: int, *, reserved: bool
+    index: int, provenance: Provenance, label: PrivatizationLabel, text: str, *, reserved: bool
 ) -> RequestItemView:
     return RequestItemView(
         index=index,
@@ -458,6 +459,7 @@ def _item_view(
         source=provenance.source,
         owner=provenance.owner,
         label=label,
-        chars=chars,
+        chars=len(text),
         reserved=reserved,
+        text=text,
     )

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.context.area import AreaFlowState, AreaLifeState
-from engine.context.budget import item_chars
+from engine.context.budget import item_chars, item_text
 from engine.context.context import Context
 from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
@@ -41,6 +41,7 @@ class FloorBlockView:
     hash: str
     chars: int
     label: PrivatizationLabel
+    text: str  # the block as the system prompt carries it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +57,7 @@ class RequestItemView:
     label: PrivatizationLabel
     chars: int
     reserved: bool  # in the reserved lane (a live Area's latest render, promoted, summary)
+    text: str  # the item exactly as counted and sent: its compact JSON (`chars` is its length)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,11 +176,16 @@ def assembly_view(
             source=provenance.source,
             owner=provenance.owner,
             label=label,
-            chars=item_chars(item),
+            chars=len(text),
             reserved=index in reserved,
+            text=text,
         )
-        for index, provenance, label, item in zip(
-            assembled.indices, assembled.provenances, assembled.labels, assembled.items, strict=True
+        for index, provenance, label, text in zip(
+            assembled.indices,
+            assembled.provenances,
+            assembled.labels,
+            map(item_text, assembled.items),
+            strict=True,
         )
     )
     floor = tuple(
@@ -188,6 +195,7 @@ def assembly_view(
             hash=block.content_hash,
             chars=block.chars,
             label=block.label,
+            text=block.text,
         )
         for block in assembled.floor
     )

@@ -27,9 +27,14 @@ TOOL_OUTPUT_SHARE = 0.25
 turn and leaves room for the next step."""
 
 
+def item_text(item: NativeContent) -> str:
+    """One native item exactly as it is counted: its compact JSON serialization."""
+    return json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+
+
 def item_chars(item: NativeContent) -> int:
     """What one native item costs: the length of its compact JSON serialization."""
-    return len(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+    return len(item_text(item))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

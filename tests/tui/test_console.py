@@ -14,6 +14,7 @@ from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, Use
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
 from app.tui.widgets.status_line import StatusLine
+from engine.context.budget import item_text
 from engine.events import PermissionDecision, TurnEnd
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
@@ -277,6 +278,23 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         sources = " ".join(str(row[1]) for row in rows)
         assert "injected (command:inject)" in sources
         assert "tool result (tool:read_file)" in sources
+
+        # below the rows: each one exactly as the request carried it, and `c` copies it
+        table.focus()
+        shown = []
+        for row in range(table.row_count):
+            table.move_cursor(row=row)
+            await pilot.pause()
+            assert inspector.shown is not None
+            shown.append(inspector.shown)
+        request = app.gateway.requests[-1]
+        floor = [d.text for d in shown if d.title.startswith("floor block")]
+        items = [d.text for d in shown if d.title.startswith("item ")]
+        assert floor
+        assert all(text is not None and text in request.system for text in floor)
+        assert items == [item_text(item) for item in request.items]
+        await pilot.press("c")
+        assert app.clipboard == shown[-1].text
 
 
 async def test_a_streamed_markdown_reply_is_shown_once(workspace: Path, data: Path) -> None:

@@ -2,17 +2,24 @@
 
 Each row is a floor block or a Context item the request carried, in order, with its provenance, its
 privacy label and its cost as a bar; dropped history is listed as dropped; the header shows the prefix
-digest and which floor blocks changed since the request before it.
+digest and which floor blocks changed since the request before it. Below the rows, the highlighted
+one as the model was given it: a floor block's text, an item's JSON (its compact form is what the
+cost counts), shown indented; `c` copies it exactly as counted.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.console import RenderableType
+from rich.json import JSON
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -66,6 +73,23 @@ def header_text(assembly: AssemblyView, previous: AssemblyView | None) -> Text:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class RowDetail:
+    """What the detail pane shows for one row: a title line, and the text exactly as counted
+    (None for a dropped group, which the request did not carry)."""
+
+    title: str
+    text: str | None
+    is_json: bool = False
+
+    def body(self) -> RenderableType:
+        if self.text is None:
+            return Text("Not sent: the budget dropped this history group.", style="dim")
+        if self.is_json:
+            return JSON.from_data(json.loads(self.text), indent=2, ensure_ascii=False)
+        return Text(self.text)
+
+
 class ContextInspector(Screen[None]):
     """One key away from the conversation (F3); Esc goes back."""
 
@@ -78,20 +102,52 @@ class ContextInspector(Screen[None]):
     ContextInspector DataTable {
         height: 1fr;
     }
+    ContextInspector #detail {
+        height: 2fr;
+        border-top: solid $primary 50%;
+        padding: 0 1;
+    }
+    ContextInspector #detail-title {
+        color: $text-muted;
+    }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f3", "app.pop_screen", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f3", "app.pop_screen", "Back"),
+        Binding("c", "copy_row", "Copy item"),
+    ]
 
     def __init__(self, assembly: AssemblyView | None, previous: AssemblyView | None = None) -> None:
         super().__init__()
         self.assembly = assembly
         self.previous = previous
+        self._details: list[RowDetail] = []  # one per table row, in order
+        self.shown: RowDetail | None = None  # the row the detail pane shows
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(id="header")
             yield DataTable(id="items", zebra_stripes=True, cursor_type="row")
+            with VerticalScroll(id="detail"):
+                yield Static(id="detail-title")
+                yield Static(id="detail-body")
         yield KeyFooter()
+
+    @on(DataTable.RowHighlighted, "#items")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self._details):
+            self._show(self._details[event.cursor_row])
+
+    def _show(self, detail: RowDetail) -> None:
+        self.shown = detail
+        self.query_one("#detail-title", Static).update(detail.title)
+        self.query_one("#detail-body", Static).update(detail.body())
+        self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+
+    def action_copy_row(self) -> None:
+        if self.shown is not None and self.shown.text is not None:
+            self.app.copy_to_clipboard(self.shown.text)
+            self.notify(f"Copied {len(self.shown.text):,} characters.")
 
     def on_mount(self) -> None:
         header = self.query_one("#header", Static)
@@ -105,7 +161,15 @@ class ContextInspector(Screen[None]):
         largest = max(
             [b.chars for b in assembly.floor] + [i.chars for i in assembly.items], default=0
         )
+        details = self._details
         for block in assembly.floor:
+            details.append(
+                RowDetail(
+                    f"floor block L{block.layer} {block.key} · {block.label.cls.name} · "
+                    f"{block.chars:,} chars of the system prompt",
+                    block.text,
+                )
+            )
             table.add_row(
                 "floor",
                 Text(f"L{block.layer} {block.key}", style="bold"),
@@ -117,6 +181,20 @@ class ContextInspector(Screen[None]):
             )
         for item in assembly.items:
             reserved = " (reserved)" if item.reserved else ""
+            where = "".join(
+                (
+                    "" if item.turn is None else f" · turn {item.turn}",
+                    "" if item.seq is None else f" · seq {item.seq}",
+                )
+            )
+            details.append(
+                RowDetail(
+                    f"item {item.index} · {provenance_of(item)}{reserved}{where} · "
+                    f"{item.label.cls.name} · {item.chars:,} chars as sent (compact JSON)",
+                    item.text,
+                    is_json=True,
+                )
+            )
             table.add_row(
                 str(item.index),
                 provenance_of(item) + reserved,
@@ -127,6 +205,14 @@ class ContextInspector(Screen[None]):
                 _bar(item.chars, largest),
             )
         for dropped in assembly.dropped:
+            details.append(
+                RowDetail(
+                    f"dropped: {dropped.items} item(s)"
+                    + ("" if dropped.turn is None else f" of turn {dropped.turn}")
+                    + f" · {dropped.chars:,} chars",
+                    None,
+                )
+            )
             table.add_row(
                 "",
                 Text(f"dropped: {dropped.items} item(s)", style="dim strike"),
@@ -136,3 +222,5 @@ class ContextInspector(Screen[None]):
                 Text(f"{dropped.chars:,}", style="dim"),
                 "",
             )
+        if details:
+            self._show(details[0])  # the table's cursor starts on the first row
