@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -118,11 +118,12 @@ class FollowingStore(SessionStore, Protocol):
     flush notifies its session and last seq on commit). `isinstance(store, FollowingStore)` tells
     a front end whether it can follow a session another process writes."""
 
-    def follow(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Event]:
+    def follow(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
         """The stored events from `from_seq`, then each one as it is committed, with no gap."""
         ...
 
-    async def until_released(self, session_id: str) -> None:
-        """Return once no other process holds the session's writer lease (given back, or
-        expired), so a follower can say the writer let go."""
+    def writers(self, session_id: str) -> AsyncGenerator[str | None, None]:
+        """Who else holds the session's writer lease (a name for a front end to show), or None
+        once it is given back or expired: now, then each time that changes, so a follower can
+        say who writes what it shows and when the writer let go."""
         ...

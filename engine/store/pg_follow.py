@@ -1,6 +1,6 @@
 """Following sessions written elsewhere: one listening connection per store, woken by the
-notification each flush sends on commit (`<session id> <last seq>`), and each release of a lease
-(`<session id> released`), never by polling."""
+notification each flush sends on commit (`<session id> <last seq>`), and each take and release of
+a lease (`<session id> taken`, `<session id> released`), never by polling."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import asyncpg
 
 from engine.store.errors import FollowError
 from engine.store.pg_db import PostgresDatabase
-from engine.store.pg_lease import RELEASED
+from engine.store.pg_lease import RELEASED, TAKEN
 
 log = logging.getLogger(__name__)
 
 
 class Wakeup:
     """What one follower of one session waits on: the highest seq notified so far, and whether
-    a writer gave the session's lease back since."""
+    a writer took or gave back the session's lease since `lease_moved` was last cleared."""
 
     def __init__(self) -> None:
         self.latest = -1
         self.lost: str | None = None
-        self.released = False
+        self.lease_moved = False
         self._changed = asyncio.Event()
 
     def notified(self, seq: int) -> None:
@@ -33,13 +33,13 @@ class Wakeup:
             self.latest = seq
             self._changed.set()
 
-    def let_go(self) -> None:
-        self.released = True
+    def moved(self) -> None:
+        self.lease_moved = True
         self._changed.set()
 
-    async def gone(self) -> None:
-        """Return once a writer gave the lease back (raise if the connection is lost)."""
-        while not self.released:
+    async def lease_change(self) -> None:
+        """Return once a writer took or gave back the lease (raise if the connection is lost)."""
+        while not self.lease_moved:
             await self._change()
 
     async def _change(self) -> None:
@@ -98,8 +98,8 @@ class Listener:
     def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         session_id, _, what = str(payload).rpartition(" ")
         for wakeup in self._watchers.get(session_id, ()):
-            if what == RELEASED:
-                wakeup.let_go()
+            if what in (RELEASED, TAKEN):
+                wakeup.moved()
             else:
                 wakeup.notified(int(what))
 

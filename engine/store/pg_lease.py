@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -34,6 +35,13 @@ DEFAULT_TTL = 30.0
 def holder_name() -> str:
     """What the lease row calls its holder: the program, as its process was started."""
     return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+
+
+RELEASED = "released"
+"""The notification payload's last word when a writer gives a lease back (`<session id> released`;
+a flush notifies `<session id> <last seq>`)."""
+TAKEN = "taken"
+"""The payload's last word when a writer takes a session's lease (`<session id> taken`)."""
 
 
 _SELECT = (
@@ -75,25 +83,37 @@ def _live(row: asyncpg.Record, me: LeaseHolder) -> bool:
     return row["token"] != me.token and row["now"] < row["expires"] and not gone
 
 
-async def live_for(conn: Connection, me: LeaseHolder, session_id: str) -> float | None:
-    """Seconds until another holder's live lease of the session expires unless renewed; None
-    when no live lease blocks `me`. Reads without locking the row: a reader never delays a
-    writer's flush."""
+@dataclass(frozen=True, slots=True)
+class OtherWriter:
+    """Another process's live lease of a session: who (as `LeaseError.holder` names it) and the
+    seconds until it expires unless renewed."""
+
+    holder: str
+    expires_in: float
+
+
+async def other_writer(conn: Connection, me: LeaseHolder, session_id: str) -> OtherWriter | None:
+    """The live lease of the session another holder than `me` has; None when none blocks `me`.
+    Reads without locking the row: a reader never delays a writer's flush."""
     row = await conn.fetchrow(_SELECT, session_id)
     if row is None or not _live(row, me):
         return None
-    return float(row["expires"] - row["now"])
+    return OtherWriter(_holder(row), float(row["expires"] - row["now"]))
 
 
-async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, where: str) -> None:
+async def take(
+    conn: Connection, me: LeaseHolder, session_id: str, ttl: float, where: str, channel: str
+) -> None:
     """Take the session's lease, taking over one whose holder is gone or whose heartbeat is
-    stale; `LeaseError` while another writer holds it."""
-    mine = (session_id, me.token, holder_name(), me.host, me.pid, ttl)
+    stale; `LeaseError` while another writer holds it. Followers are told on commit that the
+    session has a (new) writer."""
+    mine = (session_id, me.token, holder_name(), me.host, me.pid, ttl, channel)
+    notify = f"pg_notify($7, $1 || ' {TAKEN}')"
     inserted = await conn.fetchval(
         "INSERT INTO leases (session_id, token, holder, host, pid, heartbeat, expires) "
         f"SELECT $1, $2, $3, $4, $5, {NOW}, {NOW} + $6 WHERE EXISTS "
         "(SELECT 1 FROM sessions WHERE id = $1) "
-        "ON CONFLICT (session_id) DO NOTHING RETURNING 1",
+        f"ON CONFLICT (session_id) DO NOTHING RETURNING 1, {notify}",
         *mine,
     )
     if inserted:
@@ -109,7 +129,7 @@ async def take(conn: Connection, me: LeaseHolder, session_id: str, ttl: float, w
         )
     await conn.execute(
         f"UPDATE leases SET token = $2, holder = $3, host = $4, pid = $5, heartbeat = {NOW}, "
-        f"expires = {NOW} + $6 WHERE session_id = $1",
+        f"expires = {NOW} + $6 WHERE session_id = $1 RETURNING {notify}",
         *mine,
     )
 
@@ -150,11 +170,6 @@ async def heartbeat(conn: Connection, me: LeaseHolder, ttl: float) -> set[str]:
         ttl,
     )
     return {row["session_id"] for row in rows}
-
-
-RELEASED = "released"
-"""The notification payload's last word when a writer gives a lease back (`<session id> released`;
-a flush notifies `<session id> <last seq>`)."""
 
 
 async def drop(

@@ -179,7 +179,7 @@ class PostgresStore(LeasedLogs):
             )
             if not created:
                 raise StoreError(f"{self.shown}: a session with id {sid!r} already exists")
-            await pg_lease.take(conn, self._holder, sid, self._ttl, self.shown)
+            await pg_lease.take(conn, self._holder, sid, self._ttl, self.shown, self.channel)
         self._writers[sid] = StagedLog.at(sid, 0, LogState())
         return SessionInfo(id=sid, cwd=cwd, title=title, model=model, created=now, updated=now)
 
@@ -251,7 +251,7 @@ class PostgresStore(LeasedLogs):
 
     async def _take_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"taking the lease of session {session_id}") as conn:
-            await pg_lease.take(conn, self._holder, session_id, self._ttl, self.shown)
+            await pg_lease.take(conn, self._holder, session_id, self._ttl, self.shown, self.channel)
 
     async def _forget_lease(self, session_id: str) -> None:
         async with self._db.transaction(f"releasing the lease of session {session_id}") as conn:
@@ -290,21 +290,32 @@ class PostgresStore(LeasedLogs):
                 if len(rows) < _FOLLOW_CHUNK:
                     await wakeup.past(next_seq - 1)
 
-    async def until_released(self, session_id: str) -> None:
-        """Return once no other process holds the session's writer lease: its holder gave it
-        back (the release notifies) or let it expire (a holder that crashed sends nothing: the
-        lease is checked again when it would expire). Raises `FollowError` if the notification
-        connection is lost."""
+    async def writers(self, session_id: str) -> AsyncGenerator[str | None, None]:
+        """Who else writes the session: the holder of another process's live lease (named as
+        `LeaseError.holder` names it), or None; at once, then each time that changes.
+
+        Woken by the notification each take and release of a lease sends, not by polling; a
+        holder that crashed or was stopped sends nothing, so its lease is looked at again when
+        it would expire (the server's clock decides). Raises `FollowError` if the notification
+        connection is lost.
+        """
+        loop = asyncio.get_running_loop()
         async with self._listener.watch(self.channel, session_id) as wakeup:
+            told: list[str | None] = []  # the last holder yielded, once there is one
             while True:
-                wakeup.released = False  # one given back before this check is seen by it
+                wakeup.lease_moved = False  # a change after this look wakes the wait below
                 async with self._db.connection(f"reading the lease of {session_id}") as conn:
-                    left = await pg_lease.live_for(conn, self._holder, session_id)
-                if left is None:
-                    return
+                    other = await pg_lease.other_writer(conn, self._holder, session_id)
+                expiry = None if other is None else loop.time() + other.expires_in
+                holder = None if other is None else other.holder
+                if told != [holder]:
+                    told = [holder]
+                    yield holder
                 with suppress(TimeoutError):
-                    async with asyncio.timeout(left + _EXPIRY_MARGIN):
-                        await wakeup.gone()
+                    async with asyncio.timeout_at(
+                        None if expiry is None else expiry + _EXPIRY_MARGIN
+                    ):
+                        await wakeup.lease_change()
 
     async def _rows_from(self, session_id: str, start: int) -> Sequence[asyncpg.Record]:
         """One statement, one round trip: a follower reads as soon as it is woken."""

@@ -112,20 +112,34 @@ async def test_a_replica_starts_caught_up_and_follows_again_after_losing_its_con
         assert list(followed.held) == await store.read(session_id)
 
 
-async def test_a_follower_learns_when_the_writer_lets_go(
+async def test_a_follower_learns_when_the_writer_lets_go_and_when_another_takes_it(
     pg_cluster: Cluster, pg_schema: str, writer: Writer
 ) -> None:
     session_id = writer.ready["id"]
-    async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
-        released = asyncio.create_task(store.until_released(session_id))
+    async with (
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store,
+        PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as other,
+    ):
+        holders = store.writers(session_id)
+        first = await asyncio.wait_for(anext(holders), FOLLOW_WAIT)
+        assert first is not None
+        assert f"(process {writer.ready['pid']} on " in first  # who writes it, at once
+        change = asyncio.ensure_future(anext(holders))
         seqs = await asyncio.to_thread(lambda: writer.ask("turn")["ok"])
         followed = store.follow(session_id, seqs[-1])
         await asyncio.wait_for(anext(followed), FOLLOW_WAIT)
         await followed.aclose()
-        assert not released.done()  # a flush, seen by a follower, is not a release
+        assert not change.done()  # a flush, seen by a follower, changes no writer
         await asyncio.to_thread(lambda: writer.ask("release"))
-        await asyncio.wait_for(released, FOLLOW_WAIT)
-        await asyncio.wait_for(store.until_released(session_id), FOLLOW_WAIT)  # none: at once
+        assert await asyncio.wait_for(change, FOLLOW_WAIT) is None  # it let go
+        await other.load(session_id)  # another process takes it: followers are told who
+        taken = await asyncio.wait_for(anext(holders), FOLLOW_WAIT)
+        assert taken is not None
+        assert f"(process {os.getpid()} on " in taken
+        await other.release(session_id)
+        assert await asyncio.wait_for(anext(holders), FOLLOW_WAIT) is None
+        await holders.aclose()
+        assert await anext(store.writers(session_id)) is None  # none now: said at once
 
 
 async def test_a_follower_learns_when_a_stopped_writers_lease_expires(
@@ -135,7 +149,11 @@ async def test_a_follower_learns_when_a_stopped_writers_lease_expires(
     try:
         os.kill(writer.ready["pid"], signal.SIGSTOP)  # it sends nothing: its lease runs out
         async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
-            await asyncio.wait_for(store.until_released(writer.ready["id"]), FOLLOW_WAIT)
+            holders = store.writers(writer.ready["id"])
+            holder = await asyncio.wait_for(anext(holders), FOLLOW_WAIT)
+            while holder is not None:  # held until its lease expires, then let go
+                holder = await asyncio.wait_for(anext(holders), FOLLOW_WAIT)
+            await holders.aclose()
             assert (await store.load(writer.ready["id"])).info.id == writer.ready["id"]
     finally:
         writer.end()

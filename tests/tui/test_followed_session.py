@@ -40,12 +40,16 @@ async def until(pilot: Pilot[None], shown: Callable[[], bool]) -> None:
 
 
 @asynccontextmanager
-async def writer(store: Store, workspace: Path, replies: list[str]) -> AsyncIterator[Agent]:
-    """An Agent holding a session of `store`: the other process (its own store, its own lease)."""
+async def writer(
+    store: Store, workspace: Path, replies: list[str], session_id: str | None = None
+) -> AsyncIterator[Agent]:
+    """An Agent holding a session of `store` (a new one, or `session_id` resumed): the other
+    process (its own store, its own lease)."""
     agent = await open_agent(
         config=Config(),
         cwd=workspace,
         store=store,
+        session_id=session_id,
         gateway=ScriptedGateway([Reply(text=text) for text in replies]),
     )
     try:
@@ -124,3 +128,35 @@ async def test_a_session_held_on_sqlite_is_refused_with_what_shows_it(
         assert f"is being written by process {os.getpid()} on " in app.error
         assert f"`trellis replay {held.session_id}` shows it as stored" in app.error
         assert "\n" not in app.error
+
+
+async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_go(
+    pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = await new_database(pg_cluster)
+    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    settings = StoreSettings(url=url, password_env=PASSWORD_VAR, source="test")
+    async with (
+        PostgresStore(url, password=PASSWORD) as first,
+        PostgresStore(url, password=PASSWORD) as second,
+    ):
+        async with writer(first, workspace, ["one"]) as held:
+            await held.send("first")
+            app = ConsoleTestApp(workspace, data, session_id=held.session_id, store=settings)
+            async with app.run_test(size=(120, 30)) as pilot:
+                status = app.main.query_one(StatusLine)
+                await until(pilot, lambda: status.status == "following")
+                await held.dispose()
+                await until(pilot, lambda: status.status == "let go")
+                assert app.main.check_action("open_for_writing", ())
+                # another process takes it before this console does: it is followed again,
+                # naming the new holder, and Ctrl+O is gone
+                async with writer(second, workspace, ["two"], held.session_id) as taken:
+                    await until(pilot, lambda: status.status == "following")
+                    assert status.note.startswith("read-only: ")
+                    assert not app.main.check_action("open_for_writing", ())
+                    prompt = app.main.query_one(PromptInput)
+                    assert str(prompt.placeholder).startswith("Read-only while ")
+                    await taken.send("second")
+                    await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
+                await until(pilot, lambda: status.status == "let go")

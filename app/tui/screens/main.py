@@ -142,12 +142,18 @@ class MainScreen(Screen[None]):
         """A session `holder` writes in another process, shown read-only: the events before
         `from_seq` are on screen, the status line and the GC log catch up on them from the
         replica, and the rest arrive through the bridge as the writer commits them."""
-        status = self._status
-        status.status = "following"
-        status.note = f"read-only: {holder} writes it"
+        self.writer_is(holder)
         await self._catch_up(replica.read, from_seq)
-        self.query_one(PromptInput).placeholder = f"Read-only while {holder} writes it"
         await bridge(replica, self, from_seq=from_seq)
+
+    def writer_is(self, holder: str) -> None:
+        """The followed session is written by `holder` (at first, or after another process took
+        it once its writer let go): read-only here."""
+        self._let_go = False
+        self._status.status = "following"
+        self._status.note = f"read-only: {holder} writes it"
+        self.query_one(PromptInput).placeholder = f"Read-only while {holder} writes it"
+        self.refresh_bindings()
 
     def writer_let_go(self) -> None:
         """The followed session's writer gave it back: it can be opened for writing here."""
