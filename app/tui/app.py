@@ -20,6 +20,7 @@ from app.tui.palette import TrellisCommands
 from app.tui.screens.main import MainScreen
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
+from app.tui.screens.replay_following import replay_log
 from app.tui.screens.sessions import SessionBrowser, SessionChoice
 from app.tui.screens.trust import TrustDialog
 from app.tui.scrollback import Scrollback, tail
@@ -166,9 +167,10 @@ class TrellisApp(App[None]):
         )
 
     async def _open_replay(self, session_id: str) -> None:
-        """A stored session played back, read without its writer lease (`inspect`)."""
+        """A stored session played back, read without its writer lease (`inspect`), and followed
+        as another process writes it where the store can (`replay_following`)."""
         assert self.store is not None
-        loaded = await self.store.inspect(session_id)
+        loaded = await replay_log(self.store, session_id)
         events = loaded.events
         binds = [e.data.model for e in events if isinstance(e.data, ModelBind)]
         provider = "scripted"
@@ -180,6 +182,7 @@ class TrellisApp(App[None]):
                 gateway_type=GatewayType(provider),
                 config=self._config,
                 title=loaded.info.title or session_id,
+                followed=loaded.followed,
             )
         )
 

@@ -30,10 +30,16 @@ TAKEOVER_WAIT = 60.0
 
 
 class Writer:
-    def __init__(self, cluster: Cluster, schema: str, ttl: float) -> None:
+    """`tests.store.pg_writer` in a process of its own, on the cluster (or the database `url`
+    names in it)."""
+
+    def __init__(
+        self, cluster: Cluster, schema: str, ttl: float, *, url: str | None = None
+    ) -> None:
         env = {**os.environ, PASSWORD_ENV: PASSWORD, "PYTHONPATH": str(REPO)}
+        target = url or cluster.url
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.store.pg_writer", cluster.url, schema, str(ttl)],
+            [sys.executable, "-m", "tests.store.pg_writer", target, schema, str(ttl)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -139,24 +139,24 @@ async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_
     async with (
         PostgresStore(url, password=PASSWORD) as first,
         PostgresStore(url, password=PASSWORD) as second,
+        writer(first, workspace, ["one"]) as held,
     ):
-        async with writer(first, workspace, ["one"]) as held:
-            await held.send("first")
-            app = ConsoleTestApp(workspace, data, session_id=held.session_id, store=settings)
-            async with app.run_test(size=(120, 30)) as pilot:
-                status = app.main.query_one(StatusLine)
+        await held.send("first")
+        app = ConsoleTestApp(workspace, data, session_id=held.session_id, store=settings)
+        async with app.run_test(size=(120, 30)) as pilot:
+            status = app.main.query_one(StatusLine)
+            await until(pilot, lambda: status.status == "following")
+            await held.dispose()
+            await until(pilot, lambda: status.status == "let go")
+            assert app.main.check_action("open_for_writing", ())
+            # another process takes it before this console does: it is followed again,
+            # naming the new holder, and Ctrl+O is gone
+            async with writer(second, workspace, ["two"], held.session_id) as taken:
                 await until(pilot, lambda: status.status == "following")
-                await held.dispose()
-                await until(pilot, lambda: status.status == "let go")
-                assert app.main.check_action("open_for_writing", ())
-                # another process takes it before this console does: it is followed again,
-                # naming the new holder, and Ctrl+O is gone
-                async with writer(second, workspace, ["two"], held.session_id) as taken:
-                    await until(pilot, lambda: status.status == "following")
-                    assert status.note.startswith("read-only: ")
-                    assert not app.main.check_action("open_for_writing", ())
-                    prompt = app.main.query_one(PromptInput)
-                    assert str(prompt.placeholder).startswith("Read-only while ")
-                    await taken.send("second")
-                    await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
-                await until(pilot, lambda: status.status == "let go")
+                assert status.note.startswith("read-only: ")
+                assert not app.main.check_action("open_for_writing", ())
+                prompt = app.main.query_one(PromptInput)
+                assert str(prompt.placeholder).startswith("Read-only while ")
+                await taken.send("second")
+                await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
+            await until(pilot, lambda: status.status == "let go")

@@ -3,6 +3,10 @@
 `replay.player` drives `replay.timeline` (seekable through its checkpoints); the transcript projection
 follows forward steps event by event and is rebuilt when the position moves back. The side panel and
 the inspector show the state as of the current seq.
+
+A followed log (`replay_following`, on PostgreSQL) grows while the screen is open: the position
+bar's end moves with it, and a player that plays at the end (`live`) plays each new event as it
+comes; paused or stepped back, the position stays where the user put it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import ClassVar
 
 from rich.text import Text
@@ -21,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.replay_following import FollowedLog
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
@@ -82,10 +88,16 @@ class ReplayScreen(Screen[None]):
         gateway_type: GatewayType = GatewayType.scripted,
         config: Config | None = None,
         title: str = "",
+        followed: FollowedLog | None = None,
     ) -> None:
         super().__init__()
-        self.log_events = tuple(events)
+        self.log_events = list(events)  # a followed log grows: the player reads this list
         self.title_text = title
+        self.followed = followed
+        self.writer = followed.holder if followed is not None else None
+        self._had_writer = self.writer is not None
+        self._arrived = asyncio.Event()
+        self._feed: asyncio.Task[None] | None = None
         self.timeline = Timeline(gateway_type, config=config)
         self.player: Player[TimelineState] = Player(self.log_events, lambda: self.timeline)
         self.transcript = Transcript()
@@ -103,7 +115,35 @@ class ReplayScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self._show()
+        self.call_after_refresh(self._show)  # not mounted yet while its mount is handled
+        if self.followed is not None:
+            self._feed = asyncio.create_task(self.followed.run(self))
+
+    async def on_unmount(self) -> None:
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.cancel()
+            with suppress(asyncio.CancelledError):
+                await feed
+        if self.followed is not None:
+            await self.followed.aclose()
+
+    # --- following -------------------------------------------------------------------------------
+
+    def extend(self, event: Event) -> None:
+        """The writer committed the log's next event: the bar's end grows, and a player waiting
+        at the end plays it."""
+        if isinstance(event.data, TurnStart):
+            self._turn_starts.append(len(self.log_events))
+        self.log_events.append(event)
+        self._arrived.set()
+        self._show_position()
+
+    def writer_is(self, holder: str | None) -> None:
+        """Who writes the followed session now (None: no one)."""
+        self._had_writer = self._had_writer or holder is not None
+        self.writer = holder
+        self._show_position()
 
     # --- moving ----------------------------------------------------------------------------------
 
@@ -152,8 +192,11 @@ class ReplayScreen(Screen[None]):
         self.seek(0)
 
     def action_seek_end(self) -> None:
+        """To the end; a followed log then plays live, each new event as it comes."""
         self._stop()
         self.seek(len(self.log_events))
+        if self.followed is not None:
+            self.action_toggle_play()
 
     def action_speed(self, delta: int) -> None:
         self.speed_index = max(0, min(self.speed_index + delta, len(SPEEDS) - 1))
@@ -168,11 +211,21 @@ class ReplayScreen(Screen[None]):
         self._show()
 
     async def _play(self) -> None:
-        """At the original pace (idle gaps capped by the player) times the speed."""
+        """At the original pace (idle gaps capped by the player) times the speed. A followed log
+        played to its end waits there, live: each event that comes is played as it comes."""
+        live = False
         try:
-            while self.playing and not self.player.at_end:
+            while self.playing:
+                if self.player.at_end:
+                    if self.followed is None:
+                        break
+                    live = True
+                    self._arrived.clear()
+                    self._show_position()
+                    await self._arrived.wait()
+                    continue
                 position = self.player.position
-                if position > 0:
+                if position > 0 and not live:
                     gap = self.log_events[position].time - self.log_events[position - 1].time
                     delay = min(max(gap, 0.0), 2.0) / SPEEDS[self.speed_index]
                     if delay > 0:
@@ -193,6 +246,11 @@ class ReplayScreen(Screen[None]):
 
     # --- showing ----------------------------------------------------------------------------------
 
+    @property
+    def live(self) -> bool:
+        """Playing a followed log at its end: new events are shown as they come."""
+        return self.playing and self.followed is not None and self.player.at_end
+
     def _show(self) -> None:
         if not self.is_mounted:
             return
@@ -212,18 +270,33 @@ class ReplayScreen(Screen[None]):
             for c in state.collections
         )
         panel.assembly = self.timeline.request_at(seq)
+        self._show_position()
+
+    def _show_position(self) -> None:
+        if not self.is_mounted:
+            return
+        seq = self.player.seq
         total = len(self.log_events)
         turns = len(self._turn_starts)
         turn = bisect_right([s for s in self._turn_starts], self.player.position - 1)
         speed = SPEEDS[self.speed_index]
         bar = Text.assemble(
-            ("▶ " if self.playing else "⏸ ", "bold"),
-            ("max" if speed == float("inf") else f"{speed:g}x", "bold"),
+            ("● live" if self.live else "▶ " if self.playing else "⏸ ", "bold"),
+            ("" if self.live else "max" if speed == float("inf") else f"{speed:g}x", "bold"),
             f"  seq {seq}/{total - 1 if total else -1}  turn {turn}/{turns}  ",
             meter(self.player.position, total, 30),
             (f"  {self.title_text}" if self.title_text else "", "dim"),
+            (f"  {self._following()}" if self.followed is not None else "", "italic"),
         )
         self.query_one(PositionBar).update(bar)
+
+    def _following(self) -> str:
+        """What the bar says of a followed log's writer."""
+        if self.writer is not None:
+            return f"following: {self.writer} writes it"
+        if self._had_writer:
+            return "following: its writer let go"
+        return "following: no one writes it now"
 
     def action_toggle_panel(self) -> None:
         self.query_one(SidePanel).toggle_class("-hidden")

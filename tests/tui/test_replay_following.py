@@ -1,0 +1,134 @@
+"""`trellis replay ID` of a session another process writes, on PostgreSQL (issue 14): the replay
+screen follows it. New events extend the position bar; paused or stepped back the position stays;
+played at the end (live) it keeps up; the bar says who writes it, when the writer lets go, and who
+takes it next."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from app.tui.screens.replay import PositionBar, ReplayScreen
+from app.tui.widgets.entries import UserMessage
+from engine.config import Config
+from engine.session import Session
+from engine.store.pg_schema import DEFAULT_SCHEMA
+from engine.store.postgres import PostgresStore
+from engine.store.settings import StoreSettings
+from tests.pg_cluster import PASSWORD, Cluster
+from tests.store.conftest import full_turn
+from tests.store.test_pg_lease import Writer
+from tests.store.test_store_copy import PASSWORD_VAR, new_database
+from tests.tui.test_replay import ReplayTestApp, opened
+
+PAUSES = 3000
+"""Pauses before a wait for the screen fails the test (a hang, not a speed)."""
+
+
+async def until(pilot: Pilot[None], shown: Callable[[], bool]) -> None:
+    for _ in range(PAUSES):
+        if shown():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the replay screen never showed it")
+
+
+def bar(screen: ReplayScreen) -> str:
+    return str(screen.query_one(PositionBar).content)
+
+
+def users(screen: ReplayScreen) -> list[str]:
+    return [u.copy_text for u in screen.query(UserMessage)]
+
+
+async def test_the_replay_follows_a_session_another_process_writes(
+    pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = await new_database(pg_cluster)
+    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    writer = Writer(pg_cluster, DEFAULT_SCHEMA, ttl=30.0, url=database)
+    try:
+        session_id = writer.ready["id"]
+        stored = writer.ready["seqs"]  # a whole turn, then one the writer has open
+        app = ReplayTestApp(
+            config=Config(),
+            cwd=workspace,
+            store_path=data / "sessions.sqlite",
+            store=StoreSettings(url=database, password_env=PASSWORD_VAR, source="test"),
+            replay=session_id,
+        )
+        async with app.run_test(size=(150, 30)) as pilot:
+            screen = await opened(pilot)
+            await until(pilot, lambda: "following: " in bar(screen))
+            # the open turn is the writer's, not a crash: shown as written, not repaired
+            assert [e.seq for e in screen.log_events] == stored
+            assert f"following: pg_writer.py (process {writer.ready['pid']} on " in bar(screen)
+            await pilot.press("right", "right")
+            assert screen.player.position == 2
+
+            more = (await asyncio.to_thread(writer.ask, "turn"))[
+                "ok"
+            ]  # paused: the end grows, the position stays
+            total = len(stored) + len(more)
+            await until(pilot, lambda: len(screen.log_events) == total)
+            assert [e.seq for e in screen.log_events] == list(range(total))
+            assert screen.player.position == 2
+            assert f"seq 1/{total - 1} " in bar(screen)
+
+            await pilot.press("end")  # to the end, live: each new event is played as it comes
+            await until(pilot, lambda: screen.live)
+            assert "● live" in bar(screen)
+            more = (await asyncio.to_thread(writer.ask, "turn"))["ok"]
+            total += len(more)
+            await until(pilot, lambda: screen.player.position == total)
+            assert screen.live
+            await pilot.pause()
+            assert users(screen).count("from the writer") == 2
+
+            await asyncio.to_thread(writer.ask, "release")  # the writer lets go
+            await until(pilot, lambda: "its writer let go" in bar(screen))
+            async with PostgresStore(database, password=PASSWORD) as other:
+                await other.load(session_id)  # another process takes it: the bar names it
+                await until(pilot, lambda: f"(process {os.getpid()} on " in bar(screen))
+                assert "following: " in bar(screen)
+        assert app.return_code in (None, 0)
+    finally:
+        writer.end()
+
+
+async def test_a_crashed_writers_session_is_followed_from_its_computed_repair(
+    pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = await new_database(pg_cluster)
+    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    writer = Writer(pg_cluster, DEFAULT_SCHEMA, ttl=30.0, url=database)
+    writer.end()  # killed with its turn open: its lease counts as gone at once on this host
+    session_id = writer.ready["id"]
+    app = ReplayTestApp(
+        config=Config(),
+        cwd=workspace,
+        store_path=data / "sessions.sqlite",
+        store=StoreSettings(url=database, password_env=PASSWORD_VAR, source="test"),
+        replay=session_id,
+    )
+    async with app.run_test(size=(150, 30)) as pilot:
+        screen = await opened(pilot)
+        await until(pilot, lambda: "following: no one writes it now" in bar(screen))
+        shown = len(screen.log_events)
+        assert shown > len(writer.ready["seqs"])  # the open turn closed by the computed repair
+        assert screen.log_events[-1].type == "turn/end"
+        async with PostgresStore(database, password=PASSWORD) as other:
+            loaded = await other.load(session_id)  # writes that same repair
+            assert [e.type for e in loaded.events] == [e.type for e in screen.log_events]
+            session = Session(session_id, other, loaded.events)
+            full_turn(session, "after the crash")
+            await session.flush()
+            stored = await other.read(session_id)
+            await until(pilot, lambda: len(screen.log_events) == len(stored))
+            assert screen.log_events[shown:] == stored[shown:]
+            assert f"(process {os.getpid()} on " in bar(screen)
