@@ -181,7 +181,7 @@ class TrellisApp(App[None]):
                 events,
                 gateway_type=GatewayType(provider),
                 config=self._config,
-                title=loaded.info.title or session_id,
+                title=loaded.info.title or loaded.info.id,
                 followed=loaded.followed,
             )
         )
