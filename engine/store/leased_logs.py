@@ -90,8 +90,9 @@ class LeasedLogs(ABC):
 
     @abstractmethod
     async def _read_whole(
-        self, session_id: str, action: str
-    ) -> tuple[SessionInfo, list[Event], LogState]: ...
+        self, session_id: str, action: str, *, checked: bool
+    ) -> tuple[SessionInfo, list[Event], LogState]:
+        """The stored log decoded, and its state at the end (`log_view.decode_and_check`)."""
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ class LeasedLogs(ABC):
         events: list[Event] = []
 
         async def whole() -> tuple[SessionInfo, LogState]:
-            info, read, state = await self._read_whole(session_id, "loading")
+            info, read, state = await self._read_whole(session_id, "loading", checked=False)
             events.extend(read)
             return info, state
 
@@ -210,7 +211,7 @@ class LeasedLogs(ABC):
 
         `info` describes what is stored, so its `event_count` excludes the repair.
         """
-        info, events, state = await self._read_whole(session_id, "inspecting")
+        info, events, state = await self._read_whole(session_id, "inspecting", checked=True)
         repaired = repair(state, events[-1].time if events else 0.0)
         return LoadedSession(info=info, events=(*events, *repaired), repaired=tuple(repaired))
 

@@ -3,11 +3,18 @@ tail (DESIGN.md, "Store"); the same in every store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.collector import collector_paused
-from engine.events import Event, EventDecodeError, UnknownEventTypeError, decode_rows, make_event
+from engine.events import (
+    Event,
+    EventDecodeError,
+    TurnStart,
+    UnknownEventTypeError,
+    decode_rows,
+    make_event,
+)
 from engine.invariants import InvariantError, LogState
 from engine.store.base import SessionInfo
 from engine.store.errors import StoreError
@@ -42,12 +49,28 @@ def decode(where: str, session_id: str, rows: Iterable[Any]) -> list[Event]:
 
 
 def decode_and_check(
-    where: str, info: SessionInfo, rows: Iterable[Any]
+    where: str, info: SessionInfo, rows: Iterable[Any], *, checked: bool
 ) -> tuple[SessionInfo, list[Event], LogState]:
-    """A whole log decoded and its invariants checked (CPU work: callers run it on a thread)."""
+    """A whole log decoded, and its state at the end (CPU work: callers run it on a thread).
+
+    `checked`: every event's invariants are checked (a viewer's `inspect`); otherwise the state is
+    taken from the last turn alone, as `acquire` takes it (a writer's `load`: the events were
+    checked when they were stored, and a `Session` given them checks them again).
+    """
     events = decode(where, info.id, rows)
+    if not checked:
+        return info, events, last_turn_state(events)
     try:
         state = LogState.of(events)
     except InvariantError as exc:
         raise StoreError(f"{where}: session {info.id!r} is corrupt: {exc}") from exc
     return info, events, state
+
+
+def last_turn_state(events: Sequence[Event]) -> LogState:
+    """The state after a stored log, from its last `turn/start` on (the whole log if it has no
+    turn): the writer's position and what a repair of its open turn needs."""
+    start = len(events) - 1
+    while start > 0 and type(events[start].data) is not TurnStart:
+        start -= 1
+    return LogState.following(events[max(start, 0) :])

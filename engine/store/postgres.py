@@ -260,12 +260,12 @@ class PostgresStore(LeasedLogs):
     # --- loading --------------------------------------------------------------------------------
 
     async def _read_whole(
-        self, session_id: str, action: str
+        self, session_id: str, action: str, *, checked: bool
     ) -> tuple[SessionInfo, list[Event], LogState]:
         async with self._reading(f"{action} session {session_id}") as fetch:
             info = await session_info(fetch, session_id, self.shown)
             rows = await fetch(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
-        return await asyncio.to_thread(decode_and_check, self.shown, info, rows)
+        return await asyncio.to_thread(decode_and_check, self.shown, info, rows, checked=checked)
 
     # --- following ------------------------------------------------------------------------------
 

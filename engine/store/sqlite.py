@@ -139,13 +139,15 @@ class SQLiteStore(LeasedLogs):
     # --- loading --------------------------------------------------------------------------------
 
     async def _read_whole(
-        self, session_id: str, action: str
+        self, session_id: str, action: str, *, checked: bool
     ) -> tuple[SessionInfo, list[Event], LogState]:
         async with self._db.transaction(f"{action} session {session_id}", write=False) as conn:
             info = await session_info(self._db.fetch_on(conn), session_id, str(self.path))
             rows = await conn.execute_fetchall(f"{SELECT_EVENTS} ORDER BY seq", (session_id,))
         # Decoding a long log is CPU work; a worker thread keeps the event loop responsive.
-        return await asyncio.to_thread(decode_and_check, str(self.path), info, rows)
+        return await asyncio.to_thread(
+            decode_and_check, str(self.path), info, rows, checked=checked
+        )
 
     # --- delete ------------------------------------------------------------------------
 
