@@ -20,7 +20,7 @@ from app.tui.screens.main import MainScreen
 from engine import replica
 from engine.events import Event
 from engine.store.base import FollowingStore, SessionStore
-from engine.store.errors import LeaseError, StoreError
+from engine.store.errors import LeaseError, StoreError, UnknownSessionError
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,8 @@ async def follow_events(
     store: FollowingStore, session_id: str, from_seq: int, take: Callable[[Event], None]
 ) -> None:
     """Call `take` with each event of the session from `from_seq` on as it is committed, until
-    cancelled; after a lost connection it follows again from the event after the last taken."""
+    cancelled or the session is deleted; after a lost connection it follows again from the event
+    after the last taken."""
     next_seq = from_seq
     while True:
         stream = store.follow(session_id, next_seq)
@@ -112,6 +113,9 @@ async def follow_events(
             async for event in stream:
                 next_seq = event.seq + 1
                 take(event)
+        except UnknownSessionError:
+            log.warning("session %s: deleted while followed", session_id)
+            return
         except StoreError as lost:
             log.warning("session %s: %s; following again from seq %d", session_id, lost, next_seq)
             await asyncio.sleep(replica.RETRY_AFTER)

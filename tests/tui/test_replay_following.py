@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from app.tui.following import follow_events
 from app.tui.screens.replay import PositionBar, ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from engine.config import Config
+from engine.events import Event
 from engine.session import Session
 from engine.store.pg_schema import DEFAULT_SCHEMA
 from engine.store.postgres import PostgresStore
@@ -132,3 +134,10 @@ async def test_a_crashed_writers_session_is_followed_from_its_computed_repair(
             await until(pilot, lambda: len(screen.log_events) == len(stored))
             assert screen.log_events[shown:] == stored[shown:]
             assert f"(process {os.getpid()} on " in bar(screen)
+
+
+async def test_following_a_deleted_session_ends_instead_of_retrying(pg_cluster: Cluster) -> None:
+    async with PostgresStore(await new_database(pg_cluster), password=PASSWORD) as store:
+        taken: list[Event] = []
+        await asyncio.wait_for(follow_events(store, "gone", 0, taken.append), 60.0)
+        assert taken == []
