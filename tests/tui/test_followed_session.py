@@ -58,6 +58,16 @@ async def writer(
         await agent.dispose()
 
 
+async def pg_settings(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, StoreSettings]:
+    """A new database on the cluster, and the settings a console opens it with (the password
+    from the environment, as a user's config names it)."""
+    url = await new_database(cluster)
+    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    return url, StoreSettings(url=url, password_env=PASSWORD_VAR, source="test")
+
+
 def words(app: ConsoleTestApp) -> list[str]:
     return [
         entry.copy_text
@@ -69,9 +79,7 @@ def words(app: ConsoleTestApp) -> list[str]:
 async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_go(
     pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = await new_database(pg_cluster)
-    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
-    settings = StoreSettings(url=url, password_env=PASSWORD_VAR, source="test")
+    url, settings = await pg_settings(pg_cluster, monkeypatch)
     async with PostgresStore(url, password=PASSWORD) as other:
         async with writer(other, workspace, ["one", "two"]) as held:
             await held.send("first")
@@ -133,9 +141,7 @@ async def test_a_session_held_on_sqlite_is_refused_with_what_shows_it(
 async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_go(
     pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = await new_database(pg_cluster)
-    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
-    settings = StoreSettings(url=url, password_env=PASSWORD_VAR, source="test")
+    url, settings = await pg_settings(pg_cluster, monkeypatch)
     async with (
         PostgresStore(url, password=PASSWORD) as first,
         PostgresStore(url, password=PASSWORD) as second,

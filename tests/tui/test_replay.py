@@ -19,6 +19,7 @@ from engine.config import Config
 from engine.context.areas import NoticeArea
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
+from engine.store.settings import StoreSettings
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
@@ -59,9 +60,16 @@ class ReplayTestApp(TrellisApp):
     CURSOR_BLINK = False
 
 
-def replay_app(workspace: Path, data: Path, session_id: str) -> TrellisApp:
+def replay_app(
+    workspace: Path, data: Path, session_id: str, store: StoreSettings | None = None
+) -> TrellisApp:
+    """`trellis replay SESSION_ID`, on the SQLite store in `data` unless `store` names another."""
     return ReplayTestApp(
-        config=Config(), cwd=workspace, store_path=data / "sessions.sqlite", replay=session_id
+        config=Config(),
+        cwd=workspace,
+        store_path=data / "sessions.sqlite",
+        store=store,
+        replay=session_id,
     )
 
 

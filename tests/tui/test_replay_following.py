@@ -7,37 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 
 from app.tui.following import follow_events
 from app.tui.screens.replay import PositionBar, ReplayScreen
 from app.tui.widgets.entries import UserMessage
-from engine.config import Config
 from engine.events import Event
 from engine.session import Session
 from engine.store.pg_schema import DEFAULT_SCHEMA
 from engine.store.postgres import PostgresStore
-from engine.store.settings import StoreSettings
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.conftest import full_turn
 from tests.store.test_pg_lease import Writer
-from tests.store.test_store_copy import PASSWORD_VAR, new_database
-from tests.tui.test_replay import ReplayTestApp, opened
-
-PAUSES = 3000
-"""Pauses before a wait for the screen fails the test (a hang, not a speed)."""
-
-
-async def until(pilot: Pilot[None], shown: Callable[[], bool]) -> None:
-    for _ in range(PAUSES):
-        if shown():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the replay screen never showed it")
+from tests.store.test_store_copy import new_database
+from tests.tui.test_followed_session import pg_settings, until
+from tests.tui.test_replay import opened, replay_app
 
 
 def bar(screen: ReplayScreen) -> str:
@@ -51,19 +37,12 @@ def users(screen: ReplayScreen) -> list[str]:
 async def test_the_replay_follows_a_session_another_process_writes(
     pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    database = await new_database(pg_cluster)
-    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    database, settings = await pg_settings(pg_cluster, monkeypatch)
     writer = Writer(pg_cluster, DEFAULT_SCHEMA, ttl=30.0, url=database)
     try:
         session_id = writer.ready["id"]
         stored = writer.ready["seqs"]  # a whole turn, then one the writer has open
-        app = ReplayTestApp(
-            config=Config(),
-            cwd=workspace,
-            store_path=data / "sessions.sqlite",
-            store=StoreSettings(url=database, password_env=PASSWORD_VAR, source="test"),
-            replay=session_id,
-        )
+        app = replay_app(workspace, data, session_id, settings)
         async with app.run_test(size=(150, 30)) as pilot:
             screen = await opened(pilot)
             await until(pilot, lambda: "following: " in bar(screen))
@@ -106,18 +85,11 @@ async def test_the_replay_follows_a_session_another_process_writes(
 async def test_a_crashed_writers_session_is_followed_from_its_computed_repair(
     pg_cluster: Cluster, workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    database = await new_database(pg_cluster)
-    monkeypatch.setenv(PASSWORD_VAR, PASSWORD)
+    database, settings = await pg_settings(pg_cluster, monkeypatch)
     writer = Writer(pg_cluster, DEFAULT_SCHEMA, ttl=30.0, url=database)
     writer.end()  # killed with its turn open: its lease counts as gone at once on this host
     session_id = writer.ready["id"]
-    app = ReplayTestApp(
-        config=Config(),
-        cwd=workspace,
-        store_path=data / "sessions.sqlite",
-        store=StoreSettings(url=database, password_env=PASSWORD_VAR, source="test"),
-        replay=session_id,
-    )
+    app = replay_app(workspace, data, session_id, settings)
     async with app.run_test(size=(150, 30)) as pilot:
         screen = await opened(pilot)
         await until(pilot, lambda: "following: no one writes it now" in bar(screen))
