@@ -5,8 +5,10 @@ Run `python -m tests.bench.store_postgres [--rounds N] [--follow N] [--only PART
 throwaway cluster (tests/pg_cluster.py: fsync off, so the store's own overhead is not hidden behind the
 disk). The raw baseline is what a program would write without the store: json.dumps of the
 payload dicts, `executemany` of the same INSERT in a transaction per batch; its load a SELECT plus
-json.loads per row. Each round runs the three sides back to back in a rotating order; the figures
-are medians over the rounds, the ratios the medians of the rounds' ratios.
+json.loads per row. Each round runs the sides back to back in a rotating order; the figures are
+medians over the rounds, the ratios the medians of the rounds' ratios. Loading is timed by the
+wall clock (the target) and by this process's CPU (steadier on a shared machine), and `inspect`
+(a viewer's read: every event's invariants checked, no lease) is timed beside `load`.
 
 Follow latency: a child process appends one event per flush (the event's time is taken when it is
 appended); this process follows the session (`PostgresStore.follow`) and records delivery time
@@ -121,18 +123,38 @@ async def raw_append(
     return time.perf_counter() - start
 
 
-async def store_load(store: PostgresStore | SQLiteStore, session_id: str) -> float:
-    start = time.perf_counter()
+Timing = tuple[float, float]
+"""Seconds of wall clock and of this process's CPU (the decoding thread's included): the CPU
+figure is what the client side costs, which other work on a shared machine does not inflate."""
+
+
+def _timer() -> Callable[[], Timing]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    return lambda: (time.perf_counter() - wall, time.process_time() - cpu)
+
+
+async def store_load(store: PostgresStore | SQLiteStore, session_id: str) -> Timing:
+    """A writer's `load`: the lease, the whole log, its state from the last turn."""
+    elapsed = _timer()
     loaded = await store.load(session_id)
-    elapsed = time.perf_counter() - start
+    timing = elapsed()
     assert len(loaded.events) == TOTAL
     assert not loaded.repaired
     await store.release(session_id)
-    return elapsed
+    return timing
 
 
-async def raw_load(conn: asyncpg.Connection[asyncpg.Record], session_id: str) -> float:
-    start = time.perf_counter()
+async def store_inspect(store: PostgresStore, session_id: str) -> Timing:
+    """A viewer's `inspect` (`trellis replay`): no lease, every event's invariants checked."""
+    elapsed = _timer()
+    loaded = await store.inspect(session_id)
+    timing = elapsed()
+    assert len(loaded.events) == TOTAL
+    return timing
+
+
+async def raw_load(conn: asyncpg.Connection[asyncpg.Record], session_id: str) -> Timing:
+    elapsed = _timer()
     rows = await conn.fetch(
         "SELECT seq, time, type, data FROM events WHERE session_id = $1 ORDER BY seq", session_id
     )
@@ -140,9 +162,9 @@ async def raw_load(conn: asyncpg.Connection[asyncpg.Record], session_id: str) ->
         {"seq": seq, "time": t, "type": kind, "data": json.loads(data)}
         for seq, t, kind, data in rows
     ]
-    elapsed = time.perf_counter() - start
+    timing = elapsed()
     assert len(loaded) == TOTAL
-    return elapsed
+    return timing
 
 
 def _rate(count: int, seconds: Sequence[float]) -> int:
@@ -215,24 +237,32 @@ async def bench_load(
         try:
             for enabled in (True, False):
                 with collector(enabled):
-                    pg_s, raw_s, sqlite_s = await rotated(
+                    pg_t, raw_t, sqlite_t, inspect_t = await rotated(
                         rounds,
                         [
                             partial(store_load, pg, ids[0]),
                             partial(raw_load, conn, ids[0]),
                             partial(store_load, sqlite, ids[1]),
+                            partial(store_inspect, pg, ids[0]),
                         ],
                     )
-                ratios = [s / r for s, r in zip(pg_s, raw_s, strict=True)]
+                ratios = [s / r for (s, _), (r, _) in zip(pg_t, raw_t, strict=True)]
+                cpu_ratios = [s / r for (_, s), (_, r) in zip(pg_t, raw_t, strict=True)]
+                inspect_ratios = [s / r for (s, _), (r, _) in zip(inspect_t, raw_t, strict=True)]
                 results.append(
                     {
                         "collector": "enabled" if enabled else "disabled",
                         "events": TOTAL,
-                        "postgres_s": _median(pg_s, 4),
-                        "raw_asyncpg_s": _median(raw_s, 4),
-                        "sqlite_s": _median(sqlite_s, 4),
+                        "postgres_s": _median([t for t, _ in pg_t], 4),
+                        "raw_asyncpg_s": _median([t for t, _ in raw_t], 4),
+                        "sqlite_s": _median([t for t, _ in sqlite_t], 4),
                         "ratio_to_raw": _median(ratios),
                         "ratios": [round(r, 3) for r in ratios],
+                        "postgres_cpu_s": _median([c for _, c in pg_t], 4),
+                        "raw_asyncpg_cpu_s": _median([c for _, c in raw_t], 4),
+                        "cpu_ratio_to_raw": _median(cpu_ratios),
+                        "postgres_inspect_s": _median([t for t, _ in inspect_t], 4),
+                        "inspect_ratio_to_raw": _median(inspect_ratios),
                         "target": LOAD_TARGET,
                         "met": statistics.median(ratios) <= LOAD_TARGET,
                     }
