@@ -125,15 +125,6 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
         assert screen.player.position < total
 
 
-async def test_a_unique_id_prefix_names_the_session_to_replay(workspace: Path, data: Path) -> None:
-    session_id = await stored_session(workspace, data)
-    app = replay_app(workspace, data, session_id[:8])
-    async with app.run_test(size=(110, 30)) as pilot:
-        screen = await opened(pilot)
-        assert screen.log_events[0].seq == 0
-        assert screen.title_text == "read notes.txt"  # the session's title, not the prefix
-
-
 async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(
     workspace: Path, data: Path
 ) -> None:

@@ -72,10 +72,8 @@ class ReplayLog:
     followed: FollowedLog | None
 
 
-async def replay_log(store: SessionStore, id_or_prefix: str) -> ReplayLog:
-    """The log of the session `id_or_prefix` names (an id or a unique prefix of one) to replay,
-    read without a lease, followed where the store can."""
-    session_id = (await store.resolve(id_or_prefix)).id
+async def replay_log(store: SessionStore, session_id: str) -> ReplayLog:
+    """The session's log to replay, read without a lease, followed where the store can."""
     if not isinstance(store, FollowingStore):
         loaded = await store.inspect(session_id)
         return ReplayLog(loaded.info, loaded.events, None)
