@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib
 import os
 import sys
+import types
 
 PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
 """pydantic's own switch for its plugins; set (even empty), pydantic's rules apply again."""
@@ -29,19 +31,42 @@ def main() -> int:
     return run_command_line()
 
 
+PLUGIN_LOADER = "pydantic.plugin._loader"
+"""pydantic's plugin loader: importing it imports `importlib.metadata` (and with it `email`,
+`zipfile`, `csv`, ...), 20-25 ms of CPU before the first model is built."""
+
+
 def _without_pydantic_plugins() -> None:
     """Trellis loads no pydantic plugin unless `PYDANTIC_DISABLE_PLUGINS` is set (empty: load them
     all). Finding them reads the entry points of every installed distribution at the first model
     built, a tenth of what `trellis run -p` costs beyond its imports (issue 10); nothing in Trellis
-    reports to one. pydantic has no public call for this: its loader's cache is set to no plugins,
-    for this process only (the variable would reach the tools' child processes). A pydantic whose
-    loader is laid out otherwise keeps its own behaviour: this only saves time."""
-    try:
-        from pydantic.plugin import _loader
-    except ImportError:
+    reports to one. pydantic has no public call for this: a stand-in for its loader module answers
+    `get_plugins()` with none, for this process only (the variable would reach the tools' child
+    processes), so neither the entry points nor `importlib.metadata` are read. Any other name
+    asked of the stand-in loads the real loader, told it has no plugins. A pydantic laid out
+    otherwise never asks the stand-in and keeps its own behaviour: this only saves time."""
+    if PLUGIN_LOADER in sys.modules:
         return
-    if getattr(_loader, "_plugins", {}) is None:
-        _loader._plugins = {}
+    stand_in = types.ModuleType(PLUGIN_LOADER, _without_pydantic_plugins.__doc__)
+    stand_in.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = _real_loader_attribute  # type: ignore[method-assign]
+    sys.modules[PLUGIN_LOADER] = stand_in
+
+
+def _no_plugins(*_: object) -> tuple[()]:
+    return ()
+
+
+def _real_loader_attribute(name: str) -> object:
+    """A name the stand-in does not hold: the real loader takes its place, with no plugins. The
+    import system's own probes (`__path__`, ...) are answered as for any plain module."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {PLUGIN_LOADER!r} has no attribute {name!r}")
+    del sys.modules[PLUGIN_LOADER]
+    loader = importlib.import_module(PLUGIN_LOADER)
+    if getattr(loader, "_plugins", {}) is None:
+        loader._plugins = {}  # type: ignore[attr-defined]
+    return getattr(loader, name)
 
 
 if __name__ == "__main__":

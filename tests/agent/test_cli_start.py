@@ -227,6 +227,39 @@ def test_the_console_script_loads_pydantic_plugins_only_when_asked(
     assert ("plugin loaded" in done.stdout) is loaded
 
 
+def test_the_console_script_runs_without_reading_any_distribution_s_metadata(
+    tmp_path: Path,
+) -> None:
+    """pydantic's plugin loader imports `importlib.metadata` (with `email`, `zipfile`, ...) to find
+    plugins that `trellis` does not load: its stand-in answers instead."""
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    loaded = loaded_after(
+        "import contextlib, io\n"
+        "sys.argv = ['trellis', 'run', '-p', 'hi']\n"
+        "from app.launcher import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main() == 0",
+        tmp_path,
+    )
+    assert of_packages(loaded, ("importlib.metadata", "email", "zipfile")) == []
+
+
+def test_the_plugin_loader_s_stand_in_gives_way_to_the_real_one_without_plugins(
+    tmp_path: Path,
+) -> None:
+    """A name the stand-in does not hold loads pydantic's own loader, still with no plugins."""
+    script = (
+        "import sys\n"
+        "from app.launcher import PLUGIN_LOADER, _without_pydantic_plugins\n"
+        "_without_pydantic_plugins()\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP, get_plugins\n"
+        "print(PYDANTIC_ENTRY_POINT_GROUP, list(get_plugins()), sys.modules[PLUGIN_LOADER].__file__)\n"
+    )
+    group, plugins, path = python_output(script, tmp_path).split()
+    assert (group, plugins) == ("pydantic", "[]")
+    assert Path(path).name == "_loader.py"
+
+
 def test_the_console_script_leaves_what_is_alive_at_exit_to_the_os(tmp_path: Path) -> None:
     """At exit the collector would walk every module's objects once more before the process ends:
     the console script moves them out of its reach first (`gc.freeze`)."""
