@@ -248,6 +248,52 @@ def test_register_with_a_failing_state_property_registers_nothing() -> None:
     assert coop.register(FakeArea(h.log, "ok")) == "FakeArea#1"
 
 
+class NamedByProperty(FakeArea):
+    """Counts the reads of its name; `broken`: reading it raises."""
+
+    names_read = 0
+    broken = False
+
+    @property
+    def name(self) -> str:
+        self.names_read += 1
+        if self.broken:
+            raise RuntimeError("no name")
+        return "named"
+
+    @name.setter
+    def name(self, value: str) -> None:
+        pass
+
+
+def test_register_without_an_event_sink_does_not_read_the_name() -> None:
+    """Only `area/register` keeps the name (the views read it from the Area), and register()
+    is on the hot path (issue 10: <= 2 us without a sink)."""
+    h = Harness()
+    coop = CoopContext(h.context)
+    area = NamedByProperty(h.log, "ignored")
+    assert coop.register(area) == "NamedByProperty#1"
+    assert area.names_read == 0
+
+
+def test_register_with_a_failing_name_and_a_sink_registers_nothing() -> None:
+    events: list[Payload] = []
+    h = Harness()
+    coop = CoopContext(h.context, events.append)
+    area = NamedByProperty(h.log, "ignored")
+    area.broken = True
+    with pytest.raises(
+        AreaCallbackError, match=r"NamedByProperty#1 \(NamedByProperty\) failed in name"
+    ):
+        coop.register(area)
+    assert (coop.areas, events) == ((), [])
+    area.broken = False
+    assert coop.register(area) == "NamedByProperty#1"
+    register = events[0]
+    assert isinstance(register, AreaRegister)
+    assert (register.name, area.names_read) == ("named", 2)
+
+
 def test_a_failed_collection_is_retried_without_repeating_the_callbacks_that_succeeded() -> None:
     # promote() is called once an Area is selected for GC and gc_prologue() is its final word:
     # a gc_prologue() failure of one Area rolls the collection back, and the retry neither asks
