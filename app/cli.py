@@ -286,15 +286,18 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
-    from app.printers import JsonPrinter, TextPrinter
-    from app.stop_signals import on_stop_signals
-    from engine.agent.factory import open_agent
-    from engine.agent.session_config import load_session_config
-    from engine.commands import REGISTRY
-    from engine.config import load_config_report
-    from engine.store.chooser import open_store
-    from engine.store.settings import chosen_settings
-    from engine.tools.permission import HeadlessPolicy
+    from engine.collector import importing
+
+    with importing():
+        from app.printers import JsonPrinter, TextPrinter
+        from app.stop_signals import on_stop_signals
+        from engine.agent.factory import open_agent
+        from engine.agent.session_config import load_session_config
+        from engine.commands import REGISTRY
+        from engine.config import load_config_report
+        from engine.store.chooser import open_store
+        from engine.store.settings import chosen_settings
+        from engine.tools.permission import HeadlessPolicy
 
     cwd = (args.cwd or Path.cwd()).resolve()
     if args.resume is not None and args.cwd is not None:

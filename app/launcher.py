@@ -26,8 +26,10 @@ def main() -> int:
     atexit.register(gc.freeze)
     if PLUGINS_ENV not in os.environ:
         _without_pydantic_plugins()
-    from app.cli import main as run_command_line
+    from engine.collector import importing
 
+    with importing():
+        from app.cli import main as run_command_line
     return run_command_line()
 
 
