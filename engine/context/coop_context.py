@@ -207,7 +207,7 @@ class CoopContext:
         nothing."""
         serial = area_serial(area_id)
         self._serial = max(self._serial, serial)
-        slot = Slot(area, area_id, serial, is_restorable(area), None, snapshot)
+        slot = Slot(area, area_id, serial, is_restorable(area), snapshot)
         self._subscribe(slot)
         self._link(slot, self._life(slot) if slot.notifies else reported[0])
         self._ledger.states[area_id] = reported

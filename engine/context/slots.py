@@ -15,16 +15,20 @@ from engine.privacy import PrivatizationLabel
 class Slot:
     """One registered Area: its id, place on the ring, effect range and last reported snapshot."""
 
+    # What a render pass reads of every Area it visits comes first, so that it lies in the
+    # object's first cache line: a pass after other work finds them cold (tests/bench/context.py).
     area: ContextAreaImplementation
+    range: EffectRange | None = field(default=None, kw_only=True)
+    # The last `area/state` sent, as two fields: a pass compares them for every Area it visits,
+    # and a tuple would be one more object to reach (and one more to build) per visit.
+    reported_life: AreaLifeState | None = field(default=None, kw_only=True)
+    reported_flow: AreaFlowState | None = field(default=None, kw_only=True)
+    next: Slot = field(init=False, repr=False)
+    prev: Slot = field(init=False, repr=False)
     id: str
     serial: int
     restorable: bool
-    range: EffectRange | None = None
     snapshot: dict[str, Any] | None = None
-    # The last `area/state` sent, as two fields: a pass compares them for every Area it visits,
-    # and a tuple would be one more object to reach (and one more to build) per visit.
-    reported_life: AreaLifeState | None = None
-    reported_flow: AreaFlowState | None = None
     # The Area took a retirement notice: a never-rendered one is not read at every collection.
     notifies: bool = False
     # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
@@ -42,9 +46,6 @@ class Slot:
 
     def report(self, state: tuple[AreaLifeState, AreaFlowState]) -> None:
         self.reported_life, self.reported_flow = state
-
-    prev: Slot = field(init=False, repr=False)
-    next: Slot = field(init=False, repr=False)
 
 
 class Ring:
