@@ -91,9 +91,6 @@ def _complete_end(provenances: Sequence[Provenance], starts: list[int]) -> int:
     return end
 
 
-SUMMARY_SOURCE = "compaction"
-
-
 def apply_compaction(
     context: Context,
     *,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.context.area import (
     AreaFlowState,
@@ -19,8 +19,6 @@ from engine.context.area import (
     EffectRange,
     is_restorable,
 )
-from engine.context.collector import Component, tail_component
-from engine.context.compaction import CompactionPlan, apply_compaction
 from engine.context.context import Context
 from engine.context.egress import label_for_provenance
 from engine.context.errors import AreaCallbackError, AreaRegistrationError
@@ -40,6 +38,10 @@ from engine.events import (
 from engine.gateway.base import NativeContent
 from engine.message import Message, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
+
+if TYPE_CHECKING:  # imported when first needed: a run without a collection or /compact never is
+    from engine.context.collector import Component
+    from engine.context.compaction import CompactionPlan
 
 INTERNAL = PrivatizationLabel(cls=PrivacyClass.internal)
 
@@ -456,6 +458,8 @@ class CoopContext:
         nearest = next(ranges, None)
         if nearest is None or not self._retired(nearest[0]):
             return None
+        from engine.context.collector import tail_component
+
         component = tail_component(itertools.chain((nearest,), ranges), self._retired)
         return component if component is not None and component.reclaimable else None
 
@@ -472,6 +476,8 @@ class CoopContext:
             raise ValueError(
                 f"compaction up to index {plan.cut} would cut the effect range starting at {barrier}"
             )
+        from engine.context.compaction import apply_compaction
+
         native = self._context.codec.encode_message(summary)
         self._garbage += apply_compaction(
             self._context,

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.context.compaction import SUMMARY_SOURCE
 from engine.context.context import Context
 from engine.context.provenance import ItemKind, Provenance
 from engine.events import AssistantMessage, CompactSummary, Event, ToolResultRecord, UserMessage
 from engine.message import Message, Role, Source, ToolResult
+
+SUMMARY_SOURCE = "compaction"
+"""The source of a compaction's summary in the Context."""
 
 
 def message_provenance(event: Event, turn: int | None, tool_name: str = "") -> Provenance:

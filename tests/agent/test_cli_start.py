@@ -46,6 +46,8 @@ UNUSED_BY_A_NEW_RUN = (
     "engine.store.postgres",
     "engine.agent.compactor",
     "engine.agent.views",
+    "engine.context.compaction",
+    "engine.context.collector",
     "engine.context.replayer",
     "engine.context.resume",
     "engine.gateway.codec.openai",
@@ -58,7 +60,7 @@ UNUSED_BY_A_NEW_RUN = (
     "tomllib",
 )
 """What `trellis run -p` on a new session with the scripted model never uses: the PostgreSQL store,
-/compact, the front ends' views, replaying and resuming a log, the other providers' codecs, the
+/compact, the front ends' views, the Collector's component walk (no Area has rendered), replaying and resuming a log, the other providers' codecs, the
 script file's models; in a workspace without a project file, the project trust; with
 `TRELLIS_HOME` and `TRELLIS_CONFIG` set (as the tests run), the platform's directories; with an
 empty config file, the TOML parser."""
