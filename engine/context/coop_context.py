@@ -7,8 +7,7 @@ tail component. A render touches only the Areas it collects, observes or renders
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -392,9 +391,13 @@ class CoopContext:
         #    only never-rendered Areas, the common case, detach nothing).
         earliest = len(self._context) if component is None else component.earliest
         collected = {slot.id for slot in planned}
-        provenances = self._context.provenances_from(earliest) if component is not None else ()
-        reclaimed = [i for i, p in enumerate(provenances, earliest) if p.owner in collected]
-        carried = [i for i, p in enumerate(provenances, earliest) if p.owner not in collected]
+        provenances: Sequence[Provenance] = ()
+        reclaimed: list[int] = []
+        carried: list[int] = []
+        if component is not None:
+            provenances = self._context.provenances_from(earliest)
+            for i, p in enumerate(provenances, earliest):
+                (reclaimed if p.owner in collected else carried).append(i)
         # A promoted message stands for what was reclaimed: its label is their join, never lower
         # (joined only when something reads it: the log or a promoted message).
         label = INTERNAL
@@ -415,7 +418,8 @@ class CoopContext:
         )
         detached = self._context.detach_tail(earliest) if provenances else []
         # 5. Items owned by a collected Area go to garbage, in order.
-        self._garbage += [detached[i - earliest] for i in reclaimed]
+        if reclaimed:
+            self._garbage += [detached[i - earliest] for i in reclaimed]
         # 6. The promoted messages are appended; they belong to no Area.
         for message, native in promoted:
             provenance = Provenance(
@@ -443,13 +447,13 @@ class CoopContext:
         when it is retained (the usual case): the Collector stops reading at the first retained
         Area, so walking the rest of the component would only allocate.
         """
-        ranges = ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None)
-        nearest = next(ranges, None)
-        if nearest is None or not self._retired(nearest[0]):
+        nearest = next(reversed(self._ranged), None)  # every slot in it has a range
+        if nearest is None or not self._retired(nearest):
             return None
         from engine.context.collector import tail_component
 
-        component = tail_component(itertools.chain((nearest,), ranges), self._retired)
+        ranges = ((slot, slot.range) for slot in reversed(self._ranged) if slot.range is not None)
+        component = tail_component(ranges, self._retired)
         return component if component is not None and component.reclaimable else None
 
     # --- compaction ---------------------------------------------------------------------------
