@@ -83,7 +83,9 @@ class DeferredOpening:
                 f"({type(error).__name__}: {error}); it is shown read-only"
             )
             log.warning("%s", self.failure, exc_info=not isinstance(error, TrellisError))
-            self._done.set_result(None)
-            await self._give_back()
+            try:  # the lease is back before anyone hears of the failure (a stop waits for it)
+                await asyncio.shield(self._give_back())
+            finally:
+                self._done.set_result(None)
             return
         self._done.set_result(agent)

@@ -145,6 +145,13 @@ async def test_an_agent_that_cannot_open_is_told_to_the_client_and_refuses_promp
         raise StoreError(f"session {kwargs['session_id']!r} is corrupt: seq 3 out of order")
 
     monkeypatch.setattr("app.acp.sessions.open_agent", broken)
+    release = SQLiteStore.release
+
+    async def slow_release(store: SQLiteStore, session_id: str) -> None:
+        await asyncio.sleep(0.2)  # the failure must not be told before the lease is back
+        await release(store, session_id)
+
+    monkeypatch.setattr(SQLiteStore, "release", slow_release)
     peer = Peer(server)
     assert (await load(peer, session_id, workspace))["result"] == {}
     assert peer.text(session_id, "user_message_chunk") == "hi"
@@ -156,7 +163,7 @@ async def test_an_agent_that_cannot_open_is_told_to_the_client_and_refuses_promp
     assert "is corrupt" in refused["error"]["message"]
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as other:  # lease given back
         assert (await other.acquire(session_id)).id == session_id
-        await other.release(session_id)
+        await release(other, session_id)
 
 
 async def test_a_connection_that_goes_while_the_agent_opens_gives_the_lease_back(
