@@ -60,14 +60,25 @@ CANCELLED_TOOL_RESULT = "Cancelled: the turn ended before this tool call finishe
 
 @dataclass(slots=True)
 class _Reply:
-    """An assistant reply accumulated from stream deltas."""
+    """An assistant reply accumulated from stream deltas.
 
-    text: str = ""
-    reasoning: str = ""
+    The text and the reasoning are kept as their streamed pieces and joined when read: adding
+    each delta to a `str` copied the whole reply so far, once per delta."""
+
+    texts: list[str] = field(default_factory=list)
+    reasonings: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     finish: Finish = "stop"
     provider_state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self.reasonings)
 
     def tool_calls(self, turn: int, step: int) -> list[tuple[ToolCall, str | None]]:
         """The calls in the model's order, each with a parse error for bad argument JSON."""
@@ -252,10 +263,10 @@ class Turn:
         async for delta in self.rt.gateway.stream(request):
             match delta:
                 case TextDelta(text=text):
-                    reply.text += text
+                    reply.texts.append(text)
                     session.emit(AssistantDelta(turn=self.number, step=self.step, text=text))
                 case ReasoningDelta(text=text):
-                    reply.reasoning += text
+                    reply.reasonings.append(text)
                     session.emit(AssistantDelta(turn=self.number, step=self.step, reasoning=text))
                 case ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments):
                     fragment = reply.calls.setdefault(
