@@ -142,8 +142,10 @@ class _Call:
 
 @dataclass(slots=True)
 class _Step:
-    text: str = ""  # what deltas streamed of the reply
-    reasoning: str = ""
+    # what deltas streamed of the reply, in pieces joined when the reply comes (adding each
+    # delta to a str copied the reply so far, once per delta)
+    texts: list[str] = field(default_factory=list)
+    reasonings: list[str] = field(default_factory=list)
     figures_chars: int = 0
     figures_cap: int = 0
     output_chars: int = 0
@@ -194,8 +196,8 @@ class AcpProjection:
 
     def _delta(self, delta: AssistantDelta) -> list[AcpUpdate]:
         step = self._step
-        step.text += delta.text
-        step.reasoning += delta.reasoning
+        step.texts.append(delta.text)
+        step.reasonings.append(delta.reasoning)
         if not delta.reasoning:  # the usual delta: one piece of the reply
             return self._chunks("agent_message_chunk", delta.text)
         return [
@@ -204,15 +206,17 @@ class AcpProjection:
         ]
 
     def _reset(self, _: AssistantReset) -> list[AcpUpdate]:
-        self._step.text = self._step.reasoning = ""
+        self._step.texts.clear()
+        self._step.reasonings.clear()
         return []
 
     def _reply(self, message: AssistantMessage) -> list[AcpUpdate]:
         """What the durable reply adds to what its deltas streamed (everything, on replay)."""
         step = self._step
-        reasoning = _unstreamed(message.reasoning, step.reasoning)
-        text = _unstreamed(message.content, step.text)
-        step.text = step.reasoning = ""
+        reasoning = _unstreamed(message.reasoning, "".join(step.reasonings))
+        text = _unstreamed(message.content, "".join(step.texts))
+        step.texts.clear()
+        step.reasonings.clear()
         step.output_chars += len(message.content) + len(message.reasoning)
         step.output_chars += sum(len(json.dumps(call.arguments)) for call in message.tool_calls)
         return [
