@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from engine.collector import collector_paused
@@ -266,12 +265,25 @@ class Session:
     async def stream(
         self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
     ) -> AsyncIterator[Event | LiveEvent]:
-        """Every durable event from `from_seq`, then live events as they happen.
+        """Every durable event from `from_seq`, then live events as they happen: `batches`, one
+        event at a time."""
+        async for batch in self.batches(from_seq, max_queue=max_queue):
+            for event in batch:
+                yield event
+
+    async def batches(
+        self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
+    ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
+        """`stream` in batches: the durable events from `from_seq` a range at a time, then each
+        time everything that happened since the consumer last took (never an empty batch), so a
+        consumer that fell behind takes what waits in one go, and one that keeps up gets each
+        event as soon as it happens.
 
         Catch-up reads the log in chunks while what happens meanwhile waits in a queue of
-        `max_queue` events. A consumer that falls that far behind gets `stream/overflow
-        {last_seq}` and then the durable events from there again, read from the log: memory stays
-        bounded and no durable event is lost (the live-only events of the gap are).
+        `max_queue` events. A consumer that falls that far behind what it last took gets
+        `stream/overflow {last_seq}` and then the durable events from there again, read from the
+        log: memory stays bounded and no durable event is lost (the live-only events of the gap
+        are).
         """
         next_seq = max(from_seq, 0)
         while True:
@@ -282,19 +294,22 @@ class Session:
             boundary = self._state.next_seq
             try:
                 while next_seq < boundary:
-                    for event in tuple(
+                    chunk = tuple(
                         await self.read(next_seq, min(boundary, next_seq + _CATCH_UP_CHUNK))
-                    ):
-                        next_seq = event.seq + 1
-                        yield event
-                while (item := await follower.next()) is not None:
-                    if isinstance(item, Event):
-                        next_seq = item.seq + 1
-                    yield item
+                    )
+                    if chunk:
+                        next_seq = chunk[-1].seq + 1
+                        yield chunk
+                while batch := await follower.take():
+                    for item in reversed(batch):
+                        if isinstance(item, Event):
+                            next_seq = item.seq + 1
+                            break
+                    yield batch
             finally:
                 unsubscribe()
             last = next_seq - 1
-            yield make_live_event(StreamOverflow(last_seq=last), self._clock(), last)
+            yield (make_live_event(StreamOverflow(last_seq=last), self._clock(), last),)
 
     def _notify(self, event: Event | LiveEvent) -> None:
         for subscriber in tuple(self._subscribers):
@@ -342,7 +357,7 @@ class _Follower:
     """A bounded queue fed by a subscription; it stops taking events once it overflowed."""
 
     def __init__(self, max_queue: int) -> None:
-        self._queue: deque[Event | LiveEvent] = deque()
+        self._queue: list[Event | LiveEvent] = []
         self._max = max_queue
         self._ready = asyncio.Event()
         self.overflowed = False
@@ -356,11 +371,13 @@ class _Follower:
             self._queue.append(event)
         self._ready.set()
 
-    async def next(self) -> Event | LiveEvent | None:
-        """The next event; None once the queue overflowed and what it held was taken."""
+    async def take(self) -> list[Event | LiveEvent]:
+        """Everything queued, at least one event, once there is some; empty once the queue
+        overflowed and what it held was taken."""
         while not self._queue:
             if self.overflowed:
-                return None
+                return []
             self._ready.clear()
             await self._ready.wait()
-        return self._queue.popleft()
+        taken, self._queue = self._queue, []
+        return taken

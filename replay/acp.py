@@ -295,6 +295,30 @@ class AcpProjection:
 
     # --- text ----------------------------------------------------------------------------------
 
+    def coalesced(self, updates: list[AcpUpdate]) -> list[AcpUpdate]:
+        """`updates` with each run of adjacent streamed text chunks of one kind joined into as
+        few chunks as fit: the same text in the same order, in fewer messages. For a bridge that
+        fell behind, so the deltas that waited go out together."""
+        if len(updates) < 2:
+            return updates
+        joined: list[AcpUpdate] = []
+        run: list[AcpUpdate] = []
+        for update in updates:
+            if run and not _same_stream(run[-1], update):
+                joined += self._joined(run)
+                run = []
+            if update["sessionUpdate"] in _STREAMED_KINDS and _is_text_chunk(update):
+                run.append(update)
+            else:
+                joined.append(update)
+        return joined + self._joined(run)
+
+    def _joined(self, run: list[AcpUpdate]) -> list[AcpUpdate]:
+        if len(run) < 2:
+            return run
+        text = "".join(update["content"]["text"] for update in run)
+        return self._chunks(run[0]["sessionUpdate"], text)
+
     def _chunks(self, kind: str, text: str) -> list[AcpUpdate]:
         """`text` as `kind` updates (`agent_message_chunk`, ...), split so that each fits."""
         if not text:
@@ -380,6 +404,26 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     SessionTitle: AcpProjection._title,
 }
 """The payload types a client sees, each with what translates it; the rest show nothing."""
+
+
+_STREAMED_KINDS = frozenset(("agent_message_chunk", "agent_thought_chunk"))
+"""The chunks a reply streams as, which `AcpProjection.coalesced` may join."""
+
+
+def _is_text_chunk(update: AcpUpdate) -> bool:
+    """A chunk that is plain text and nothing else (no `_meta`, no annotations)."""
+    content = update.get("content")
+    return (
+        len(update) == 2
+        and isinstance(content, dict)
+        and len(content) == 2
+        and content.get("type") == "text"
+        and isinstance(content.get("text"), str)
+    )
+
+
+def _same_stream(previous: AcpUpdate, update: AcpUpdate) -> bool:
+    return update["sessionUpdate"] == previous["sessionUpdate"] and _is_text_chunk(update)
 
 
 def _unstreamed(full: str, streamed: str) -> str:

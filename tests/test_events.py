@@ -298,9 +298,7 @@ def test_live_event_round_trips_through_json(payload: Payload) -> None:
 @pytest.mark.parametrize("payload", LIVE_SAMPLES, ids=lambda p: p.event_type)
 def test_live_event_is_what_model_construct_builds(payload: Payload) -> None:
     event = make_live_event(payload, 12.5, after_seq=7)
-    built = LiveEvent.model_construct(
-        time=12.5, type=payload.event_type, after_seq=7, data=payload
-    )
+    built = LiveEvent.model_construct(time=12.5, type=payload.event_type, after_seq=7, data=payload)
     assert event == built
     assert event.model_fields_set == built.model_fields_set
     assert event.model_dump() == built.model_dump()

@@ -73,7 +73,7 @@ from engine.session import READ_CHUNK
 from engine.store.errors import StoreError, UnknownSessionError
 from engine.store.settings import StoreSettings
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
-from replay.acp import AcpProjection, AcpUpdate
+from replay.acp import AcpProjection
 
 log = logging.getLogger(__name__)
 
@@ -634,8 +634,7 @@ class AcpConnection:
                 session.id,
                 session.events,
                 projection,
-                self._update,
-                self._notify,
+                self._deliver,
                 from_seq=start,
                 engine_events=self.wants_events,
             )
@@ -720,8 +719,10 @@ class AcpConnection:
     async def _notify(self, method: str, params: Any) -> None:
         await self._write(rpc.notification(method, params))
 
-    async def _update(self, session_id: str, update: AcpUpdate) -> None:
-        await self._notify("session/update", update_params(session_id, update))
+    async def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        """Send `messages` in order, none of another writer's between them."""
+        if not self._closed:
+            await self._emit_all([self._frame(message) for message in messages])
 
     async def _write(self, message: dict[str, Any]) -> None:
         """Send one message, in order with every other."""

@@ -4,13 +4,19 @@ a `_trellis/event` notification), in log order.
 
 A feed remembers how far it has sent, so a prompt's answer (and a permission question) waits
 until every update before it is out: the client never sees an answer before the text it ends.
+
+It takes the stream in batches (`Agent.event_batches`): each time, what happened since it last
+took. A feed that keeps up gets each event as it happens and sends its updates at once; one that
+fell behind (a client slower than the model) writes what waited in one go, adjacent text chunks
+joined (`AcpProjection.coalesced`), so the client gets the same text in fewer messages and a
+streamed delta costs the bridge one pass, not one wake-up and one write each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, ConfigOptionUpdate
@@ -21,20 +27,17 @@ from replay.acp import AcpProjection, AcpUpdate
 
 log = logging.getLogger(__name__)
 
-Notify = Callable[[str, Any], Awaitable[None]]
-"""Sends one notification (method, params) on the connection, in order."""
+Deliver = Callable[[list[dict[str, Any]]], Awaitable[None]]
+"""Sends messages on the connection, in order, none of another writer's between them."""
 
 
 SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate
 """The `session/update` payloads the core builds itself, as schema models (rare: one each per
 opened session or command)."""
 
-SendUpdate = Callable[[str, AcpUpdate], Awaitable[None]]
-"""Sends one `session/update` (session id, payload) on the connection, in order."""
-
-Events = Callable[[int], AsyncIterator[Event | LiveEvent]]
-"""A session's event stream from a seq: its Agent's (`Agent.events`), or for a session another
-process writes, the followed replica's (`engine.replica`)."""
+Events = Callable[[int], AsyncIterator[Sequence[Event | LiveEvent]]]
+"""A session's event stream from a seq, in batches: its Agent's (`Agent.event_batches`), or for a
+session another process writes, the followed replica's (`engine.replica`)."""
 
 
 def update_params(session_id: str, update: AcpUpdate | SessionUpdate) -> dict[str, Any]:
@@ -56,8 +59,7 @@ class Feed:
         session_id: str,
         events: Events,
         projection: AcpProjection,
-        send_update: SendUpdate,
-        notify: Notify,
+        deliver: Deliver,
         *,
         from_seq: int,
         engine_events: bool,
@@ -65,8 +67,7 @@ class Feed:
         self._session_id = session_id
         self._events = events
         self._projection = projection
-        self._send_update = send_update
-        self._notify = notify
+        self._deliver = deliver
         self._engine_events = engine_events
         self.sent = from_seq - 1
         """The seq of the last durable event whose updates were sent (or that had none)."""
@@ -89,13 +90,12 @@ class Feed:
     async def _run(self, from_seq: int) -> None:
         session_id = self._session_id
         try:
-            async for event in self._events(from_seq):
-                for update in self._projection.apply(event):
-                    await self._send_update(session_id, update)
-                if self._engine_events:
-                    await self._notify("_trellis/event", event_params(session_id, event))
-                if isinstance(event, Event):
-                    self.sent = event.seq
+            async for batch in self._events(from_seq):
+                messages, sent = self._messages(batch)
+                if messages:
+                    await self._deliver(messages)
+                if sent > self.sent:
+                    self.sent = sent
                     self._release()
         except asyncio.CancelledError:
             raise
@@ -103,6 +103,32 @@ class Feed:
             log.exception("session %s: the feed stopped", session_id)
         finally:
             self._release(everyone=True)
+
+    def _messages(self, batch: Sequence[Event | LiveEvent]) -> tuple[list[dict[str, Any]], int]:
+        """The messages a batch makes, in order, and the seq of its last durable event (or what
+        was sent before it). A client that wants engine events gets each one after its updates,
+        so only the updates of one event are joined for it."""
+        session_id, apply = self._session_id, self._projection.apply
+        messages: list[dict[str, Any]] = []
+        updates: list[AcpUpdate] = []
+        sent = self.sent
+        for event in batch:
+            updates += apply(event)
+            if self._engine_events:
+                messages += self._notifications(updates)
+                updates = []
+                messages.append(rpc.notification("_trellis/event", event_params(session_id, event)))
+            if isinstance(event, Event):
+                sent = event.seq
+        messages += self._notifications(updates)
+        return messages, sent
+
+    def _notifications(self, updates: list[AcpUpdate]) -> list[dict[str, Any]]:
+        session_id = self._session_id
+        return [
+            rpc.notification("session/update", update_params(session_id, update))
+            for update in self._projection.coalesced(updates)
+        ]
 
     def _release(self, *, everyone: bool = False) -> None:
         waiting = []

@@ -93,23 +93,23 @@ class AcpSession:
             return await self.opening.agent()
         return self.agent
 
-    def events(self, from_seq: int) -> AsyncIterator[Event | LiveEvent]:
-        """The event stream from `from_seq`, as `Agent.events` (only for a `live` session); while
-        the Agent opens, it begins once the Agent is open."""
+    def events(self, from_seq: int) -> AsyncIterator[Sequence[Event | LiveEvent]]:
+        """The event stream from `from_seq` in batches, as `Agent.event_batches` (only for a
+        `live` session); while the Agent opens, it begins once the Agent is open."""
         if self.agent is not None:
-            return self.agent.events(from_seq)
+            return self.agent.event_batches(from_seq)
         if self.opening is not None:
             return self._events_once_open(self.opening, from_seq)
         assert self.replica is not None
-        return self.replica.stream(from_seq)
+        return self.replica.batches(from_seq)
 
     async def _events_once_open(
         self, opening: DeferredOpening, from_seq: int
-    ) -> AsyncIterator[Event | LiveEvent]:
+    ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
         with suppress(SessionOpenError):  # told to the client by the load and each prompt
             agent = await opening.agent()
-            async for event in agent.events(from_seq):
-                yield event
+            async for batch in agent.event_batches(from_seq):
+                yield batch
 
     async def read(self, start: int, end: int) -> Sequence[Event]:
         """The durable events with `start <= seq < end`, from the store where not held."""

@@ -268,6 +268,13 @@ class Agent:
         """
         return self._rt.session.stream(from_seq, max_queue=max_queue)
 
+    def event_batches(
+        self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
+    ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
+        """`events` in batches: each time, everything that happened since the consumer last took,
+        so a bridge that fell behind handles what waits in one go (one write for many updates)."""
+        return self._rt.session.batches(from_seq, max_queue=max_queue)
+
     # --- input -----------------------------------------------------------------------------------
 
     def send(self, text: str, attachments: Sequence[Attachment] = ()) -> SendHandle:

@@ -108,6 +108,66 @@ async def test_a_prompt_streams_its_reply_and_ends_the_turn(
     assert last_update < answer
 
 
+async def test_a_client_that_keeps_up_gets_each_delta_as_it_streams(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    """Nothing is held back to be joined: with nothing waiting, each delta is its own chunk."""
+    replies.append([Reply(text="Hello from the script")])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    await peer.result("session/prompt", _prompt(session_id, "hi"))
+    chunks = [
+        u["content"]["text"]
+        for u in peer.updates(session_id)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert chunks == ["Hello ", "from ", "the ", "script"]
+
+
+class _StalledPeer(Peer):
+    """A client that reads no `session/update` until `reading` is set: the transport's send
+    waits, as a WebSocket's does for a client that does not read."""
+
+    def __init__(self, server: AcpServer) -> None:
+        super().__init__(server)
+        self.reading = asyncio.Event()
+        self.reading.set()
+        self.waited = asyncio.Event()
+
+    async def _receive(self, text: str) -> None:
+        if '"session/update"' in text and not self.reading.is_set():
+            self.waited.set()
+            await self.reading.wait()
+        await super()._receive(text)
+
+
+async def test_a_client_that_fell_behind_gets_the_same_text_in_fewer_chunks(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    """The deltas that waited while the client read nothing go out joined, in order; the
+    thought and the message stay apart."""
+    words = "word " * 200
+    replies.append([Reply(text=words, reasoning="think " * 50)])
+    peer = _StalledPeer(server)
+    session_id = await _new(peer, workspace)
+    await _until(lambda: len(peer.updates(session_id)) == 2)  # the opening notes
+    peer.reading.clear()
+    answer = await peer.start("session/prompt", _prompt(session_id, "go"))
+    await peer.waited.wait()
+    session = server.sessions.get(session_id)
+    assert session is not None
+    assert session.agent is not None
+    await session.agent.when_idle()  # the whole reply waits for the client
+    peer.reading.set()
+    assert (await answer)["result"] == {"stopReason": "end_turn"}
+    assert peer.text(session_id, "agent_thought_chunk") == "think " * 50
+    assert peer.text(session_id) == words
+    kinds = [u["sessionUpdate"] for u in peer.updates(session_id)]
+    streamed = [k for k in kinds if k in ("agent_thought_chunk", "agent_message_chunk")]
+    # the client stalled on the title; then the reply, joined by kind
+    assert streamed == ["agent_thought_chunk", "agent_message_chunk"]
+
+
 def _prompt(session_id: str, text: str) -> dict[str, Any]:
     return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
 
@@ -645,5 +705,8 @@ async def test_text_no_utf_8_can_carry_goes_out_json_escaped(server: AcpServer) 
         "sessionUpdate": "agent_message_chunk",
         "content": {"type": "text", "text": "caf\udce9 é"},
     }
-    await peer.connection._update("s1", chunk)
+    update = {"sessionId": "s1", "update": chunk}
+    await peer.connection._deliver(
+        [{"jsonrpc": "2.0", "method": "session/update", "params": update}]
+    )
     assert peer.sent[-1]["params"]["update"]["content"]["text"] == "caf\udce9 é"

@@ -208,6 +208,49 @@ def test_a_tool_input_too_large_as_a_whole_is_replaced_by_a_marker() -> None:
         }
 
 
+def _chunk(kind: str, text: str) -> AcpUpdate:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def test_coalescing_joins_adjacent_streamed_text_of_one_kind_and_nothing_else() -> None:
+    projection = AcpProjection("/ws")
+    usage = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
+    noted = {**_chunk("agent_message_chunk", "d"), "_meta": {"k": 1}}
+    updates = [
+        _chunk("agent_thought_chunk", "think "),
+        _chunk("agent_thought_chunk", "more "),
+        _chunk("agent_message_chunk", "a "),
+        _chunk("agent_message_chunk", "b "),
+        _chunk("agent_message_chunk", "c"),
+        usage,
+        _chunk("agent_message_chunk", "lone"),
+        noted,
+        _chunk("agent_message_chunk", "e"),
+        _chunk("user_message_chunk", "u1"),
+        _chunk("user_message_chunk", "u2"),
+    ]
+    assert [_wire(u) for u in projection.coalesced(updates)] == [
+        _chunk("agent_thought_chunk", "think more "),
+        _chunk("agent_message_chunk", "a b c"),
+        usage,
+        _chunk("agent_message_chunk", "lone"),
+        noted,
+        _chunk("agent_message_chunk", "e"),
+        _chunk("user_message_chunk", "u1"),
+        _chunk("user_message_chunk", "u2"),
+    ]
+    assert projection.coalesced(updates[:1]) == updates[:1]
+
+
+def test_coalesced_text_is_split_again_where_it_would_not_fit_one_message() -> None:
+    projection = AcpProjection("/ws", limit=64 * 1024)
+    pieces = [f"{n:04d} " + "é" * 2000 for n in range(100)]
+    joined = projection.coalesced([_chunk("agent_message_chunk", p) for p in pieces])
+    assert 1 < len(joined) < len(pieces)
+    assert "".join(_wire(u)["content"]["text"] for u in joined) == "".join(pieces)
+    assert all(json_size(u) <= 64 * 1024 for u in joined)
+
+
 def test_tool_kinds_come_from_the_tools_themselves() -> None:
     assert [
         tool_kind(n)

@@ -4,6 +4,7 @@ bounded queue for slow consumers, and `after_seq` on every live event (issue: en
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from engine.agent import Agent, AgentOptions
 from engine.agent.send import TurnOutcome
@@ -149,6 +150,34 @@ async def test_a_slow_consumer_neither_blocks_the_loop_nor_loses_a_durable_event
     assert [e.seq for e in durable] == list(range(len(durable)))
     overflows = [e.data for e in received if isinstance(e.data, StreamOverflow)]
     assert overflows, "the queue of 8 must have overflowed"
+
+
+async def test_batches_hand_a_consumer_that_fell_behind_what_waited_in_one_go(
+    make_agent: MakeAgent,
+) -> None:
+    agent = await make_agent([Reply(text="one two three")])
+    assert len(agent.log) == 1  # the model binding
+    batches: list[Sequence[Event | LiveEvent]] = []
+    behind = asyncio.Event()
+
+    async def consume() -> None:
+        async for batch in agent.event_batches(0):
+            batches.append(batch)
+            if any(isinstance(e.data, TurnEnd) for e in batch):
+                return
+            await behind.wait()  # takes nothing more until the turn is over
+
+    consumer = asyncio.create_task(consume())
+    await until(lambda: bool(batches))  # the stored model binding: following from here on
+    agent.send("go")
+    await agent.when_idle()
+    behind.set()
+    await asyncio.wait_for(consumer, 10)
+    assert len(batches) == 2
+    events = [e for batch in batches for e in batch]
+    assert [e for e in events if isinstance(e, Event)] == list(agent.log)
+    deltas = [e.data for e in batches[1] if isinstance(e.data, AssistantDelta)]
+    assert "".join(d.text for d in deltas) == "one two three"
 
 
 async def test_text_streamed_before_a_retry_is_withdrawn(make_agent: MakeAgent) -> None:
