@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[[Event | LiveEvent], None]
 """Called inside `append`/`emit`, on the event loop: it must return quickly and never block."""
 
+Immediate = Callable[[Event | LiveEvent], bool]
+"""Offered each event as it happens while a `batches` consumer waits with nothing queued: True
+when it handled the event then and there (it is not queued), False to leave it for the next
+batch. Called inside `append`/`emit` like a subscriber: it must return quickly and never block."""
+
 STREAM_QUEUE_SIZE = 10_000
 """How many events an `events()` consumer may fall behind before it gets `stream/overflow`."""
 
@@ -272,12 +277,22 @@ class Session:
                 yield event
 
     async def batches(
-        self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
+        self,
+        from_seq: int = 0,
+        *,
+        max_queue: int = STREAM_QUEUE_SIZE,
+        immediate: Immediate | None = None,
     ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
         """`stream` in batches: the durable events from `from_seq` a range at a time, then each
         time everything that happened since the consumer last took (never an empty batch), so a
         consumer that fell behind takes what waits in one go, and one that keeps up gets each
         event as soon as it happens.
+
+        With `immediate`, an event that happens while the consumer waits for its next batch with
+        nothing queued is offered to it first, inside the append: a consumer that can handle it
+        at once (a bridge whose client can take a message now) does so without a wake-up of its
+        task and a turn of the loop per event. Order holds: once an event is queued, the later
+        ones queue behind it until the consumer has taken them.
 
         Catch-up reads the log in chunks while what happens meanwhile waits in a queue of
         `max_queue` events. A consumer that falls that far behind what it last took gets
@@ -289,7 +304,7 @@ class Session:
         while True:
             # Subscribe first: everything from `boundary` on reaches the follower, in order, while
             # the events before it are read from the log.
-            follower = _Follower(max_queue)
+            follower = _Follower(max_queue, immediate)
             unsubscribe = self.subscribe(follower)
             boundary = self._state.next_seq
             try:
@@ -308,6 +323,7 @@ class Session:
                     yield batch
             finally:
                 unsubscribe()
+            next_seq = max(next_seq, follower.handled)
             last = next_seq - 1
             yield (make_live_event(StreamOverflow(last_seq=last), self._clock(), last),)
 
@@ -354,22 +370,34 @@ class Session:
 
 
 class _Follower:
-    """A bounded queue fed by a subscription; it stops taking events once it overflowed."""
+    """A bounded queue fed by a subscription; it stops taking events once it overflowed. While
+    its consumer waits with nothing queued, each event is offered to `immediate` first."""
 
-    def __init__(self, max_queue: int) -> None:
+    def __init__(self, max_queue: int, immediate: Immediate | None = None) -> None:
         self._queue: list[Event | LiveEvent] = []
         self._max = max_queue
-        self._ready = asyncio.Event()
+        self._immediate = immediate
+        self._waiter: asyncio.Future[None] | None = None  # set while the consumer waits
         self.overflowed = False
+        self.handled = 0
+        """The seq after the last durable event `immediate` handled."""
 
     def __call__(self, event: Event | LiveEvent) -> None:
         if self.overflowed:
+            return
+        waiter = self._waiter
+        if waiter is not None and self._immediate is not None and self._immediate(event):
+            if isinstance(event, Event):
+                self.handled = event.seq + 1
             return
         if len(self._queue) >= self._max:
             self.overflowed = True
         else:
             self._queue.append(event)
-        self._ready.set()
+        if waiter is not None:
+            self._waiter = None  # what comes next queues behind this until it is taken
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def take(self) -> list[Event | LiveEvent]:
         """Everything queued, at least one event, once there is some; empty once the queue
@@ -377,7 +405,10 @@ class _Follower:
         while not self._queue:
             if self.overflowed:
                 return []
-            self._ready.clear()
-            await self._ready.wait()
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
         taken, self._queue = self._queue, []
         return taken

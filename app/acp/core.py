@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from acp.exceptions import RequestError
 from acp.meta import PROTOCOL_VERSION
@@ -57,7 +57,7 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from app.acp import rpc
-from app.acp.feed import Feed, SessionUpdate, event_params, update_params
+from app.acp.feed import DeliverNow, Feed, SessionUpdate, event_params, update_params
 from app.acp.opening import SessionOpenError
 from app.acp.permission import answer_of, permission_request
 from app.acp.prompt import STOP_REASONS, prompt_of
@@ -79,6 +79,19 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[str], Awaitable[None]]
 """One outgoing JSON-RPC message, already serialized (at most `rpc.MAX_OUTGOING_BYTES`)."""
+
+
+@runtime_checkable
+class SendNow(Protocol):
+    """A `Send` that can also write without waiting (the WebSocket and stdio transports):
+    `ready()` says whether it can take a message at once (open, below its high-water mark), then
+    `write(text)` takes it as the send would. The feeds write streamed updates this way from
+    inside the engine's event callbacks; a transport that is not ready is sent to as usual."""
+
+    def ready(self) -> bool: ...
+
+    def write(self, text: str) -> None: ...
+
 
 EVENTS_META_KEY = "trellis/events"
 """`clientCapabilities._meta["trellis/events"] = true`: the client wants every engine event."""
@@ -222,7 +235,9 @@ class AcpConnection:
         self.server = server
         self.id = connection_id
         self._send = send
+        self._send_now = send if isinstance(send, SendNow) else None
         self._send_lock = asyncio.Lock()
+        self._writers = 0  # `_emit_all`s holding or waiting for the send lock
         self._initialized = False
         self._closed = False
         self.wants_events = False
@@ -637,6 +652,9 @@ class AcpConnection:
                 self._deliver,
                 from_seq=start,
                 engine_events=self.wants_events,
+                deliver_now=DeliverNow(self._ready_now, self._deliver_now)
+                if self._send_now is not None
+                else None,
             )
         self._opened[session.id] = _Opened(session, feed, start)
 
@@ -724,6 +742,25 @@ class AcpConnection:
         if not self._closed:
             await self._emit_all([self._frame(message) for message in messages])
 
+    def _ready_now(self) -> bool:
+        """Whether messages can be written at once: the transport can take them without
+        waiting, and no other writer holds or waits for the send lock (they go first)."""
+        now = self._send_now
+        return now is not None and not self._closed and not self._writers and now.ready()
+
+    def _deliver_now(self, messages: list[dict[str, Any]]) -> None:
+        """Write `messages` at once, in order (after `_ready_now`), as `_deliver` would."""
+        now = self._send_now
+        assert now is not None
+        for message in messages:
+            text = self._frame(message)
+            if text is None or self._closed:
+                continue
+            try:
+                now.write(text)
+            except Exception:
+                self._refused()
+
     async def _write(self, message: dict[str, Any]) -> None:
         """Send one message, in order with every other."""
         if not self._closed:
@@ -741,17 +778,21 @@ class AcpConnection:
 
     async def _emit_all(self, frames: list[str | None]) -> None:
         """Write `frames` in order, none of another writer's between them."""
-        async with self._send_lock:
-            for text in frames:
-                if self._closed:
-                    return
-                if text is None:
-                    continue
-                try:
-                    await self._send(text)
-                except Exception:
-                    log.info("connection %s: the transport refused a message; closing", self.id)
-                    self._closed = True
+        self._writers += 1
+        try:
+            async with self._send_lock:
+                for text in frames:
+                    if self._closed:
+                        return
+                    if text is None:
+                        continue
+                    try:
+                        await self._send(text)
+                    except Exception:
+                        log.info("connection %s: the transport refused a message; closing", self.id)
+                        self._closed = True
+        finally:
+            self._writers -= 1
 
 
 def _stop(reason: Any, message: str) -> PromptResponse:

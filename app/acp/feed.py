@@ -9,7 +9,10 @@ It takes the stream in batches (`Agent.event_batches`): each time, what happened
 took. A feed that keeps up gets each event as it happens and sends its updates at once; one that
 fell behind (a client slower than the model) writes what waited in one go, adjacent text chunks
 joined (`AcpProjection.coalesced`), so the client gets the same text in fewer messages and a
-streamed delta costs the bridge one pass, not one wake-up and one write each.
+streamed delta costs the bridge one pass, not one wake-up and one write each. While it waits
+with nothing queued, each event is offered to it as it happens (`Immediate`): when the connection
+can take messages at once (`DeliverNow`), they are written there and then, inside the append, so
+a feed that keeps up costs no wake-up of its task per delta either.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, ConfigOptionUpdate
 
 from app.acp import rpc
 from engine.events import Event, LiveEvent
+from engine.session import Immediate
 from replay.acp import AcpProjection, AcpUpdate
 
 log = logging.getLogger(__name__)
@@ -35,9 +40,20 @@ SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate
 """The `session/update` payloads the core builds itself, as schema models (rare: one each per
 opened session or command)."""
 
-Events = Callable[[int], AsyncIterator[Sequence[Event | LiveEvent]]]
-"""A session's event stream from a seq, in batches: its Agent's (`Agent.event_batches`), or for a
-session another process writes, the followed replica's (`engine.replica`)."""
+Events = Callable[[int, Immediate], AsyncIterator[Sequence[Event | LiveEvent]]]
+"""A session's event stream from a seq, in batches, offering each event to the `Immediate` while
+the feed waits: its Agent's (`Agent.event_batches`), or for a session another process writes, the
+followed replica's (`engine.replica`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverNow:
+    """A connection's way to write without waiting: `ready()` says whether it can take messages
+    at once (its transport below its high-water mark, no other writer between two of its
+    messages); then `deliver` writes them, in order."""
+
+    ready: Callable[[], bool]
+    deliver: Callable[[list[dict[str, Any]]], None]
 
 
 def update_params(session_id: str, update: AcpUpdate | SessionUpdate) -> dict[str, Any]:
@@ -63,12 +79,15 @@ class Feed:
         *,
         from_seq: int,
         engine_events: bool,
+        deliver_now: DeliverNow | None = None,
     ) -> None:
         self._session_id = session_id
         self._events = events
         self._projection = projection
         self._deliver = deliver
+        self._deliver_now = deliver_now
         self._engine_events = engine_events
+        self._stopped = False
         self.sent = from_seq - 1
         """The seq of the last durable event whose updates were sent (or that had none)."""
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -83,6 +102,7 @@ class Feed:
         await waiter
 
     async def stop(self) -> None:
+        self._stopped = True
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         self._release(everyone=True)
@@ -90,19 +110,45 @@ class Feed:
     async def _run(self, from_seq: int) -> None:
         session_id = self._session_id
         try:
-            async for batch in self._events(from_seq):
+            async for batch in self._events(from_seq, self._now):
                 messages, sent = self._messages(batch)
                 if messages:
                     await self._deliver(messages)
-                if sent > self.sent:
-                    self.sent = sent
-                    self._release()
+                self._sent(sent)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("session %s: the feed stopped", session_id)
         finally:
             self._release(everyone=True)
+
+    def _now(self, event: Event | LiveEvent) -> bool:
+        """An event that comes while the feed waits with nothing queued: its messages written
+        at once, inside the append, when the connection can take them without waiting; False
+        leaves it to the next batch. A streamed delta then costs no wake-up of the feed's task
+        and no turn of the loop."""
+        now = self._deliver_now
+        if self._stopped:
+            return True  # stopping: nothing more goes out
+        if now is None or not now.ready():
+            return False
+        try:
+            messages, sent = self._messages((event,))
+            if messages:
+                now.deliver(messages)
+        except Exception:
+            log.exception("session %s: the feed stopped", self._session_id)
+            self._stopped = True
+            self._task.cancel()
+            self._release(everyone=True)
+            return True
+        self._sent(sent)
+        return True
+
+    def _sent(self, seq: int) -> None:
+        if seq > self.sent:
+            self.sent = seq
+            self._release()
 
     def _messages(self, batch: Sequence[Event | LiveEvent]) -> tuple[list[dict[str, Any]], int]:
         """The messages a batch makes, in order, and the seq of its last durable event (or what

@@ -30,7 +30,7 @@ from engine.config import Config, load_config_report
 from engine.events import Event, LiveEvent
 from engine.os_text import storable_os_text, stored_os_path
 from engine.replica import followed_session
-from engine.session import Session
+from engine.session import Immediate, Session
 from engine.store.base import FollowingStore
 from engine.store.chooser import Store, open_store
 from engine.store.errors import LeaseError
@@ -93,22 +93,24 @@ class AcpSession:
             return await self.opening.agent()
         return self.agent
 
-    def events(self, from_seq: int) -> AsyncIterator[Sequence[Event | LiveEvent]]:
+    def events(
+        self, from_seq: int, immediate: Immediate | None = None
+    ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
         """The event stream from `from_seq` in batches, as `Agent.event_batches` (only for a
         `live` session); while the Agent opens, it begins once the Agent is open."""
         if self.agent is not None:
-            return self.agent.event_batches(from_seq)
+            return self.agent.event_batches(from_seq, immediate=immediate)
         if self.opening is not None:
-            return self._events_once_open(self.opening, from_seq)
+            return self._events_once_open(self.opening, from_seq, immediate)
         assert self.replica is not None
-        return self.replica.batches(from_seq)
+        return self.replica.batches(from_seq, immediate=immediate)
 
     async def _events_once_open(
-        self, opening: DeferredOpening, from_seq: int
+        self, opening: DeferredOpening, from_seq: int, immediate: Immediate | None
     ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
         with suppress(SessionOpenError):  # told to the client by the load and each prompt
             agent = await opening.agent()
-            async for batch in agent.event_batches(from_seq):
+            async for batch in agent.event_batches(from_seq, immediate=immediate):
                 yield batch
 
     async def read(self, start: int, end: int) -> Sequence[Event]:

@@ -161,6 +161,20 @@ class LineSender:
         self._handle: asyncio.Handle | None = None
 
     async def __call__(self, text: str) -> None:
+        self.write(text)
+        await self._out.drain()  # returns at once unless the pipe is above its high-water mark
+
+    def ready(self) -> bool:
+        """Whether `write` may take a line now (`app.acp.core.SendNow`): the pipe is open and
+        not above its high-water mark."""
+        transport = self._out.transport
+        return (
+            not transport.is_closing()
+            and transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]
+        )
+
+    def write(self, text: str) -> None:
+        """One line kept with the others, without waiting (after `ready()`, or from a send)."""
         line = text.encode("utf-8") + b"\n"
         self._pending.append(line)
         self._size += len(line)
@@ -168,7 +182,6 @@ class LineSender:
             self._write()
         elif self._handle is None:
             self._handle = asyncio.get_running_loop().call_soon(self._write)
-        await self._out.drain()  # returns at once unless the pipe is above its high-water mark
 
     async def aclose(self) -> None:
         self._write()

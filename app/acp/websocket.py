@@ -217,26 +217,40 @@ class CoalescingConnection(ServerConnection):
         its high-water mark this waits for it to drain, as `send` does. Anything but a plain
         open connection goes through `send` (which raises `ConnectionClosed` once the connection
         is closing)."""
-        protocol = self.protocol
-        if (
-            protocol.state is not State.OPEN
-            or self.send_in_progress is not None
-            or protocol.expect_continuation_frame
-            or protocol.extensions
-            or protocol.debug
-        ):
+        if not self._plain():
             await self.send(text)
             return
-        # what `protocol.send_text` writes for a server's unfragmented text frame with no
-        # extension (RFC 6455 section 5.2: FIN and the opcode, the length, no mask)
+        self.write_text(text)
+        if self.paused:
+            await self.drain()
+
+    def writable(self) -> bool:
+        """Whether `write_text` may take a frame now: a plain open connection whose transport
+        is below its high-water mark."""
+        return self._plain() and not self.paused
+
+    def write_text(self, text: str) -> None:
+        """One text frame gathered with the others, without waiting (after `writable`, or from
+        `send_text`): what `protocol.send_text` writes for a server's unfragmented text frame
+        with no extension (RFC 6455 section 5.2: FIN and the opcode, the length, no mask)."""
         data = text.encode()
         header = _text_frame_header(len(data))
         self._pending.append(header)
         self._pending.append(data)
         self._pending_size += len(header) + len(data)
         self._gathered()
-        if self.paused:
-            await self.drain()
+
+    def _plain(self) -> bool:
+        """Open, with no extension, no fragmented message and no debug logging: frames may be
+        written as `write_text` writes them."""
+        protocol = self.protocol
+        return (
+            protocol.state is State.OPEN
+            and self.send_in_progress is None
+            and not protocol.expect_continuation_frame
+            and not protocol.extensions
+            and not protocol.debug
+        )
 
     def send_data(self) -> None:
         if self.protocol.state is not State.OPEN:
@@ -288,20 +302,34 @@ class FrameSender:
         self._max = max_outgoing
 
     async def __call__(self, text: str) -> None:
-        size = utf8_size(text)
-        if size > self._max:
-            logger.error(
-                "connection %s: an outgoing message of %d bytes exceeds the %d-byte frame "
-                "limit; not sent",
-                self.ws.id,
-                size,
-                self._max,
-            )
+        if self._too_large(text):
             return
         try:
             await self.ws.send_text(text)
         except ConnectionClosed:
             return
+
+    def ready(self) -> bool:
+        """Whether `write` may take a frame now (`app.acp.core.SendNow`)."""
+        return self.ws.writable()
+
+    def write(self, text: str) -> None:
+        """One frame without waiting, after `ready()`."""
+        if not self._too_large(text):
+            self.ws.write_text(text)
+
+    def _too_large(self, text: str) -> bool:
+        size = utf8_size(text)
+        if size <= self._max:
+            return False
+        logger.error(
+            "connection %s: an outgoing message of %d bytes exceeds the %d-byte frame limit; "
+            "not sent",
+            self.ws.id,
+            size,
+            self._max,
+        )
+        return True
 
 
 def _text_frame_header(size: int) -> bytes:

@@ -39,7 +39,7 @@ from engine.events import (
 from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.session import STREAM_QUEUE_SIZE, Subscriber
+from engine.session import STREAM_QUEUE_SIZE, Immediate, Subscriber
 
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
     from engine.agent.compactor import CompactionResult
@@ -269,11 +269,17 @@ class Agent:
         return self._rt.session.stream(from_seq, max_queue=max_queue)
 
     def event_batches(
-        self, from_seq: int = 0, *, max_queue: int = STREAM_QUEUE_SIZE
+        self,
+        from_seq: int = 0,
+        *,
+        max_queue: int = STREAM_QUEUE_SIZE,
+        immediate: Immediate | None = None,
     ) -> AsyncIterator[Sequence[Event | LiveEvent]]:
         """`events` in batches: each time, everything that happened since the consumer last took,
-        so a bridge that fell behind handles what waits in one go (one write for many updates)."""
-        return self._rt.session.batches(from_seq, max_queue=max_queue)
+        so a bridge that fell behind handles what waits in one go (one write for many updates).
+        `immediate` is offered each event while the consumer waits with nothing queued
+        (`Session.batches`)."""
+        return self._rt.session.batches(from_seq, max_queue=max_queue, immediate=immediate)
 
     # --- input -----------------------------------------------------------------------------------
 

@@ -18,8 +18,26 @@ async def allow_once(_: dict[str, Any]) -> dict[str, Any] | None:
     return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
 
+class _Transport:
+    """The peer's end as the core sees a transport: a `Send` that can also take a message
+    without waiting (`app.acp.core.SendNow`) while `Peer.ready()` says so."""
+
+    def __init__(self, peer: Peer) -> None:
+        self._peer = peer
+
+    async def __call__(self, text: str) -> None:
+        await self._peer._receive(text)
+
+    def ready(self) -> bool:
+        return self._peer.ready()
+
+    def write(self, text: str) -> None:
+        self._peer.took(text)
+
+
 class Peer:
-    """One connection. `request` sends and waits for the answer; `sent` holds every message."""
+    """One connection. `request` sends and waits for the answer; `sent` holds every message.
+    `written_at_once` counts the messages the core wrote without waiting (`SendNow`)."""
 
     def __init__(self, server: AcpServer, connection_id: str = "peer") -> None:
         self.sent: list[dict[str, Any]] = []
@@ -28,9 +46,23 @@ class Peer:
         self.permission_requests: list[dict[str, Any]] = []
         self._answers: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._next = 1000
-        self.connection: AcpConnection = server.connect(self._receive, connection_id=connection_id)
+        self.written_at_once = 0
+        self.connection: AcpConnection = server.connect(
+            _Transport(self), connection_id=connection_id
+        )
+
+    def ready(self) -> bool:
+        """Whether the core may write a message at once."""
+        return True
+
+    def took(self, text: str) -> None:
+        self.written_at_once += 1
+        self._take(text)
 
     async def _receive(self, text: str) -> None:
+        self._take(text)
+
+    def _take(self, text: str) -> None:
         assert len(text.encode("utf-8")) <= 1024 * 1024
         assert "\n" not in text
         message = json.loads(text)

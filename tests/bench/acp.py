@@ -1,6 +1,6 @@
 """Benchmark: ACP over WebSocket against `trellis serve` running as its own process; prints JSON.
 
-Run as `python -m tests.bench.acp [--rounds N]`. Two measures, each with its baseline in the same
+Run as `python -m tests.bench.acp [--rounds N] [--only load|throughput]`. Two measures, each with its baseline in the same
 run, in interleaved rounds:
 
 - `session/load` of stored sessions of 1,000 and 10,000 turns (a tool call and two steps per turn):
@@ -57,6 +57,7 @@ LOAD_TARGET_S = 2.0
 THROUGHPUT_TARGET = 0.5
 STREAM_WORDS = 20_000
 MAX_FRAME = 16 * 1024 * 1024
+MEASURES = ("load", "throughput")
 
 
 def client(url: str) -> AbstractAsyncContextManager[ClientConnection]:
@@ -445,21 +446,26 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
     }
 
 
-async def run(rounds: int) -> dict[str, Any]:
+async def run(rounds: int, measures: Sequence[str] = MEASURES) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
-        return {
-            "rounds": rounds,
-            "session_load": await bench_load(tmp, rounds),
-            "update_throughput": await bench_throughput(tmp, rounds),
-        }
+        figures: dict[str, Any] = {"rounds": rounds}
+        if "load" in measures:
+            figures["session_load"] = await bench_load(tmp, rounds)
+        if "throughput" in measures:
+            figures["update_throughput"] = await bench_throughput(tmp, rounds)
+        return figures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.acp")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--only", choices=MEASURES, help="run one measure (default: both, load first)"
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(asyncio.run(run(args.rounds)), indent=2))
+    measures = (args.only,) if args.only else MEASURES
+    print(json.dumps(asyncio.run(run(args.rounds, measures)), indent=2))
     return 0
 
 
