@@ -14,7 +14,10 @@ run, in interleaved rounds:
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
-  as it can. Target: at least 50% of the raw sender.
+  as it can. Target: at least 50% of the raw sender. The raw sender's frames are one per delta
+  (checked); a client that falls behind may get deltas joined (fewer frames, the same text), so
+  each round's frame count is reported beside the rate, which counts frames and so never favours
+  a joined round.
 
 Two clients read every figure, each against Trellis and against the raw sender:
 - `decoding`: a plain `websockets` connection that takes every frame with `recv()` and decodes it
@@ -395,6 +398,9 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
     config_text = long_reply_config(tmp)
     with serving(tmp, name="stream", config=config_text) as server:
         _, frames = await streamed_reply(server.url, server.root)  # also the raw sender's frames
+        # the raw sender's frames must be one per delta: had this reply gone out with deltas
+        # joined (a client that fell behind), the baseline would send less than Trellis streams
+        assert len(frames) > STREAM_WORDS, f"{len(frames)} frames for {STREAM_WORDS} deltas"
         answer = {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}
         config_file = tmp / "core-config.toml"
         config_file.write_text(config_text, encoding="utf-8")
@@ -427,11 +433,13 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
             "trellis_updates_per_s": round(rates["cheap"]),
             "raw_websockets_frames_per_s": round(rates["cheap_raw"]),
             "ratio": round(cheap_ratio, 3),
+            "trellis_frames_per_round": [round(c) for c in counts["cheap"]],
         },
         "decoding": {
             "trellis_updates_per_s": round(rates["trellis"]),
             "raw_websockets_frames_per_s": round(rates["raw"]),
             "ratio": round(rates["trellis"] / rates["raw"], 3),
+            "trellis_frames_per_round": [round(c) for c in counts["trellis"]],
             "rounds_per_s_trellis_raw": [
                 [round(c / t), round(rc / rt)]
                 for c, t, rc, rt in zip(
