@@ -483,7 +483,10 @@ class AcpConnection:
                         )
                         for u in projection.replay(chunk)
                     ]
-                    await self._emit_all(frames)
+                    if self._ready_now():  # no coroutine per frame: a range is thousands
+                        self._write_now(frames)
+                    else:
+                        await self._emit_all(frames)
                     await asyncio.sleep(0)
         finally:
             if reading is not None:
@@ -750,11 +753,16 @@ class AcpConnection:
 
     def _deliver_now(self, messages: list[dict[str, Any]]) -> None:
         """Write `messages` at once, in order (after `_ready_now`), as `_deliver` would."""
+        self._write_now([self._frame(message) for message in messages])
+
+    def _write_now(self, frames: list[str | None]) -> None:
+        """Write `frames` at once, in order (after `_ready_now`), as `_emit_all` would."""
         now = self._send_now
         assert now is not None
-        for message in messages:
-            text = self._frame(message)
-            if text is None or self._closed:
+        for text in frames:
+            if self._closed:
+                return
+            if text is None:
                 continue
             try:
                 now.write(text)

@@ -352,6 +352,8 @@ async def test_load_replays_the_whole_conversation_in_log_order_then_answers(
     )
     assert "hello there" in result["content"][0]["content"]["text"]
     assert not second.permission_requests
+    # the replay went out as the transport could take it: at once, no coroutine per message
+    assert second.written_at_once >= len(replayed)
 
 
 async def test_load_refuses_another_cwd_and_an_unknown_session(
