@@ -535,6 +535,19 @@ def make_event(payload: Payload, seq: int, time: float) -> Event:
     return _envelope(seq, time, payload.event_type, payload)
 
 
+def assistant_delta(turn: int, step: int, *, text: str = "", reasoning: str = "") -> AssistantDelta:
+    """`AssistantDelta(turn=..., step=..., text=...)` from the values a turn holds (its ints and
+    the gateway's strs), built as `_envelope` builds an event: validating each of a reply's
+    thousands of deltas cost as much as the rest of the live event's way to a subscriber."""
+    set_dict, set_fields, set_extra, set_private = _ENVELOPE_SLOTS
+    delta = _new(AssistantDelta)
+    set_dict(delta, {"turn": turn, "step": step, "text": text, "reasoning": reasoning})
+    set_fields(delta, {"turn", "step", "reasoning" if reasoning else "text"})
+    set_extra(delta, None)
+    set_private(delta, None)
+    return delta
+
+
 def make_live_event(payload: Payload, time: float, after_seq: int) -> LiveEvent:
     if payload.scope is not Scope.live:
         raise TypeError(f"{type(payload).__name__} is not a live event payload")

@@ -58,6 +58,7 @@ from engine.events import (
     UnknownEventTypeError,
     Usage,
     UserMessage,
+    assistant_delta,
     decode_event,
     decode_event_json,
     decode_live_event,
@@ -302,6 +303,18 @@ def test_live_event_is_what_model_construct_builds(payload: Payload) -> None:
     assert event == built
     assert event.model_fields_set == built.model_fields_set
     assert event.model_dump() == built.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning"), [("word ", ""), ("", "hmm "), ("", ""), ("é\n", "")]
+)
+def test_a_built_delta_is_the_validated_one(text: str, reasoning: str) -> None:
+    values = {"text": text} if text or not reasoning else {"reasoning": reasoning}
+    validated = AssistantDelta(turn=3, step=2, **values)
+    built = assistant_delta(3, 2, text=text, reasoning=reasoning)
+    assert built == validated
+    assert built.model_fields_set == validated.model_fields_set
+    assert encode_data(make_live_event(built, 1.0, 4)) == validated.model_dump_json()
 
 
 def test_agent_error_may_come_before_any_turn() -> None:

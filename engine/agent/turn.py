@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from engine.agent.retry import with_retries
 from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
 from engine.events import (
-    AssistantDelta,
     AssistantMessage,
     AssistantReset,
     Finish,
@@ -33,6 +32,7 @@ from engine.events import (
     TurnEnd,
     TurnEndReason,
     Usage,
+    assistant_delta,
 )
 from engine.gateway.base import (
     FinishDelta,
@@ -264,10 +264,10 @@ class Turn:
             match delta:
                 case TextDelta(text=text):
                     reply.texts.append(text)
-                    session.emit(AssistantDelta(turn=self.number, step=self.step, text=text))
+                    session.emit(assistant_delta(self.number, self.step, text=text))
                 case ReasoningDelta(text=text):
                     reply.reasonings.append(text)
-                    session.emit(AssistantDelta(turn=self.number, step=self.step, reasoning=text))
+                    session.emit(assistant_delta(self.number, self.step, reasoning=text))
                 case ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments):
                     fragment = reply.calls.setdefault(
                         index, {"id": "", "name": "", "arguments": ""}
