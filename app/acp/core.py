@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -759,11 +759,7 @@ class AcpConnection:
         """Write `frames` at once, in order (after `_ready_now`), as `_emit_all` would."""
         now = self._send_now
         assert now is not None
-        for text in frames:
-            if self._closed:
-                return
-            if text is None:
-                continue
+        for text in self._while_open(frames):
             try:
                 now.write(text)
             except Exception:
@@ -789,18 +785,25 @@ class AcpConnection:
         self._writers += 1
         try:
             async with self._send_lock:
-                for text in frames:
-                    if self._closed:
-                        return
-                    if text is None:
-                        continue
+                for text in self._while_open(frames):
                     try:
                         await self._send(text)
                     except Exception:
-                        log.info("connection %s: the transport refused a message; closing", self.id)
-                        self._closed = True
+                        self._refused()
         finally:
             self._writers -= 1
+
+    def _while_open(self, frames: list[str | None]) -> Iterator[str]:
+        """The frames to write, until the connection closes (None: not sent)."""
+        for text in frames:
+            if self._closed:
+                return
+            if text is not None:
+                yield text
+
+    def _refused(self) -> None:
+        log.info("connection %s: the transport refused a message; closing", self.id)
+        self._closed = True
 
 
 def _stop(reason: Any, message: str) -> PromptResponse:

@@ -216,12 +216,8 @@ def test_coalescing_joins_adjacent_streamed_text_of_one_kind_and_nothing_else() 
     projection = AcpProjection("/ws")
     usage = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
     noted = {**_chunk("agent_message_chunk", "d"), "_meta": {"k": 1}}
-    updates = [
-        _chunk("agent_thought_chunk", "think "),
-        _chunk("agent_thought_chunk", "more "),
-        _chunk("agent_message_chunk", "a "),
-        _chunk("agent_message_chunk", "b "),
-        _chunk("agent_message_chunk", "c"),
+    # kept as they are: a chunk alone between others, one with `_meta`, replayed user words
+    kept = [
         usage,
         _chunk("agent_message_chunk", "lone"),
         noted,
@@ -229,15 +225,13 @@ def test_coalescing_joins_adjacent_streamed_text_of_one_kind_and_nothing_else() 
         _chunk("user_message_chunk", "u1"),
         _chunk("user_message_chunk", "u2"),
     ]
+    thoughts = [_chunk("agent_thought_chunk", t) for t in ("think ", "more ")]
+    words = [_chunk("agent_message_chunk", t) for t in ("a ", "b ", "c")]
+    updates = [*thoughts, *words, *kept]
     assert [_wire(u) for u in projection.coalesced(updates)] == [
         _chunk("agent_thought_chunk", "think more "),
         _chunk("agent_message_chunk", "a b c"),
-        usage,
-        _chunk("agent_message_chunk", "lone"),
-        noted,
-        _chunk("agent_message_chunk", "e"),
-        _chunk("user_message_chunk", "u1"),
-        _chunk("user_message_chunk", "u2"),
+        *kept,
     ]
     assert projection.coalesced(updates[:1]) == updates[:1]
 
