@@ -3,7 +3,7 @@
 A resumed session's tail is on screen before its Agent is open (the whole log loads meanwhile);
 `attach` hands the screen the Agent, enables the input and bridges the Agent's events from the first
 seq the screen has not shown. A session another process writes is `follow`ed instead: the same
-bridge from a replica of it (`engine.replica`), with the input disabled saying who writes it. Engine events arrive as `EngineEvent` messages (app/tui/bridge.py) and
+bridge from a replica of it (`engine.replica`), with the input disabled saying who writes it. Engine events arrive as `EngineEvents` messages (app/tui/bridge.py) and
 flow down from here: the transcript projection turns them into entry changes, the status line and
 the side panel take plain views. Input goes back only through the Agent's public methods.
 """
@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 
-from app.tui.bridge import EngineEvent, bridge
+from app.tui.bridge import EngineEvents, bridge
 from app.tui.completion import (
     Suggestion,
     attachments_of,
@@ -48,6 +48,7 @@ from engine.events import (
     Event,
     Figures,
     GcCollect,
+    LiveEvent,
     ModelBind,
     OutboxChanged,
     SteerDropped,
@@ -195,12 +196,15 @@ class MainScreen(Screen[None]):
 
     # --- the event stream ----------------------------------------------------------------------
 
-    @on(EngineEvent)
-    def _engine_event(self, message: EngineEvent) -> None:
+    @on(EngineEvents)
+    def _engine_events(self, message: EngineEvents) -> None:
+        for event in message.take():
+            self._engine_event(event)
+
+    def _engine_event(self, event: Event | LiveEvent) -> None:
         """One event of the Agent, or of the followed session (stored events only, no Agent:
         what needs the Agent's state is left as it is)."""
         agent = self.agent
-        event = message.event
         change = self.transcript.apply(event)
         if change:
             self._view.apply(change)

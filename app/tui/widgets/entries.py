@@ -22,6 +22,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
+from app.tui.widgets.folding import unfold, unfold_within
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
     AreaEntry,
@@ -355,6 +356,7 @@ class AssistantMessage(EntryWidget):
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, AssistantEntry)
+        unfold(self)  # folded far above the viewport: the reasoning's display is its own again
         if entry.reasoning != self._reasoning:  # each update lays the screen out again
             self._reasoning = entry.reasoning
             self._show_reasoning(entry.reasoning)
@@ -405,6 +407,7 @@ class AssistantMessage(EntryWidget):
 
     async def _rewrite(self, text: str) -> None:
         """The whole reply again (withdrawn text, or the first write), in one Markdown."""
+        unfold_within(self)  # the first Markdown takes the whole reply again
         first, *later = self.query_children(Markdown)
         with self.app.batch_update():
             if later:
