@@ -22,7 +22,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
-from app.tui.widgets.folding import unfold, unfold_within
+from app.tui.widgets.folding import unfold_within
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
     AreaEntry,
@@ -356,7 +356,6 @@ class AssistantMessage(EntryWidget):
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
         assert isinstance(entry, AssistantEntry)
-        unfold(self)  # folded far above the viewport: the reasoning's display is its own again
         if entry.reasoning != self._reasoning:  # each update lays the screen out again
             self._reasoning = entry.reasoning
             self._show_reasoning(entry.reasoning)

@@ -1,26 +1,32 @@
 """Folding what lies far above the viewport while the conversation follows its end.
 
 Every frame that changes a size lays out every displayed widget (Textual's reflow walks the whole
-tree), so while a reply streams, each write laid out every mounted entry and every block of the
-reply's sealed Markdown: hundreds of widgets, tens of milliseconds a frame, and the keyboard waited
-behind them. A folded widget keeps its height (fixed to what it measured) and hides its children,
-so a frame lays it out as one widget. Nothing folded is ever seen: `TranscriptView` folds only
-what lies more than `KEEP_SCREENS` viewports above the end while it follows the end, and unfolds
-everything before the view can move (the user scrolls, focus moves in, the width changes).
+tree) and the conversation's grow with each write of a streaming reply, so each write laid out
+every mounted entry and every block of the reply's sealed Markdown: hundreds of widgets, tens of
+milliseconds a frame, and the keyboard waited behind them. What lies more than `KEEP_SCREENS`
+viewports above the end is folded: whole entries are hidden and one blank widget at the top takes
+their lines (a container's padding would not scroll); the parts of the entry astride that line (a
+long reply's sealed Markdown widgets) keep their height with their children hidden. A frame then
+lays out only what is near the viewport, and the scrollbar stands as before. Nothing folded is ever
+seen: `Folds.unfold` runs before the view can move (the user scrolls, focus moves in, the width
+changes, entries are trimmed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
+from textual.containers import ScrollableContainer
+from textual.geometry import Size
+from textual.reactive import reactive
 from textual.widget import Widget
 
+KEEP_SCREENS = 2
+"""What lies within this many viewports of the end stays unfolded."""
+
 _hidden: WeakKeyDictionary[Widget, list[Widget]] = WeakKeyDictionary()
-"""Each folded widget and the children its folding hid (those already hidden stay so)."""
-
-
-def folded(widget: Widget) -> bool:
-    return widget in _hidden
+"""Each folded part and the children its folding hid (those already hidden stay so)."""
 
 
 def fold(widget: Widget) -> bool:
@@ -49,7 +55,102 @@ def unfold(widget: Widget) -> None:
 
 
 def unfold_within(widget: Widget) -> None:
-    """Unfold `widget` and its children."""
-    unfold(widget)
+    """Unfold `widget`'s folded parts."""
     for child in widget.children:
         unfold(child)
+
+
+def outer_height(widget: Widget) -> int:
+    """The lines `widget` takes in a column: its height and its bottom margin."""
+    return widget.outer_size.height + widget.styles.margin.bottom
+
+
+class FoldedLines(Widget):
+    """The lines of the entries hidden above, blank: the first child of the conversation. Its
+    height is its content's (a stream layout reads no `height` style)."""
+
+    lines: reactive[int] = reactive(0, layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self.lines
+
+
+class Folds:
+    """What one conversation has folded: the entries hidden above (their lines kept by a
+    `FoldedLines` before them), and the entries with folded parts."""
+
+    def __init__(self, view: ScrollableContainer) -> None:
+        self.view = view
+        self._above: list[Widget] = []  # hidden entries, in order
+        self._lines: FoldedLines | None = None  # their lines, while it stays mounted in `view`
+        self._parted: list[Widget] = []  # entries with folded parts
+        self._width = 0  # the width the folded heights were measured at
+
+    @property
+    def folded(self) -> bool:
+        return bool(self._above or self._parted)
+
+    async def fold(self, entries: Sequence[Widget]) -> None:
+        """Fold what of `entries` (the view's, in order, laid out) lies more than `KEEP_SCREENS`
+        viewports above the end; heights add up from the end."""
+        view = self.view
+        width = view.scrollable_content_region.width
+        if width != self._width:
+            self.unfold()
+            self._width = width
+        keep = KEEP_SCREENS * view.scrollable_content_region.height
+        below = 0
+        for index in range(len(entries) - 1, -1, -1):
+            entry = entries[index]
+            if not entry.display:
+                return  # hidden already, as is all before it
+            if below >= keep:
+                await self._hide(entries[: index + 1], entries[index + 1])
+                return
+            height = outer_height(entry)
+            if below + height > keep:
+                self._fold_parts(entry, keep - below)
+            below += height
+
+    async def _hide(self, above: Sequence[Widget], first: Widget) -> None:
+        """Hide `above` (displayed, in order) and give their lines to the `FoldedLines` before
+        them: `first`, the first entry left, then stands where it stood (its top margin is
+        kept, next to a widget with none)."""
+        lines = first.virtual_region.y - first.styles.margin.top
+        if lines <= 0:
+            return  # not laid out
+        view = self.view
+        spacer = self._lines
+        if spacer is None or spacer.parent is not view:  # the view mounted its entries anew
+            spacer = self._lines = FoldedLines()
+            spacer.display = False
+            await view.mount(spacer, before=0)
+        spacer.lines = lines
+        spacer.display = True
+        for entry in above:
+            entry.display = False
+        self._above.extend(above)
+
+    def _fold_parts(self, entry: Widget, keep: int) -> None:
+        """Fold the parts of `entry` lying wholly more than `keep` lines above its bottom; never
+        its last, which a streaming reply writes into."""
+        shown = [child for child in entry.children if child.display]
+        if len(shown) < 2:
+            return
+        *parts, live = shown
+        below = outer_height(live)
+        for part in reversed(parts):
+            if below >= keep and fold(part) and entry not in self._parted:
+                self._parted.append(entry)
+            below += outer_height(part)
+
+    def unfold(self) -> None:
+        """Everything folded shows again, as it stood."""
+        above, self._above = self._above, []
+        for entry in above:
+            entry.display = True
+        if self._lines is not None:
+            self._lines.display = False
+        parted, self._parted = self._parted, []
+        for entry in parted:
+            unfold_within(entry)

@@ -16,24 +16,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from weakref import WeakSet
 
 from textual import events, work
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.widget import AwaitMount
 
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import EntryWidget, widget_for
-from app.tui.widgets.folding import fold, unfold_within
+from app.tui.widgets.folding import Folds
 from replay.transcript import Change, Transcript
 
 WINDOW = 120
 """Entries mounted at most; older ones load as the user scrolls up."""
 PAGE = 40
 """Entries mounted per step of scrolling past either end of the window."""
-KEEP_SCREENS = 2
-"""While the view follows the end, what lies more than this many viewports above the end is
-folded (`app.tui.widgets.folding`): frames lay out only what is near the viewport."""
 
 
 @dataclass(slots=True)
@@ -90,10 +87,9 @@ class TranscriptView(VerticalScroll):
         self._changing = asyncio.Lock()  # one flush or page changes the mounted widgets at a time
         self._paging = False  # a page is being loaded: scrolling further waits for it
         self._mounting: list[AwaitMount] = []  # mounts `apply` started, awaited by the next flush
+        self._folds = Folds(self)
+        self._size_seen = Size(0, 0)
         self._folding = False  # a fold pass is queued
-        # entries folded, or with parts folded, since the last unfolding (weak: trimming drops them)
-        self._touched: WeakSet[EntryWidget] = WeakSet()
-        self._width = 0  # the width the folded heights were measured at
 
     def on_mount(self) -> None:
         self.anchor()
@@ -197,10 +193,13 @@ class TranscriptView(VerticalScroll):
                 widget = self._widgets.get(key)
                 entry = self.held.get(key)
                 if widget is not None and entry is not None and widget.entry is not entry:
+                    if not widget.display:
+                        self._folds.unfold()  # its new height is not in the folded lines
                     widget.show(entry)
 
     async def _mount_newest(self) -> None:
         """Replace whatever is mounted by the newest `window` entries (the stored pages go)."""
+        self._folds.unfold()
         await self.remove_children()
         self._widgets.clear()
         held = self.held
@@ -250,6 +249,7 @@ class TranscriptView(VerticalScroll):
         if extra <= 0:
             return
         gone = widgets[:extra] if self._following() else widgets[-extra:]
+        self._folds.unfold()  # the folded lines counted those going
         await self._unmount(gone)
 
     # --- scrolling past either end -------------------------------------------------------------
@@ -415,59 +415,26 @@ class TranscriptView(VerticalScroll):
             self._folding = True
             self.call_after_refresh(self._fold_above)
 
-    # --- folding what lies far above the viewport ----------------------------------------------
+    # --- folding what lies far above the viewport (app.tui.widgets.folding) ---------------------
 
-    def _fold_above(self) -> None:
-        """Fold the entries (and the parts of the entry astride the line, but its last, which a
-        streaming reply writes into) that lie more than `KEEP_SCREENS` viewports above the end.
-        Heights add up from the end, so no region is asked of the compositor."""
+    async def _fold_above(self) -> None:
         self._folding = False
-        if not self._following():
-            return
-        width = self.scrollable_content_region.width
-        if width != self._width:
-            self._unfold_all()
-            self._width = width
-        keep = KEEP_SCREENS * self.scrollable_content_region.height
-        below = 0
-        for widget in reversed(self.entry_widgets()):
-            height = widget.outer_size.height + widget.styles.margin.bottom
-            if below >= keep:
-                if fold(widget):
-                    self._touched.add(widget)
-            elif below + height > keep:
-                self._fold_parts(widget, keep - below)
-            below += height
-
-    def _fold_parts(self, widget: EntryWidget, keep: int) -> None:
-        """Fold the children of `widget` lying wholly more than `keep` lines above its bottom."""
-        shown = [child for child in widget.children if child.display]
-        if len(shown) < 2:
-            return
-        *parts, live = shown
-        below = live.outer_size.height + live.styles.margin.bottom
-        for part in reversed(parts):
-            if below >= keep and fold(part):
-                self._touched.add(widget)
-            below += part.outer_size.height + part.styles.margin.bottom
-
-    def _unfold_all(self) -> None:
-        touched, self._touched = list(self._touched), WeakSet()
-        for widget in touched:
-            unfold_within(widget)
+        if self._following() and not self._changing.locked():
+            await self._folds.fold(self.entry_widgets())
 
     def release_anchor(self) -> None:
         """The user moves the view (Textual releases the anchor for every scroll the user makes,
         and the view for each page it loads): everything folded shows again first."""
-        self._unfold_all()
+        self._folds.unfold()
         super().release_anchor()
 
     def on_resize(self, event: events.Resize) -> None:
-        if event.size.width != self._width:
-            self._unfold_all()
+        if event.size != self._size_seen:  # not only the content's size
+            self._size_seen = event.size
+            self._folds.unfold()  # folded heights hold for one width; the next pass folds again
 
     def on_descendant_focus(self) -> None:
-        self._unfold_all()  # an entry that takes focus is scrolled into view
+        self._folds.unfold()  # an entry that takes focus is scrolled into view
 
     def _restore(self) -> None:
         """Scroll so that the held entry stands where it stood when the page was loaded."""

@@ -1,0 +1,87 @@
+"""While the conversation follows its end, what lies far above the viewport is folded (frames lay
+out only what is near the viewport), line for line, and shows again before the view can move."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widget import Widget
+from textual.widgets.markdown import MarkdownBlock
+
+from app.tui.widgets.entries import AssistantMessage, EntryWidget
+from app.tui.widgets.transcript_view import TranscriptView
+from engine.gateway.scripted import Reply
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import send, settle
+from tests.tui.test_long_session import opened, stored_turns
+from tests.tui.test_streaming import caught_up, layout_of, long_reply
+
+
+def shown(widget: Widget) -> bool:
+    """Displayed, and so is every widget it lies in."""
+    return all(node.display for node in (widget, *widget.ancestors) if isinstance(node, Widget))
+
+
+async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_view_moves(
+    workspace: Path, data: Path
+) -> None:
+    session_id = await stored_turns(data, workspace, 8)
+    text = long_reply(120)
+    app = ConsoleTestApp(
+        workspace, data, [Reply(text=text, chunk_delay=0.0005)], session_id=session_id
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        reply = [w for w in app.main.query(AssistantMessage) if w.copy_text == text][-1]
+        await caught_up(app, reply)
+        await pilot.pause()
+        await pilot.pause()
+        view = app.main.query_one(TranscriptView)
+        blocks = list(reply.query(MarkdownBlock))
+        entries = view.entry_widgets()
+        assert sum(map(shown, blocks)) < len(blocks) // 3, "the blocks far above are folded"
+        assert not all(map(shown, entries)), "so are the entries above the reply"
+        assert shown(blocks[-1])
+        assert view.scroll_y == view.max_scroll_y
+        folded_height = view.virtual_size.height
+
+        view.focus()
+        await pilot.press("pageup")  # the user scrolls: everything shows again first
+        await pilot.pause()
+        assert all(map(shown, blocks))
+        assert all(map(shown, view.entry_widgets()))
+        assert view.virtual_size.height == folded_height, "folding kept every line"
+        unfolded = layout_of(reply)
+        reply_height = reply.outer_size.height
+        session_id = app.live.session_id
+
+    again = ConsoleTestApp(workspace, data, [], session_id=session_id)
+    async with again.run_test(size=(100, 30)) as pilot:
+        view = await opened(again, pilot)
+        reply = [w for w in view.entry_widgets() if isinstance(w, AssistantMessage)][-1]
+        await pilot.pause()
+        assert layout_of(reply) == unfolded, "unfolded, the reply stands as one written at once"
+        assert reply.outer_size.height == reply_height
+
+
+async def test_an_entry_folded_above_unfolds_when_it_takes_focus(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120), chunk_delay=0.0005)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        await caught_up(app, app.main.query_one(AssistantMessage))
+        await pilot.pause()
+        await pilot.pause()
+        view = app.main.query_one(TranscriptView)
+        first = view.entry_widgets()[0]
+        assert isinstance(first, EntryWidget)
+        assert not shown(first)
+        first.focus()
+        await pilot.pause()
+        assert shown(first)
+        assert all(shown(block) for block in view.query(MarkdownBlock))
