@@ -508,9 +508,11 @@ def main(
     *,
     only: tuple[str, ...] = tuple(SAMPLES),
     before: Path | None = None,
+    streams: tuple[str, ...] = STREAM_VARIANTS,
 ) -> dict[str, Any]:
     """Every sample of `only`, `rounds` times, interleaved; with `before` (an earlier source tree)
-    the streaming sample also runs on its code in each round (`streaming.before`)."""
+    the streaming sample also runs on its code in each round (`streaming.before`); `streams`
+    picks the streaming variants (`tail`, now, always runs)."""
     with tempfile.TemporaryDirectory() as tmp:
         earlier = None
         if before is not None:
@@ -522,7 +524,7 @@ def main(
         paints: dict[tuple[str, int], list[dict[str, Any]]] = {}
         streams: dict[str, list[dict[str, Any]]] = {}
         scrolls: list[dict[str, Any]] = []
-        stream_runs = [(v, None) for v in STREAM_VARIANTS] + (
+        stream_runs = [(v, None) for v in STREAM_VARIANTS if v in {*streams, "tail"}] + (
             [("before", earlier)] if earlier is not None else []
         )
         for round_ in range(rounds):
@@ -589,9 +591,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--before", type=Path, metavar="DIR", help="an earlier source tree, streamed beside"
     )
+    parser.add_argument(
+        "--streams", nargs="+", choices=STREAM_VARIANTS, default=STREAM_VARIANTS, help="variants"
+    )
     args = parser.parse_args()
     if args.sample:
         kind, variant, db, session_id = args.sample
         print(json.dumps(asyncio.run(SAMPLES[kind](variant, Path(db), session_id))))
     else:
-        print(json.dumps(main(args.rounds, only=tuple(args.only), before=args.before), indent=2))
+        figures = main(
+            args.rounds, only=tuple(args.only), before=args.before, streams=tuple(args.streams)
+        )
+        print(json.dumps(figures, indent=2))
