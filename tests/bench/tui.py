@@ -508,10 +508,10 @@ def main(
     *,
     only: tuple[str, ...] = tuple(SAMPLES),
     before: Path | None = None,
-    streams: tuple[str, ...] = STREAM_VARIANTS,
+    variants: tuple[str, ...] = STREAM_VARIANTS,
 ) -> dict[str, Any]:
     """Every sample of `only`, `rounds` times, interleaved; with `before` (an earlier source tree)
-    the streaming sample also runs on its code in each round (`streaming.before`); `streams`
+    the streaming sample also runs on its code in each round (`streaming.before`); `variants`
     picks the streaming variants (`tail`, now, always runs)."""
     with tempfile.TemporaryDirectory() as tmp:
         earlier = None
@@ -524,7 +524,7 @@ def main(
         paints: dict[tuple[str, int], list[dict[str, Any]]] = {}
         streams: dict[str, list[dict[str, Any]]] = {}
         scrolls: list[dict[str, Any]] = []
-        stream_runs = [(v, None) for v in STREAM_VARIANTS if v in {*streams, "tail"}] + (
+        stream_runs = [(v, None) for v in STREAM_VARIANTS if v in {*variants, "tail"}] + (
             [("before", earlier)] if earlier is not None else []
         )
         for round_ in range(rounds):
@@ -600,6 +600,6 @@ if __name__ == "__main__":
         print(json.dumps(asyncio.run(SAMPLES[kind](variant, Path(db), session_id))))
     else:
         figures = main(
-            args.rounds, only=tuple(args.only), before=args.before, streams=tuple(args.streams)
+            args.rounds, only=tuple(args.only), before=args.before, variants=tuple(args.streams)
         )
         print(json.dumps(figures, indent=2))
