@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
@@ -127,3 +128,28 @@ async def test_writes_that_end_with_a_blank_line_lose_no_block() -> None:
             if isinstance(block.parent, Markdown)
         ]
         assert paragraphs == [line for line in text.split("\n\n") if line.startswith("Paragraph")]
+
+
+async def test_the_text_shown_is_a_prefix_of_the_reply_even_mid_seal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = long_reply()
+    cuts = [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
+    app = ReplyApp()
+    seen: list[str] = []
+    append = Markdown.append
+
+    async def watched(markdown: Markdown, fragment: str) -> None:
+        await append(markdown, fragment)
+        seen.append(app.query_one(AssistantMessage).shown_text)  # as a reader sees it then
+
+    monkeypatch.setattr(Markdown, "append", watched)
+    async with app.run_test(size=(100, 200)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        for cut in [*cuts, len(text)]:
+            reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text[:cut]))
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert len(reply.query_children(Markdown)) > 1  # some blocks were sealed
+    assert seen
+    assert [s for s in seen if not text.startswith(s)] == []

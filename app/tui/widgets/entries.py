@@ -431,12 +431,14 @@ class AssistantMessage(EntryWidget):
         with self.app.batch_update():  # no frame shows the block in neither
             await last.remove()
             await self.mount(fresh, after=live)
+            # sealed from here on: while the append below runs, `shown_text` is a prefix of the
+            # reply (the live block not yet in), never the reply with its sealed head skipped
+            self._sealed += len(head)
             # `append`, not `update`: Textual's `update` sets where the next append re-parses
             # from past a trailing blank line (or inside a last block of several lines), so the
             # next append rewrote the last block with the following one, and a paragraph went
             # missing from the screen whenever a write ended with a blank line
             await fresh.append(live_text[len(head) :])
-        self._sealed += len(head)
 
     @property
     def copy_text(self) -> str:
