@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+from textual.pilot import Pilot
 
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
@@ -12,6 +15,14 @@ from engine.message import ToolCall
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import gated, send, settle
 from tests.tui.test_streaming import long_reply
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    assert condition()
 
 
 async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, data: Path) -> None:
@@ -27,14 +38,12 @@ async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, 
         assert bottom > 0  # the reply overflows the view
         assert view.max_scroll_y == bottom  # and the view is at its end
         await pilot.press("pageup")
-        await pilot.pause()
-        assert view.scroll_y < bottom
+        await until(pilot, lambda: view.scroll_y < bottom)  # a page scrolls with an animation
         assert app.focused is prompt  # the prompt keeps the keyboard
         await pilot.press("x")
         assert prompt.text == "x"
         await pilot.press("pagedown")
-        await pilot.pause()
-        assert view.scroll_y == view.max_scroll_y
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y)
 
 
 async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:
