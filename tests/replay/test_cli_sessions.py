@@ -161,14 +161,20 @@ def test_bad_ids_formats_classes_and_fork_points_are_one_line(trellis: Cli) -> N
     assert "seq 0" in trellis.fails("fork", session, "--at", "0")
 
 
+def sessions_with_prefixes(trellis: Cli) -> str:
+    """A session to open by a prefix of its id, and two ids that share the prefix `abc`."""
+    session = trellis.session("hello there")
+    trellis.create("abc1")
+    trellis.create("abc2")
+    return session
+
+
 def test_the_console_resumes_a_session_by_a_prefix_of_its_id(
     trellis: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from app.tui.app import TrellisApp
 
-    session = trellis.session("hello there")
-    trellis.create("abc1")
-    trellis.create("abc2")
+    session = sessions_with_prefixes(trellis)
     opened: list[str | None] = []
     monkeypatch.setattr(TrellisApp, "run", lambda app: opened.append(app._session_id))
     assert trellis("--resume", session[:8])[0] == 0
@@ -181,9 +187,7 @@ def test_replay_takes_a_prefix_and_refuses_an_unknown_id_before_the_console_star
 ) -> None:
     from app.tui.app import TrellisApp
 
-    session = trellis.session("hello there")
-    trellis.create("abc1")
-    trellis.create("abc2")
+    session = sessions_with_prefixes(trellis)
     opened: list[tuple[str | None, str | None]] = []
     monkeypatch.setattr(
         TrellisApp, "run", lambda app: opened.append((app._replay, app._session_id))

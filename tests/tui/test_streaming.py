@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets._markdown import MarkdownParagraph
@@ -109,17 +110,23 @@ class ReplyApp(App[None]):
         yield AssistantMessage(AssistantEntry(key="a", seq=1, turn=1, step=1, streaming=True))
 
 
+async def write_cut_at_blank_lines(app: ReplyApp, pilot: Pilot[None], text: str) -> None:
+    """`text` streamed into the reply cut after every blank line: each write ends with one,
+    sealing included."""
+    cuts = [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
+    reply = app.query_one(AssistantMessage)
+    for cut in [*cuts, len(text)]:
+        reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text[:cut]))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
 async def test_writes_that_end_with_a_blank_line_lose_no_block() -> None:
     text = long_reply()
-    # cut after every blank line: each write ends with one, sealing included
-    cuts = [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
     app = ReplyApp()
     async with app.run_test(size=(100, 200)) as pilot:
+        await write_cut_at_blank_lines(app, pilot, text)
         reply = app.query_one(AssistantMessage)
-        for cut in [*cuts, len(text)]:
-            reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text[:cut]))
-            await app.workers.wait_for_complete()
-            await pilot.pause()
         assert reply.shown_text == text
         assert len(reply.query_children(Markdown)) > 1  # some blocks were sealed
         paragraphs = [
@@ -134,7 +141,6 @@ async def test_the_text_shown_is_a_prefix_of_the_reply_even_mid_seal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     text = long_reply()
-    cuts = [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
     app = ReplyApp()
     seen: list[str] = []
     append = Markdown.append
@@ -145,11 +151,7 @@ async def test_the_text_shown_is_a_prefix_of_the_reply_even_mid_seal(
 
     monkeypatch.setattr(Markdown, "append", watched)
     async with app.run_test(size=(100, 200)) as pilot:
-        reply = app.query_one(AssistantMessage)
-        for cut in [*cuts, len(text)]:
-            reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text[:cut]))
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-        assert len(reply.query_children(Markdown)) > 1  # some blocks were sealed
+        await write_cut_at_blank_lines(app, pilot, text)
+        assert len(app.query_one(AssistantMessage).query_children(Markdown)) > 1  # sealed some
     assert seen
     assert [s for s in seen if not text.startswith(s)] == []
