@@ -21,7 +21,7 @@ from engine.context.area import (
 from engine.context.context import Context
 from engine.context.egress import label_for_provenance
 from engine.context.errors import AreaCallbackError, AreaRegistrationError
-from engine.context.ownership import OwnershipLedger
+from engine.context.ownership import holds_exclusively
 from engine.context.provenance import ItemKind, Provenance
 from engine.context.slots import RangesView, Ring, Slot
 from engine.events import (
@@ -75,7 +75,6 @@ class CoopContext:
         self._silent: dict[Slot, None] = {}
         self._retiring: dict[Slot, None] = {}
         self._garbage: list[tuple[NativeContent, Provenance]] = []
-        self._ledger = OwnershipLedger()
         self._serial = first_serial - 1
         self._rendering = False
         self._notice = self._noticed  # one bound method handed to every Area that takes it
@@ -117,7 +116,10 @@ class CoopContext:
     @property
     def holder(self) -> str | None:
         """The id of the Area that owns items appended now (it holds the cursor exclusively)."""
-        return self._ledger.holder()
+        slot = self._cursor
+        if slot is not None and holds_exclusively(slot.reported_life, slot.reported_flow):
+            return slot.id
+        return None
 
     def area_id(self, area: ContextAreaImplementation) -> str:
         return self._slots[area].id
@@ -168,13 +170,32 @@ class CoopContext:
         sink = self._sink
         snapshot = self._snapshot(slot) if restorable else None
         name = self._name(slot) if sink is not None else ""
-        life, flow = self._life(slot), self._flow(slot)
-        self._subscribe(slot)
+        # The life, flow and notice reads of _life, _flow and _subscribe, inlined: a call each
+        # was a tenth of register().
+        try:
+            life = area.life_state
+            if type(life) is not AreaLifeState:
+                life = AreaLifeState(life)
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(area).__name__, "life_state", exc) from exc
+        try:
+            flow = area.flow_state
+            if type(flow) is not AreaFlowState:
+                flow = AreaFlowState(flow)
+        except Exception as exc:
+            raise AreaCallbackError(slot.id, type(area).__name__, "flow_state", exc) from exc
+        try:
+            subscribe = getattr(area, "subscribe_retirement", None)
+            if subscribe is not None:
+                subscribe(self._notice)
+                slot.notifies = True
+        except Exception as exc:
+            message = "subscribe_retirement"
+            raise AreaCallbackError(slot.id, type(area).__name__, message, exc) from exc
         if sink is not None:
             sink(AreaRegister(area=slot.id, kind=kind, name=name, state=snapshot))
         self._serial = serial
         self._link(slot, life)
-        self._ledger.states[slot.id] = (life, flow)
         slot.reported_life, slot.reported_flow, slot.snapshot = life, flow, snapshot
         if sink is not None:
             sink(AreaState(area=slot.id, life=life.value, flow=flow.value, state=snapshot))
@@ -200,7 +221,6 @@ class CoopContext:
         slot = Slot(area, area_id, serial, is_restorable(area), snapshot)
         self._subscribe(slot)
         self._link(slot, self._life(slot) if slot.notifies else reported[0])
-        self._ledger.states[area_id] = reported
         slot.report(reported)
 
     def adopt_range(self, area: ContextAreaImplementation, effect: EffectRange) -> None:
@@ -214,7 +234,6 @@ class CoopContext:
     def set_cursor(self, area_id: str | None) -> None:
         """Re-seat the cursor (resume); emits nothing."""
         self._cursor = self._by_id[area_id] if area_id is not None else None
-        self._ledger.cursor = area_id
 
     # --- render ---------------------------------------------------------------------------
 
@@ -490,7 +509,7 @@ class CoopContext:
         # Items the loop appends between renders belong to the Area holding the cursor exclusively.
         if self._rendering or provenance.owner is not None:
             return provenance
-        holder = self._ledger.holder()
+        holder = self.holder
         return provenance.owned_by(holder) if holder is not None else provenance
 
     def _call(self, slot: Slot, callback: str, function: Callable[[], T]) -> T:
@@ -588,7 +607,6 @@ class CoopContext:
         snapshot = self._snapshot(slot)
         if not changed and snapshot == slot.snapshot:
             return
-        self._ledger.states[slot.id] = state
         slot.report(state)
         slot.snapshot = snapshot
         if life is AreaLifeState.retired and slot.range is None:
@@ -605,8 +623,7 @@ class CoopContext:
         if slot is self._cursor:
             return
         self._cursor = slot
-        self._ledger.cursor = slot.id if slot is not None else None
-        self._emit(lambda: AreaCursor(area=self._ledger.cursor))
+        self._emit(lambda: AreaCursor(area=slot.id if slot is not None else None))
 
     def _emit(self, payload: Callable[[], Payload]) -> int | None:
         """Build the event only when a sink listens (payload models cost a validation each)."""
@@ -644,7 +661,15 @@ class CoopContext:
                 self._retiring[slot] = None
             elif not slot.notifies:
                 self._silent[slot] = None
-        self._ring.append(slot)
+        # Ring.append, inlined (register() is on a hot path).
+        ring = self._ring
+        head = ring.head
+        if head is None:
+            slot.prev = slot.next = ring.head = slot
+        else:
+            last = head.prev
+            slot.prev, slot.next = last, head
+            last.next = head.prev = slot
 
     def _unlink(self, slot: Slot) -> None:
         del self._slots[slot.area]
@@ -652,7 +677,6 @@ class CoopContext:
         self._ranged.pop(slot, None)
         self._silent.pop(slot, None)
         self._retiring.pop(slot, None)
-        self._ledger.forget(slot.id)
         self._ring.remove(slot)
 
     def __repr__(self) -> str:

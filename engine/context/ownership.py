@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from engine.context.area import AreaFlowState, AreaLifeState
 
 
+def holds_exclusively(life: AreaLifeState | None, flow: AreaFlowState | None) -> bool:
+    """Whether an Area at the cursor with this reported state owns what is appended now."""
+    return life is AreaLifeState.retain and flow is AreaFlowState.exclusive
+
+
 @dataclass(slots=True)
 class OwnershipLedger:
     """The last reported life and flow of each Area, and the cursor.
@@ -28,7 +33,7 @@ class OwnershipLedger:
         if self.cursor is None:
             return None
         state = self.states.get(self.cursor)
-        if state == (AreaLifeState.retain, AreaFlowState.exclusive):
+        if state is not None and holds_exclusively(*state):
             return self.cursor
         return None
 
