@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from textual import events
 from textual.pilot import Pilot
 
 from app.tui.widgets.key_footer import KeyFooter
@@ -38,12 +39,33 @@ async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, 
         assert bottom > 0  # the reply overflows the view
         assert view.max_scroll_y == bottom  # and the view is at its end
         await pilot.press("pageup")
-        await until(pilot, lambda: view.scroll_y < bottom)  # a page scrolls with an animation
+        assert view.scroll_y == bottom - view.scrollable_content_region.height
         assert app.focused is prompt  # the prompt keeps the keyboard
         await pilot.press("x")
         assert prompt.text == "x"
         await pilot.press("pagedown")
-        await until(pilot, lambda: view.scroll_y == view.max_scroll_y)
+        assert view.scroll_y == view.max_scroll_y
+
+
+async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data: Path) -> None:
+    """A held key or a terminal sends several presses at once: each is a page, though none has
+    been drawn when the next arrives."""
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120))])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "tell me a lot")
+        await settle(app, pilot)
+        view = app.main.query_one(TranscriptView)
+        await pilot.pause(0.1)
+        bottom, page = view.scroll_y, view.scrollable_content_region.height
+        assert bottom > 4 * page
+        for _ in range(3):
+            app.post_message(events.Key("pageup", None))
+        await until(pilot, lambda: view.scroll_y < bottom - 2 * page)
+        assert view.scroll_y == bottom - 3 * page
+        for _ in range(3):
+            app.post_message(events.Key("pagedown", None))
+        await until(pilot, lambda: view.scroll_y == bottom)
 
 
 async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:

@@ -280,7 +280,7 @@ class TranscriptView(VerticalScroll):
 
     def action_page_up(self) -> None:
         self.on_mouse_scroll_up()
-        super().action_page_up()
+        self._page(-1)
 
     def action_scroll_home(self) -> None:
         """To the session's first entry (read from the store when its page is not held)."""
@@ -296,7 +296,14 @@ class TranscriptView(VerticalScroll):
 
     def action_page_down(self) -> None:
         self.on_mouse_scroll_down()
-        super().action_page_down()
+        self._page(1)
+
+    def _page(self, pages: int) -> None:
+        """Scroll `pages` pages from where the last one took the view. Textual's own page reads
+        the position when pressed and scrolls after the next refresh (or animates there), so a
+        burst of presses (a held key, or a terminal that sends them together) moved one page."""
+        height = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_target_y + pages * height, animate=False, immediate=True)
 
     def action_scroll_end(self) -> None:
         """To the live end, following it again."""
