@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.dom import DOMNode
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
@@ -155,3 +156,30 @@ async def test_the_text_shown_is_a_prefix_of_the_reply_even_mid_seal(
         assert len(app.query_one(AssistantMessage).query_children(Markdown)) > 1  # sealed some
     assert seen
     assert [s for s in seen if not text.startswith(s)] == []
+
+
+async def test_only_the_replys_last_block_drops_its_margin_and_seals_restyle_nothing_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last block stands without a bottom margin, as the same reply settled; marking it
+    restyles only the blocks that change (an order pseudo-class restyled every sealed Markdown,
+    and every block in each, at each seal)."""
+    restyled: list[DOMNode] = []
+    update_node_styles = DOMNode.update_node_styles
+
+    def counted(node: DOMNode, animate: bool = True) -> None:
+        restyled.append(node)
+        update_node_styles(node, animate)
+
+    monkeypatch.setattr(DOMNode, "update_node_styles", counted)
+    text = long_reply()
+    app = ReplyApp()
+    async with app.run_test(size=(100, 200)) as pilot:
+        await write_cut_at_blank_lines(app, pilot, text)
+        reply = app.query_one(AssistantMessage)
+        *sealed, live = reply.query_children(Markdown)
+        assert len(sealed) > 3
+        assert not [node for node in restyled if isinstance(node, Markdown)]
+        blocks = [b for b in reply.query(MarkdownBlock) if isinstance(b.parent, Markdown)]
+        assert [b for b in blocks if b.styles.margin.bottom == 0] == [blocks[-1]]
+        assert blocks[-1].parent is live

@@ -43,6 +43,8 @@ from replay.wording import area_line, compact_line, gc_line, model_line, retry_l
 WRITE_EVERY_S = 1 / 15
 """A streaming reply is written into its Markdown at most this often (each write costs a layout of
 the whole window; per delta, a fast stream outran the screen)."""
+REPLY_END = "-reply-end"
+"""The class of a reply's last block, which has no bottom margin."""
 SEAL_BLOCKS = 12
 """A streaming reply's live Markdown holds about this many blocks; the finished ones before it are
 sealed in Markdown widgets of their own that no later write touches (each write to a Markdown of
@@ -301,7 +303,10 @@ class SettledMarkdown(Markdown):
         self._markdown = markdown
 
     def compose(self) -> ComposeResult:
-        yield from self._build_from_source(self._markdown)
+        blocks = list(self._build_from_source(self._markdown))
+        if blocks:
+            blocks[-1].add_class(REPLY_END)
+        yield from blocks
 
     async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Markdown: async
         """In place of `Markdown`'s, which would replace the composed blocks by an empty
@@ -329,7 +334,7 @@ class AssistantMessage(EntryWidget):
         margin: 0;
         padding: 0;
     }
-    AssistantMessage Markdown:last-of-type MarkdownBlock:last-child {
+    AssistantMessage MarkdownBlock.-reply-end {
         margin-bottom: 0;
     }
     """
@@ -342,6 +347,7 @@ class AssistantMessage(EntryWidget):
         self._writing = False  # a `_write` worker runs
         self._reasoning: str | None = None  # the reasoning shown
         self._reasoning_text: Static | None = None  # its widget, once there is some
+        self._end: Widget | None = None  # the block marked as the reply's last
 
     def compose(self) -> ComposeResult:
         entry = self.entry
@@ -399,10 +405,26 @@ class AssistantMessage(EntryWidget):
                     await self._seal(live)
                 else:
                     await self._rewrite(wanted)
+                self._mark_end()
                 # each write lays the screen out again: what streams meanwhile waits for the next
                 await asyncio.sleep(WRITE_EVERY_S)
         finally:
             self._writing = False
+
+    def _mark_end(self) -> None:
+        """Mark the reply's last block (no bottom margin) by a class. An order pseudo-class
+        (`:last-child`) made Textual restyle every displayed Markdown of the reply, every block
+        of each, whenever one was mounted: a long streamed reply's seals grew ever slower."""
+        markdowns = list(self.query_children(Markdown))
+        blocks = list(markdowns[-1].query_children(MarkdownBlock)) if markdowns else []
+        end = blocks[-1] if blocks else None
+        if end is self._end:
+            return
+        if self._end is not None:
+            self._end.remove_class(REPLY_END)
+        if end is not None:
+            end.add_class(REPLY_END)
+        self._end = end
 
     async def _rewrite(self, text: str) -> None:
         """The whole reply again (withdrawn text, or the first write), in one Markdown."""
