@@ -22,6 +22,10 @@ def shown(widget: Widget) -> bool:
     return all(node.display for node in (widget, *widget.ancestors) if isinstance(node, Widget))
 
 
+def shown_children(widget: Widget) -> list[Widget]:
+    return [child for child in widget.children if child.display]
+
+
 async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_view_moves(
     workspace: Path, data: Path
 ) -> None:
@@ -44,6 +48,9 @@ async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_vie
         assert sum(map(shown, blocks)) < len(blocks) // 3, "the blocks far above are folded"
         assert not all(map(shown, entries)), "so are the entries above the reply"
         assert shown(blocks[-1])
+        folded = [part for part in reply.children if part.display and not any(shown_children(part))]
+        assert len(folded) == 1, "the far parts of the reply are one widget, however many"
+        assert [part for part in reply.children if not part.display], "the others are hidden"
         assert view.scroll_y == view.max_scroll_y
         folded_height = view.virtual_size.height
 

@@ -15,6 +15,7 @@ changes, entries are trimmed).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from textual.containers import ScrollableContainer
@@ -25,8 +26,18 @@ from textual.widget import Widget
 KEEP_SCREENS = 2
 """What lies within this many viewports of the end stays unfolded."""
 
-_hidden: WeakKeyDictionary[Widget, list[Widget]] = WeakKeyDictionary()
-"""Each folded part and the children its folding hid (those already hidden stay so)."""
+
+@dataclass(eq=False)
+class _Folded:
+    """A folded part: the children its folding hid (those hidden already stay so), and the parts
+    after it hidden whole, whose lines it also holds."""
+
+    lines: int
+    children: list[Widget]
+    taken: list[Widget] = field(default_factory=list)
+
+
+_folded: WeakKeyDictionary[Widget, _Folded] = WeakKeyDictionary()
 
 
 def fold(widget: Widget) -> bool:
@@ -34,23 +45,39 @@ def fold(widget: Widget) -> bool:
     done) when it is folded already, has no displayed children or was never laid out."""
     height = widget.outer_size.height
     shown = [child for child in widget.children if child.display]
-    if widget in _hidden or not shown or not height:
+    if widget in _folded or not shown or not height:
         return False
     widget.styles.height = height
     for child in shown:
         child.display = False
-    _hidden[widget] = shown
+    _folded[widget] = _Folded(height, shown)
     return True
 
 
+def take(head: Widget, parts: Sequence[Widget]) -> None:
+    """`head`, folded, takes the lines of `parts` (laid out, the displayed siblings right after
+    it) and they are hidden whole: however long a reply grows, its far parts are one widget in a
+    frame's layout, not one each."""
+    folded = _folded[head]
+    for part in parts:
+        folded.lines += outer_height(part)
+        part.display = False
+        folded.taken.append(part)
+    head.styles.height = folded.lines
+
+
 def unfold(widget: Widget) -> None:
-    """Show the children `fold` hid and give the height back to the stylesheet."""
-    shown = _hidden.pop(widget, None)
-    if shown is None:
+    """Show the children and the parts `fold` and `take` hid, and give the height back to the
+    stylesheet."""
+    folded = _folded.pop(widget, None)
+    if folded is None:
         return
-    for child in shown:
+    for child in folded.children:
         if child.parent is widget:
             child.display = True
+    for part in folded.taken:
+        if part.parent is widget.parent:
+            part.display = True
     widget.styles.height = None
 
 
@@ -132,17 +159,28 @@ class Folds:
         self._above.extend(above)
 
     def _fold_parts(self, entry: Widget, keep: int) -> None:
-        """Fold the parts of `entry` lying wholly more than `keep` lines above its bottom; never
-        its last, which a streaming reply writes into."""
+        """Fold the parts of `entry` lying wholly more than `keep` lines above its bottom into
+        the first of them; never its last, which a streaming reply writes into."""
         shown = [child for child in entry.children if child.display]
         if len(shown) < 2:
             return
         *parts, live = shown
         below = outer_height(live)
-        for part in reversed(parts):
-            if below >= keep and fold(part) and entry not in self._parted:
-                self._parted.append(entry)
-            below += outer_height(part)
+        far = 0  # parts[:far] lie wholly beyond `keep`
+        for index in range(len(parts) - 1, -1, -1):
+            if below >= keep:
+                far = index + 1
+                break
+            below += outer_height(parts[index])
+        if not far:
+            return
+        head, *rest = parts[:far]
+        if head not in _folded and not fold(head):
+            return
+        if rest:
+            take(head, rest)
+        if entry not in self._parted:
+            self._parted.append(entry)
 
     def unfold(self) -> None:
         """Everything folded shows again, as it stood."""
