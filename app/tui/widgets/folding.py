@@ -6,7 +6,8 @@ every mounted entry and every block of the reply's sealed Markdown: hundreds of 
 milliseconds a frame, and the keyboard waited behind them. What lies more than `KEEP_SCREENS`
 viewports above the end is folded: whole entries are hidden and one blank widget at the top takes
 their lines (a container's padding would not scroll); the parts of the entry astride that line (a
-long reply's sealed Markdown widgets) keep their height with their children hidden. A frame then
+long reply's sealed Markdown widgets) fold into the first of them, which keeps their lines with
+its children hidden while the others are hidden whole. A frame then
 lays out only what is near the viewport, and the scrollbar stands as before. Nothing folded is ever
 seen: `Folds.unfold` runs before the view can move (the user scrolls, focus moves in, the width
 changes, entries are trimmed).
