@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App, ComposeResult
+from textual.containers import Container, ScrollableContainer
 from textual.widget import Widget
+from textual.widgets import Static
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.entries import AssistantMessage, EntryWidget
+from app.tui.widgets.folding import Folds
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.gateway.scripted import Reply
 from tests.tui.conftest import ConsoleTestApp
@@ -92,3 +96,41 @@ async def test_an_entry_folded_above_unfolds_when_it_takes_focus(
         await pilot.pause()
         assert shown(first)
         assert all(shown(block) for block in view.query(MarkdownBlock))
+
+
+class Entry(Container):
+    DEFAULT_CSS = "Entry { height: auto; }"
+
+
+class PartsApp(App[None]):
+    """One entry of forty parts of five lines in a scrolling view."""
+
+    def compose(self) -> ComposeResult:
+        with ScrollableContainer(), Entry():
+            for i in range(40):
+                with Entry():
+                    yield Static("\n".join(f"part {i} line {j}" for j in range(5)))
+
+
+async def test_a_fold_pass_before_an_unfold_is_laid_out_counts_no_line_twice() -> None:
+    """Until the unfold is laid out, the part that held the others' lines is as tall as all of
+    them: a pass then would count them twice (a stretch of blank lines while following)."""
+    app = PartsApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        view = app.query_one(ScrollableContainer)
+        entry = app.query_one(ScrollableContainer).query_children(Entry).first()
+        full = view.virtual_size.height
+        folds = Folds(view)
+        await folds.fold([entry])
+        await pilot.pause()
+        assert 1 < len(shown_children(entry)) < 20, "the far parts are one"
+        assert view.virtual_size.height == full
+        folds.unfold()
+        await folds.fold([entry])  # before the unfold is laid out
+        await pilot.pause()
+        assert view.virtual_size.height == full
+        await folds.fold([entry])
+        await pilot.pause()
+        assert len(shown_children(entry)) < 20, "a later pass folds"
+        assert view.virtual_size.height == full

@@ -113,6 +113,9 @@ class Folds:
         self._lines: FoldedLines | None = None  # their lines, while it stays mounted in `view`
         self._parted: list[Widget] = []  # entries with folded parts
         self._width = 0  # the width the folded heights were measured at
+        # Unfolds not yet laid out: until the refresh after one, a part that held the lines of
+        # others still has their height, and folding it again would count them twice.
+        self._unsettled = 0
 
     @property
     def folded(self) -> bool:
@@ -120,7 +123,10 @@ class Folds:
 
     async def fold(self, entries: Sequence[Widget]) -> None:
         """Fold what of `entries` (the view's, in order, laid out) lies more than `KEEP_SCREENS`
-        viewports above the end; heights add up from the end."""
+        viewports above the end; heights add up from the end. Nothing while an unfold waits for
+        its layout (a later pass folds)."""
+        if self._unsettled:
+            return
         view = self.view
         width = view.scrollable_content_region.width
         if width != self._width:
@@ -153,6 +159,8 @@ class Folds:
             spacer = self._lines = FoldedLines()
             spacer.display = False
             await view.mount(spacer, before=0)
+            if self._unsettled:
+                return  # unfolded meanwhile: `lines` is from before
         spacer.lines = lines
         spacer.display = True
         for entry in above:
@@ -185,6 +193,9 @@ class Folds:
 
     def unfold(self) -> None:
         """Everything folded shows again, as it stood."""
+        if self.folded:
+            self._unsettled += 1
+            self.view.call_after_refresh(self._settled)
         above, self._above = self._above, []
         for entry in above:
             entry.display = True
@@ -193,3 +204,6 @@ class Folds:
         parted, self._parted = self._parted, []
         for entry in parted:
             unfold_within(entry)
+
+    def _settled(self) -> None:
+        self._unsettled -= 1
