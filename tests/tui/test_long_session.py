@@ -65,9 +65,9 @@ async def test_a_resumed_long_session_shows_its_last_turn_and_mounts_at_most_the
         assert numbers == list(range(300 - TAIL_TURNS + 1, 301))
         keys = await whole_log_keys(app)
         assert [w.key for w in mounted] == keys[-len(mounted) :]
-        last_turn = next(w for w in mounted if w.key == "turn:300")
+        assert any(w.key == "turn:300" for w in mounted)
         assert view.scroll_y == view.max_scroll_y, "the view opens at the end"
-        assert last_turn.region.height > 0, "the last turn is on screen"
+        assert mounted[-1].region.overlaps(view.region), "the last turn's end is on screen"
 
 
 async def resumed(data: Path, workspace: Path, turns: int, reply: str) -> ConsoleTestApp:
