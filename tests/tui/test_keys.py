@@ -49,8 +49,9 @@ async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, 
 
 async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data: Path) -> None:
     """A held key or a terminal sends several presses at once: each is a page, though none has
-    been drawn when the next arrives."""
-    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120))])
+    been drawn when the next arrives; paged back to the end, the view follows it again."""
+    replies = [Reply(text=long_reply(120)), Reply(text=long_reply(20))]
+    app = ConsoleTestApp(workspace, data, replies)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await send(app, pilot, "tell me a lot")
@@ -63,9 +64,14 @@ async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data:
             app.post_message(events.Key("pageup", None))
         await until(pilot, lambda: view.scroll_y < bottom - 2 * page)
         assert view.scroll_y == bottom - 3 * page
-        for _ in range(3):
+        for _ in range(4):  # one more than it takes: at the bottom, the view follows again
             app.post_message(events.Key("pagedown", None))
         await until(pilot, lambda: view.scroll_y == bottom)
+        await send(app, pilot, "and more")
+        await settle(app, pilot)
+        await pilot.pause(0.1)
+        assert view.max_scroll_y > bottom
+        assert view.scroll_y == view.max_scroll_y, "the next reply is followed"
 
 
 async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:

@@ -270,6 +270,7 @@ class TranscriptView(VerticalScroll):
     def on_mouse_scroll_down(self) -> None:
         self._hold = None
         self._newer_if_at_bottom()
+        self.call_after_refresh(self._follow_if_at_end)
 
     def on_scroll_to(self) -> None:
         self._hold = None  # the scrollbar dragged
@@ -293,10 +294,20 @@ class TranscriptView(VerticalScroll):
     def action_scroll_down(self) -> None:
         self.on_mouse_scroll_down()
         super().action_scroll_down()
+        self.call_after_refresh(self._follow_if_at_end)
 
     def action_page_down(self) -> None:
         self.on_mouse_scroll_down()
         self._page(1)
+        self._follow_if_at_end()
+
+    def _follow_if_at_end(self) -> None:
+        """At the bottom of the live end, follow it again. Textual re-anchors only when a scroll
+        moves the view there: a scroll that finds it there already (a second PageDown, the
+        wheel at the bottom) left the anchor released, and the view stood still as a reply
+        streamed on below it."""
+        if self.at_end and self.scroll_y >= self.max_scroll_y and not self._following():
+            self.scroll_end(animate=False, immediate=True)
 
     def _page(self, pages: int) -> None:
         """Scroll `pages` pages from where the last one took the view. Textual's own page reads
