@@ -1,4 +1,5 @@
-"""One SQLite file on one aiosqlite connection: opening it (WAL, migrations) and transactions."""
+"""One SQLite file: opening it (WAL, migrations), transactions on an aiosqlite connection, and the
+log writes on a writer thread of its own (`SQLiteWriter`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -18,6 +18,7 @@ from engine.store.errors import DatabaseLockedError, StoreError, StoreUnavailabl
 from engine.store.queries import Fetch, Rows
 from engine.store.schema import migrate
 from engine.store.sqlite_errors import sqlite_faults
+from engine.store.sqlite_writer import SQLiteWriter
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +30,9 @@ OPEN_RETRY_MAX = 0.1
 
 
 class SQLiteDatabase:
-    """Every statement runs on aiosqlite's thread, so the event loop never waits on the disk; an
-    asyncio lock keeps the transactions of concurrent callers from interleaving on the connection.
+    """Every statement runs off the event loop, so it never waits on the disk: `transaction`
+    blocks on aiosqlite's thread, `run` on the writer's. An asyncio lock keeps the transactions of
+    concurrent callers from interleaving, on one connection or across the two.
 
     `busy_timeout` (seconds) is how long a statement waits for another connection's lock before
     `DatabaseLockedError`.
@@ -40,6 +42,7 @@ class SQLiteDatabase:
         self.path = path
         self._busy_timeout = busy_timeout
         self._conn: aiosqlite.Connection | None = None
+        self._writer = SQLiteWriter(path, busy_timeout=busy_timeout)
         self._lock = asyncio.Lock()
 
     @property
@@ -47,7 +50,8 @@ class SQLiteDatabase:
         return self._conn is not None
 
     async def open(self) -> None:
-        """Create the directory if needed, connect, switch to WAL and migrate the schema."""
+        """Create the directory if needed, connect, switch to WAL and migrate the schema, then
+        connect the writer."""
         if self._conn is not None:
             return
         await asyncio.to_thread(self._prepare_directory)
@@ -59,7 +63,10 @@ class SQLiteDatabase:
             with sqlite_faults(self.path, "opening the database"):
                 await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             await self._retry_while_locked(lambda: self._set_up(conn))
+            with sqlite_faults(self.path, "opening the database"):
+                await self._writer.open()
         except BaseException:
+            await self._writer.close()
             await conn.close()
             raise
         self._conn = conn
@@ -118,12 +125,15 @@ class SQLiteDatabase:
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            await conn.close()
+            try:
+                await self._writer.close()
+            finally:
+                await conn.close()
 
     async def run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work` in one write transaction, as one call on the connection's thread.
+        """`work` in one write transaction on the writer's thread (`SQLiteWriter.write`).
 
-        A flush is a handful of statements; sent one by one, each is a round trip to the thread
+        A flush is a handful of statements; sent one by one, each is a round trip to a thread
         that costs more than the statement (issue 10). Here BEGIN IMMEDIATE, the work and COMMIT
         (or ROLLBACK if `work` raises) are a single round trip. A transaction handed to the thread
         cannot be stopped half-way, so a cancelled caller still waits for its outcome: a failure
@@ -131,29 +141,10 @@ class SQLiteDatabase:
         await, so the caller can record what was committed first.
         """
         async with self._lock:
-            conn = self._conn
-            if conn is None:
+            if self._conn is None:
                 raise StoreError(f"{self.path}: the store is not open (use open() or async with)")
-            outcome: list[tuple[bool, object]] = []
-            try:
-                with sqlite_faults(self.path, action):
-                    return await _on_thread(conn, partial(_in_thread_transaction, work, outcome))
-            except asyncio.CancelledError:
-                pass  # the call was queued before the first await: the thread runs it anyway
-            # Cancelled while the thread works: the thread runs calls in order, so once a later
-            # call returns, the outcome is recorded. Wait for it, then pass the cancel on.
-            while not outcome:
-                with suppress(asyncio.CancelledError):
-                    await asyncio.shield(_on_thread(conn, _nothing))
-            task = asyncio.current_task()
-            if task is not None:
-                task.cancel()
-            ok, value = outcome[0]
-            if not ok:
-                assert isinstance(value, BaseException)
-                with sqlite_faults(self.path, action):
-                    raise value
-            return cast(T, value)
+            with sqlite_faults(self.path, action):
+                return await self._writer.write(work)
 
     @asynccontextmanager
     async def transaction(
@@ -184,41 +175,3 @@ class SQLiteDatabase:
                 with suppress(sqlite3.Error):
                     await conn.execute("ROLLBACK")
                 raise
-
-
-async def _on_thread(conn: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """`work(connection)` on the thread that owns the aiosqlite connection, as one queued call.
-
-    aiosqlite (pinned to 0.20-0.22) has no public call for several statements in one hop; its
-    `_execute` queues a callable on that thread, which is what every public method does.
-    """
-    raw: sqlite3.Connection = conn._conn
-    result: T = await conn._execute(work, raw)  # type: ignore[no-untyped-call]
-    return result
-
-
-def _nothing(conn: sqlite3.Connection) -> None:
-    """A call that only marks its place in the thread's queue."""
-
-
-def _in_thread_transaction(
-    work: Callable[[sqlite3.Connection], T],
-    outcome: list[tuple[bool, object]],
-    conn: sqlite3.Connection,
-) -> T:
-    """On the connection's thread; `outcome` also gets the result or the error, for a caller
-    cancelled meanwhile (aiosqlite drops what a call returns once its awaiter is gone)."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-    except BaseException as exc:
-        outcome.append((False, exc))
-        raise
-    outcome.append((True, result))
-    return result

@@ -2,13 +2,15 @@
 
 A flush is BEGIN IMMEDIATE, the session's count, the rows and COMMIT; sent one statement at a time,
 each was a round trip to aiosqlite's thread, which cost more than the statement. They are now one
-call on that thread; a call handed to the thread cannot be stopped half-way, so a cancelled caller
-waits for its outcome and the store keeps track of what was committed.
+job on the store's writer thread (`SQLiteWriter`); a job handed to the thread cannot be stopped
+half-way, so a cancelled caller waits for its outcome and the store keeps track of what was
+committed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,12 @@ import pytest
 
 from engine.session import Session
 from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite_writer import SQLiteWriter
 from tests.store.conftest import full_turn, inject
 
 
 async def hold_the_thread(store: SQLiteStore) -> tuple[asyncio.Future[None], threading.Event]:
-    """Occupy the store's database thread until the returned event is set, so what is sent next
+    """Occupy the store's aiosqlite thread until the returned event is set, so what is sent next
     queues behind it; the future ends once the thread is free."""
     busy, release = threading.Event(), threading.Event()
 
@@ -37,27 +40,47 @@ async def hold_the_thread(store: SQLiteStore) -> tuple[asyncio.Future[None], thr
     return held, release
 
 
-async def test_a_flush_is_one_round_trip_to_the_database_thread(
+async def hold_the_writer(store: SQLiteStore) -> tuple[asyncio.Future[None], threading.Event]:
+    """Occupy the store's writer thread (inside a transaction) until the returned event is set,
+    so a flush sent next queues behind it; the future ends once the thread is free."""
+    busy, release = threading.Event(), threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        busy.set()
+        release.wait()
+
+    held = asyncio.ensure_future(store._db._writer.write(hold))
+    await asyncio.to_thread(busy.wait)
+    return held, release
+
+
+async def test_a_flush_is_one_round_trip_to_the_writer_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with SQLiteStore(tmp_path / "s.sqlite") as store:
         info = await store.create(cwd="/w")
         session = Session(info.id, store)
         full_turn(session)
-        calls = 0
-        queue = aiosqlite.Connection._execute
+        writes = statements = 0
+        write, queue = SQLiteWriter.write, aiosqlite.Connection._execute
 
-        async def counting(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-            nonlocal calls
-            calls += 1
-            return await queue(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        async def counting_writes(self: SQLiteWriter, work: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            return await write(self, work)
 
-        monkeypatch.setattr(aiosqlite.Connection, "_execute", counting)
+        async def counting_statements(self: aiosqlite.Connection, fn: Any, *args: Any) -> Any:
+            nonlocal statements
+            statements += 1
+            return await queue(self, fn, *args)  # type: ignore[no-untyped-call]
+
+        monkeypatch.setattr(SQLiteWriter, "write", counting_writes)
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counting_statements)
         await session.flush()
-        assert calls == 1
+        assert (writes, statements) == (1, 0)
         inject(session)
         await session.flush()
-        assert calls == 2
+        assert (writes, statements) == (2, 0)
         monkeypatch.undo()
         assert await store.read(info.id) == list(session.held)
 
@@ -70,8 +93,8 @@ async def test_a_flush_cancelled_while_the_thread_writes_keeps_the_store_in_step
         session = Session(info.id, store)
         full_turn(session)
         await store.append(info.id, session.held)
-        # hold the database thread, so the flush is queued behind it when it is cancelled
-        held, release = await hold_the_thread(store)
+        # hold the writer thread, so the flush is queued behind it when it is cancelled
+        held, release = await hold_the_writer(store)
         flush = asyncio.ensure_future(store.flush(info.id))
         await asyncio.sleep(0.01)
         flush.cancel()
