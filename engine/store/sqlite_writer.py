@@ -91,7 +91,7 @@ class SQLiteWriter:
             raise RuntimeError("the writer is not open")
         job: _Job[T] = _Job(work, loop.create_future())
         jobs.put(job)
-        return cast(T, await _outcome(loop, job))
+        return await _outcome(loop, job)
 
     async def close(self) -> None:
         """Run what is queued, close the connection and wait for the thread to end; idempotent."""

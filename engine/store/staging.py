@@ -47,21 +47,25 @@ class StagedLog:
         log or breaks an invariant."""
         state = self.state.copy()
         rows: list[Row] = []
-        title, model = self.title, self.model
+        session_id, title, model = self.session_id, self.title, self.model
         for event in events:
+            # fields read from the instance dict: pydantic's `__getattr__` hook slows every
+            # attribute read of a model, and a batch of 100 reads four of each event
+            fields = event.__dict__
+            seq, payload = fields["seq"], fields["data"]
             try:
-                state.check(event)
+                state.check_payload(seq, payload)
                 data = encode_data(event)
             except (InvariantError, ValueError) as exc:
-                raise SequenceError(f"session {self.session_id!r}: {exc}") from exc
+                raise SequenceError(f"session {session_id!r}: {exc}") from exc
             state.apply(event)
-            rows.append((self.session_id, event.seq, event.time, event.type, data))
+            rows.append((session_id, seq, fields["time"], fields["type"], data))
             # by exact class (a payload class is never subclassed): a class pattern tests each
             # event through pydantic's ABC metaclass, which cost more than the row
-            payload = event.data
-            if type(payload) is SessionTitle:
+            kind = type(payload)
+            if kind is SessionTitle:
                 title = payload.title
-            elif type(payload) is ModelBind:
+            elif kind is ModelBind:
                 model = payload.model
         self.state = state
         self.rows.extend(rows)
