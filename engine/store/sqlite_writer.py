@@ -31,7 +31,7 @@ class _Job(Generic[T]):
         self, work: Callable[[sqlite3.Connection], T], waiter: asyncio.Future[None]
     ) -> None:
         self.work = work
-        self.waiter = waiter  # resolved (with None) once `outcome` is set
+        self.waiter = waiter  # resolved (with None) once `outcome` is set, on its own loop
         self.outcome: tuple[bool, object] | None = None
 
 
@@ -48,7 +48,6 @@ class SQLiteWriter:
         self._busy_timeout = busy_timeout
         self._jobs: SimpleQueue[_Job[Any] | None] | None = None
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def open(self) -> None:
         """Start the thread and connect on it; sqlite3's error if the connection fails."""
@@ -57,17 +56,17 @@ class SQLiteWriter:
         opened: _Job[None] = _Job(_nothing, loop.create_future())
         thread = threading.Thread(
             target=_serve,
-            args=(self.path, self._busy_timeout, jobs, loop, opened),
+            args=(self.path, self._busy_timeout, jobs, opened),
             name=f"trellis-writer:{self.path.name}",
             daemon=True,  # a store never closed must not keep the process alive
         )
         thread.start()
         try:
-            await _outcome(loop, opened)
+            await _outcome(opened)
         except BaseException:
             jobs.put(None)  # a failed connect has ended the thread already; this is a no-op then
             raise
-        self._jobs, self._thread, self._loop = jobs, thread, loop
+        self._jobs, self._thread = jobs, thread
 
     @property
     def is_open(self) -> bool:
@@ -86,31 +85,32 @@ class SQLiteWriter:
         waits for the outcome; a failure is raised, a commit is returned and the cancellation is
         delivered at the caller's next await, so the caller can record what was committed first.
         """
-        jobs, loop = self._jobs, self._loop
-        if jobs is None or loop is None:
+        jobs = self._jobs
+        if jobs is None:
             raise RuntimeError("the writer is not open")
-        job: _Job[T] = _Job(work, loop.create_future())
+        # the loop of this call, not of `open`: the answer goes where the caller waits
+        job: _Job[T] = _Job(work, asyncio.get_running_loop().create_future())
         jobs.put(job)
-        return await _outcome(loop, job)
+        return await _outcome(job)
 
     async def close(self) -> None:
         """Run what is queued, close the connection and wait for the thread to end; idempotent."""
         jobs, thread = self._jobs, self._thread
-        self._jobs = self._thread = self._loop = None
+        self._jobs = self._thread = None
         if jobs is None or thread is None:
             return
         jobs.put(None)
         await asyncio.to_thread(thread.join)
 
 
-async def _outcome(loop: asyncio.AbstractEventLoop, job: _Job[T]) -> T:
+async def _outcome(job: _Job[T]) -> T:
     """Wait for `job`'s outcome on the loop; a cancellation meanwhile is passed on once it is in."""
     try:
         await job.waiter
     except asyncio.CancelledError:
         # the thread runs every job it was given: wait for this one, then pass the cancel on
         while job.outcome is None:
-            job.waiter = loop.create_future()
+            job.waiter = job.waiter.get_loop().create_future()
             with suppress(asyncio.CancelledError):
                 await job.waiter
         task = asyncio.current_task()
@@ -130,9 +130,10 @@ def _settle(job: _Job[Any], ok: bool, value: object) -> None:
         job.waiter.set_result(None)
 
 
-def _answer(loop: asyncio.AbstractEventLoop, job: _Job[Any], ok: bool, value: object) -> None:
+def _answer(job: _Job[Any], ok: bool, value: object) -> None:
+    """On the thread: hand the outcome to the waiter's loop (one wake-up)."""
     with suppress(RuntimeError):  # the loop is closed: no one is left to wait for the answer
-        loop.call_soon_threadsafe(_settle, job, ok, value)
+        job.waiter.get_loop().call_soon_threadsafe(_settle, job, ok, value)
 
 
 def _nothing(conn: sqlite3.Connection) -> None:
@@ -155,16 +156,15 @@ def _serve(
     path: Path,
     busy_timeout: float,
     jobs: SimpleQueue[_Job[Any] | None],
-    loop: asyncio.AbstractEventLoop,
     opened: _Job[None],
 ) -> None:
     """The thread: connect, then run each queued transaction until `None` arrives."""
     try:
         conn = _connect(path, busy_timeout)
     except BaseException as exc:
-        _answer(loop, opened, False, exc)
+        _answer(opened, False, exc)
         return
-    _answer(loop, opened, True, None)
+    _answer(opened, True, None)
     try:
         while (job := jobs.get()) is not None:
             try:
@@ -177,9 +177,9 @@ def _serve(
                         conn.execute("ROLLBACK")
                     raise
             except BaseException as exc:
-                _answer(loop, job, False, exc)
+                _answer(job, False, exc)
             else:
-                _answer(loop, job, True, result)
+                _answer(job, True, result)
     finally:
         with suppress(sqlite3.Error):
             conn.close()

@@ -160,5 +160,21 @@ def test_an_answer_for_a_closed_loop_is_dropped() -> None:
     loop = asyncio.new_event_loop()
     job = _Job(_nothing, loop.create_future())
     loop.close()
-    _answer(loop, job, True, None)
+    _answer(job, True, None)
     assert job.outcome is None
+
+
+def test_each_call_is_answered_on_its_own_loop(path: Path) -> None:
+    """A writer opened under one event loop answers a caller on another (the thread posts to
+    the loop that waits, not to the one that opened it, which is closed here)."""
+    writer = SQLiteWriter(path, busy_timeout=1.0)
+    asyncio.run(writer.open())
+
+    async def use() -> int:
+        try:
+            return await asyncio.wait_for(writer.write(insert(1)), timeout=30)
+        finally:
+            await writer.close()
+
+    assert asyncio.run(use()) == 1
+    assert rows(path) == [1]
