@@ -12,10 +12,13 @@ from engine.store.errors import LeaseError, SequenceError, UnknownSessionError
 from engine.store.staging import Row
 
 INSERT_EVENT = "INSERT INTO events (session_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)"
-_ADVANCE = (
+_GUARD = "WHERE id = ? AND lease_token = ? AND event_count = ?"
+_ADVANCE = f"UPDATE sessions SET event_count = ?, updated = ?, lease_heartbeat = ? {_GUARD}"
+# a batch rarely names a title or a model, and coalescing the two columns cost every flush's
+# UPDATE about a quarter of its time
+_ADVANCE_NAMING = (
     "UPDATE sessions SET event_count = ?, updated = ?, lease_heartbeat = ?, "
-    "title = coalesce(?, title), model = coalesce(?, model) "
-    "WHERE id = ? AND lease_token = ? AND event_count = ?"
+    f"title = coalesce(?, title), model = coalesce(?, model) {_GUARD}"
 )
 _PRIMARY_KEY_VIOLATION = 1555  # SQLITE_CONSTRAINT_PRIMARYKEY
 
@@ -63,8 +66,12 @@ class LogWrites:
     ) -> None:
         """Move a session's count forward, but only if this store still holds its lease and the
         stored log is the one it extends (another writer may have taken over or deleted it)."""
-        params = (count, now, now, title, model, session_id, self.token, stored)
-        if conn.execute(_ADVANCE, params).rowcount == 1:
+        if title is None and model is None:
+            advanced = conn.execute(_ADVANCE, (count, now, now, session_id, self.token, stored))
+        else:
+            params = (count, now, now, title, model, session_id, self.token, stored)
+            advanced = conn.execute(_ADVANCE_NAMING, params)
+        if advanced.rowcount == 1:
             return
         rows = conn.execute(
             "SELECT lease_token, lease_pid, lease_host, event_count FROM sessions WHERE id = ?",
