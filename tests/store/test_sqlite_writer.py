@@ -72,32 +72,43 @@ async def test_an_error_crosses_the_thread_and_the_transaction_is_rolled_back(
     assert rows(path) == [4]
 
 
+class Gate:
+    """Work that holds the thread until `release` is set, then inserts `values` (a repeated
+    value fails on the primary key)."""
+
+    def __init__(self, *values: int) -> None:
+        self.values = values
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, conn: sqlite3.Connection) -> str:
+        self.started.set()
+        self.release.wait()
+        insert(*self.values)(conn)
+        return "committed"
+
+    async def reached(self) -> None:
+        await asyncio.to_thread(self.started.wait)
+
+
 async def test_a_cancelled_caller_waits_for_the_commit_then_is_cancelled(
     writer: SQLiteWriter, path: Path
 ) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def slow(conn: sqlite3.Connection) -> str:
-        started.set()
-        release.wait()
-        conn.execute("INSERT INTO t (x) VALUES (7)")
-        return "committed"
-
+    gate = Gate(7)
     outcome: list[str] = []
 
     async def caller() -> None:
-        outcome.append(await writer.write(slow))
+        outcome.append(await writer.write(gate))
         await asyncio.sleep(0)  # the cancellation arrives here, after the outcome is recorded
 
     task = asyncio.ensure_future(caller())
-    await asyncio.to_thread(started.wait)
+    await gate.reached()
     try:
         task.cancel()
         await asyncio.sleep(0.01)
         assert not task.done()  # still waiting for the thread
         task.cancel()  # a second cancel changes nothing either
     finally:
-        release.set()  # else the thread never ends
+        gate.release.set()  # else the thread never ends
     with pytest.raises(asyncio.CancelledError):
         await task
     assert outcome == ["committed"]
@@ -107,18 +118,11 @@ async def test_a_cancelled_caller_waits_for_the_commit_then_is_cancelled(
 async def test_a_cancelled_caller_gets_the_failure_of_its_transaction(
     writer: SQLiteWriter, path: Path
 ) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def failing(conn: sqlite3.Connection) -> None:
-        started.set()
-        release.wait()
-        conn.execute("INSERT INTO t (x) VALUES (1)")
-        conn.execute("INSERT INTO t (x) VALUES (1)")
-
-    task = asyncio.ensure_future(writer.write(failing))
-    await asyncio.to_thread(started.wait)
+    gate = Gate(1, 1)
+    task = asyncio.ensure_future(writer.write(gate))
+    await gate.reached()
     task.cancel()
-    release.set()
+    gate.release.set()
     with pytest.raises(sqlite3.IntegrityError):
         await task
     assert rows(path) == []
