@@ -1,4 +1,5 @@
-"""`SQLiteStore`: the embedded `SessionStore` on aiosqlite — WAL, one row per event, writer leases.
+"""`SQLiteStore`: the embedded `SessionStore` — WAL, one row per event, writer leases; reads on
+aiosqlite, flushes on a writer thread of its own (`SQLiteWriter`).
 
 Open it with `async with SQLiteStore(path) as store:` (or `await store.open()` ... `await
 store.close()`).
