@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,7 +73,7 @@ from engine.session import READ_CHUNK
 from engine.store.errors import StoreError, UnknownSessionError
 from engine.store.settings import StoreSettings
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
-from replay.acp import AcpProjection
+from replay.acp import AcpProjection, AcpUpdate
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,10 @@ class SendNow(Protocol):
     def ready(self) -> bool: ...
 
     def write(self, text: str) -> None: ...
+
+    def write_encoded(self, messages: Sequence[bytes]) -> None:
+        """Messages already encoded (UTF-8, each within `rpc.MAX_OUTGOING_BYTES`), taken as
+        `write` takes each, in order: what `session/load` writes a range of at once."""
 
 
 EVENTS_META_KEY = "trellis/events"
@@ -464,6 +468,7 @@ class AcpConnection:
                 return None
             return asyncio.ensure_future(session.read(start, min(until, start + READ_CHUNK)))
 
+        encoder = rpc.UpdateEncoder(session.id)
         start, reading = 0, read(0)
         try:
             # bulk work that makes no cycles (engine/collector.py); paused for the whole
@@ -477,16 +482,11 @@ class AcpConnection:
                         )
                     start += len(chunk)
                     reading = read(start)
-                    frames = [
-                        self._frame(
-                            rpc.notification("session/update", update_params(session.id, u))
-                        )
-                        for u in projection.replay(chunk)
-                    ]
+                    frames = self._encoded(encoder, projection.replay(chunk))
                     if self._ready_now():  # no coroutine per frame: a range is thousands
-                        self._write_now(frames)
+                        self._write_encoded(frames)
                     else:
-                        await self._emit_all(frames)
+                        await self._emit_all([frame.decode() for frame in frames])
                     await asyncio.sleep(0)
         finally:
             if reading is not None:
@@ -764,6 +764,29 @@ class AcpConnection:
                 now.write(text)
             except Exception:
                 self._refused()
+
+    def _write_encoded(self, frames: list[bytes]) -> None:
+        """Write encoded `frames` at once, in order (after `_ready_now`)."""
+        now = self._send_now
+        assert now is not None
+        try:
+            now.write_encoded(frames)
+        except Exception:
+            self._refused()
+
+    def _encoded(self, encoder: rpc.UpdateEncoder, updates: Iterable[AcpUpdate]) -> list[bytes]:
+        """`updates` as encoded `session/update` messages; one over the size limit (which the
+        translator keeps below) is logged and not sent, as `_frame` does."""
+        encode, frames = encoder.encode, []
+        for update in updates:
+            frame = encode(update)
+            if len(frame) > rpc.MAX_OUTGOING_BYTES:
+                log.error(
+                    "connection %s: a %d-byte session/update was not sent", self.id, len(frame)
+                )
+                continue
+            frames.append(frame)
+        return frames
 
     async def _write(self, message: dict[str, Any]) -> None:
         """Send one message, in order with every other."""

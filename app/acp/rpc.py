@@ -129,6 +129,34 @@ def request(ident: int, method: str, params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
 
 
+class UpdateEncoder:
+    """One session's `session/update` notifications as the UTF-8 bytes `serialize` writes for
+    them (the very same bytes), for `session/load`, which sends tens of thousands: the envelope
+    around each update is encoded once, not built and serialized again for every message."""
+
+    def __init__(self, session_id: str) -> None:
+        self._session_id = session_id
+        try:
+            self._head: bytes | None = (
+                b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+                + to_json(session_id)
+                + b',"update":'
+            )
+        except PydanticSerializationError:  # a lone surrogate: every message goes the slow way
+            self._head = None
+
+    def encode(self, update: Any) -> bytes:
+        """The notification carrying `update`, serialized; text with a lone surrogate is written
+        with JSON escapes, as `serialize` writes it."""
+        if self._head is not None:
+            try:
+                return self._head + to_json(update) + b"}}"
+            except PydanticSerializationError:
+                pass
+        params = {"sessionId": self._session_id, "update": update}
+        return serialize(notification("session/update", params))[0].encode()
+
+
 def serialize(message: dict[str, Any]) -> tuple[str, int]:
     """One message as one line of compact JSON and its size in UTF-8 bytes (a raw newline inside
     a string is escaped). Written by pydantic-core's encoder, which takes about a quarter of the

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import suppress
 from typing import Any, BinaryIO
 
@@ -178,10 +178,25 @@ class LineSender:
         line = text.encode("utf-8") + b"\n"
         self._pending.append(line)
         self._size += len(line)
+        self._kept()
+
+    def _kept(self) -> None:
+        """Lines were kept: written now if enough have gathered, else at the end of this turn
+        of the loop."""
         if self._size >= self._coalesce_bytes:
             self._write()
         elif self._handle is None:
             self._handle = asyncio.get_running_loop().call_soon(self._write)
+
+    def write_encoded(self, messages: Sequence[bytes]) -> None:
+        """Lines of messages already encoded (UTF-8), kept with the others as `write` keeps one,
+        in order, without waiting (after `ready()`)."""
+        pending = self._pending
+        for message in messages:
+            pending.append(message)
+            pending.append(b"\n")
+        self._size += sum(map(len, messages)) + len(messages)
+        self._kept()
 
     async def aclose(self) -> None:
         self._write()

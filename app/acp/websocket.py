@@ -240,6 +240,20 @@ class CoalescingConnection(ServerConnection):
         self._pending_size += len(header) + len(data)
         self._gathered()
 
+    def write_encoded(self, payloads: Sequence[bytes]) -> None:
+        """Text frames whose payloads are UTF-8 already, gathered at once as `write_text` gathers
+        one (after `writable`): a `session/load` range is thousands of frames, and a call per
+        frame cost more than building them."""
+        pending, header = self._pending, _text_frame_header
+        size = 0
+        for data in payloads:
+            head = header(len(data))
+            pending.append(head)
+            pending.append(data)
+            size += len(head) + len(data)
+        self._pending_size += size
+        self._gathered()
+
     def _plain(self) -> bool:
         """Open, with no extension, no fragmented message and no debug logging: frames may be
         written as `write_text` writes them."""
@@ -318,8 +332,17 @@ class FrameSender:
         if not self._too_large(text):
             self.ws.write_text(text)
 
+    def write_encoded(self, messages: Sequence[bytes]) -> None:
+        """Frames of messages already encoded (UTF-8), in order, without waiting, after
+        `ready()`; one over the limit is logged and not sent, as `write` does."""
+        if messages and max(map(len, messages)) > self._max:
+            messages = [m for m in messages if not self._oversized(len(m))]
+        self.ws.write_encoded(messages)
+
     def _too_large(self, text: str) -> bool:
-        size = utf8_size(text)
+        return self._oversized(utf8_size(text))
+
+    def _oversized(self, size: int) -> bool:
         if size <= self._max:
             return False
         logger.error(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from app.acp.core import AcpConnection, AcpServer
@@ -33,6 +33,10 @@ class _Transport:
 
     def write(self, text: str) -> None:
         self._peer.took(text)
+
+    def write_encoded(self, messages: Sequence[bytes]) -> None:
+        for message in messages:
+            self._peer.took(message.decode("utf-8"))
 
 
 class Peer:
