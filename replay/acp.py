@@ -136,7 +136,6 @@ def cut_text(text: str, limit: int) -> str:
 @dataclass(slots=True)
 class _Call:
     name: str
-    arguments: dict[str, Any]
     output: str = ""
 
 
@@ -172,9 +171,13 @@ class AcpProjection:
         """The updates of stored events, direct user messages included; afterwards the
         projection goes on live from the same state (what `session/load` does)."""
         self.replaying = True
+        translators = _TRANSLATORS
         try:
-            for event in events:
-                yield from self.apply(event)
+            for event in events:  # `apply`, inlined: a replay translates every stored event
+                data = event.data
+                translate = translators.get(type(data))
+                if translate is not None:
+                    yield from translate(self, data)
         finally:
             self.replaying = False
 
@@ -213,19 +216,24 @@ class AcpProjection:
     def _reply(self, message: AssistantMessage) -> list[AcpUpdate]:
         """What the durable reply adds to what its deltas streamed (everything, on replay)."""
         step = self._step
-        reasoning = _unstreamed(message.reasoning, "".join(step.reasonings))
-        text = _unstreamed(message.content, "".join(step.texts))
-        step.texts.clear()
-        step.reasonings.clear()
+        reasoning, text = message.reasoning, message.content
+        if step.texts or step.reasonings:
+            reasoning = _unstreamed(reasoning, "".join(step.reasonings))
+            text = _unstreamed(text, "".join(step.texts))
+            step.texts.clear()
+            step.reasonings.clear()
         step.output_chars += len(message.content) + len(message.reasoning)
-        step.output_chars += sum(len(json.dumps(call.arguments)) for call in message.tool_calls)
+        for call in message.tool_calls:
+            step.output_chars += len(json.dumps(call.arguments))
+        if not reasoning:  # the usual reply: text alone
+            return self._chunks("agent_message_chunk", text)
         return [
             *self._chunks("agent_thought_chunk", reasoning),
             *self._chunks("agent_message_chunk", text),
         ]
 
     def _call(self, record: ToolCallRecord) -> list[AcpUpdate]:
-        self._calls[record.call_id] = _Call(record.name, dict(record.arguments))
+        self._calls[record.call_id] = _Call(record.name)
         return [self.tool_call(record.call_id, record.name, record.arguments)]
 
     def _decision(self, decision: PermissionDecision) -> list[AcpUpdate]:
@@ -323,9 +331,11 @@ class AcpProjection:
         """`text` as `kind` updates (`agent_message_chunk`, ...), split so that each fits."""
         if not text:
             return []
+        limit = self.limit - 256
+        bound = len(text) * 12 + 2  # what `split_text` finds short text to take, unmeasured
+        pieces = [text] if bound <= MIN_MEASURED and bound <= limit else split_text(text, limit)
         return [
-            {"sessionUpdate": kind, "content": {"type": "text", "text": piece}}
-            for piece in split_text(text, self.limit - 256)
+            {"sessionUpdate": kind, "content": {"type": "text", "text": piece}} for piece in pieces
         ]
 
     def _attachment(self, attachment: Attachment) -> dict[str, Any]:
@@ -347,18 +357,19 @@ class AcpProjection:
         """The `tool_call` that shows a call: title, kind, locations, input, a diff for edits."""
         args = dict(arguments)
         budget = max(1024, (self.limit - 4096) // max(1, _text_fields(args) + 2))
+        kind = tool_kind(name)
         update: AcpUpdate = {
             "sessionUpdate": "tool_call",
             "toolCallId": call_id,
             "title": _title(name, args),
-            "kind": tool_kind(name),
+            "kind": kind,
             "status": "pending",
         }
         locations = self._locations(args)
         if locations:
             update["locations"] = locations
         update["rawInput"] = _cut_strings(args, budget)
-        diff = self._diff(name, args, budget)
+        diff = self._diff(kind, args, budget)
         if diff is not None:
             update["content"] = [diff]
         return update
@@ -374,9 +385,10 @@ class AcpProjection:
     def _absolute(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workspace, path))
 
-    def _diff(self, name: str, arguments: dict[str, Any], budget: int) -> dict[str, Any] | None:
+    def _diff(self, kind: str, arguments: dict[str, Any], budget: int) -> dict[str, Any] | None:
+        """The `diff` an edit shows (`kind` is the tool's ACP kind)."""
         path = arguments.get("path")
-        if not isinstance(path, str) or tool_kind(name) != "edit":
+        if not isinstance(path, str) or kind != "edit":
             return None
         old = arguments.get("old")
         new = arguments.get("new", arguments.get("content"))
