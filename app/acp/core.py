@@ -777,15 +777,14 @@ class AcpConnection:
     def _encoded(self, encoder: rpc.UpdateEncoder, updates: Iterable[AcpUpdate]) -> list[bytes]:
         """`updates` as encoded `session/update` messages; one over the size limit (which the
         translator keeps below) is logged and not sent, as `_frame` does."""
-        encode, frames = encoder.encode, []
-        for update in updates:
-            frame = encode(update)
-            if len(frame) > rpc.MAX_OUTGOING_BYTES:
-                log.error(
-                    "connection %s: a %d-byte session/update was not sent", self.id, len(frame)
-                )
-                continue
-            frames.append(frame)
+        frames = encoder.encode(updates)
+        if frames and max(map(len, frames)) > rpc.MAX_OUTGOING_BYTES:
+            for frame in frames:
+                if len(frame) > rpc.MAX_OUTGOING_BYTES:
+                    log.error(
+                        "connection %s: a %d-byte session/update was not sent", self.id, len(frame)
+                    )
+            frames = [frame for frame in frames if len(frame) <= rpc.MAX_OUTGOING_BYTES]
         return frames
 
     async def _write(self, message: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ object, a method that is no string. Each becomes an error answer, never a droppe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,14 +146,22 @@ class UpdateEncoder:
         except PydanticSerializationError:  # a lone surrogate: every message goes the slow way
             self._head = None
 
-    def encode(self, update: Any) -> bytes:
-        """The notification carrying `update`, serialized; text with a lone surrogate is written
-        with JSON escapes, as `serialize` writes it."""
-        if self._head is not None:
+    def encode(self, updates: Iterable[Any]) -> list[bytes]:
+        """The notifications carrying `updates`, in order, serialized; text with a lone surrogate
+        is written with JSON escapes, as `serialize` writes it."""
+        head = self._head
+        if head is None:
+            return [self._escaped(update) for update in updates]
+        messages: list[bytes] = []
+        append = messages.append
+        for update in updates:
             try:
-                return self._head + to_json(update) + b"}}"
+                append(head + to_json(update) + b"}}")
             except PydanticSerializationError:
-                pass
+                append(self._escaped(update))
+        return messages
+
+    def _escaped(self, update: Any) -> bytes:
         params = {"sessionId": self._session_id, "update": update}
         return serialize(notification("session/update", params))[0].encode()
 

@@ -5,16 +5,20 @@ log."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from app.acp import rpc
 from app.acp.core import AcpOptions, AcpServer
 from app.acp.sessions import AcpSession
 from engine.config import Config
 from engine.events import Event
 from engine.session import READ_CHUNK
+from engine.store.sqlite import SQLiteStore
+from replay.acp import AcpProjection
 from tests.acp.long_session import EVENTS_PER_TURN, store_session
 from tests.acp.peer import Peer
 
@@ -71,3 +75,35 @@ async def test_a_long_load_goes_out_range_by_range_with_the_loop_free_between(
     assert user_words == [
         f"read notes/{turn}.md and tell me what it says" for turn in range(1, turns + 1)
     ]
+
+
+async def test_a_replayed_update_over_the_size_limit_is_logged_and_the_rest_go_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The translator keeps every update below the limit; should one still exceed it, the
+    encoded range drops it (logged) and sends the others in order, as `_frame` does."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = tmp_path / "sessions.sqlite"
+    session_id = await store_session(db, workspace, 3)
+    async with SQLiteStore(db) as store:
+        events = await store.read(session_id)
+    updates = list(AcpProjection(str(workspace.resolve())).replay(events))
+    sizes = [len(frame) for frame in rpc.UpdateEncoder(session_id).encode(updates)]
+    limit = max(sizes) - 1
+    monkeypatch.setattr(rpc, "MAX_OUTGOING_BYTES", limit)
+    server = AcpServer(AcpOptions(store_path=db, roots=[workspace], config=Config()))
+    peer = Peer(server)
+    await peer.initialize()
+    try:
+        with caplog.at_level(logging.ERROR, logger="app.acp.core"):
+            answer = await peer.request(
+                "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+            )
+    finally:
+        await server.aclose()
+    assert answer["result"] == {}
+    kept = [update for update, size in zip(updates, sizes, strict=True) if size <= limit]
+    assert 0 < len(kept) < len(updates)
+    assert peer.updates(session_id)[: len(kept)] == kept
+    assert f"a {max(sizes)}-byte session/update was not sent" in caplog.text

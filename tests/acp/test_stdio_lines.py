@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from app.acp.stdio import LineReader, _line_sender
+from app.acp.stdio import LineReader, LineSender, _line_sender
 
 
 async def test_lines_across_chunks_and_an_overlong_line_skipped_to_its_newline() -> None:
@@ -56,3 +56,24 @@ async def test_lines_sent_in_one_go_are_written_together_whole_and_in_order(
     assert await reading == expected
     # one write per 64 KiB gathered (or per fill of the pipe), not one per line
     assert len(writes) <= 2 * len(expected) // (64 * 1024) + 2
+
+
+async def test_encoded_lines_are_kept_in_order_with_the_others() -> None:
+    """`write_encoded` (a `session/load` range at once) writes each message as its own line,
+    after the lines written before it and before those after."""
+    read_end, write_end = os.pipe()
+
+    def read_all() -> bytes:
+        with os.fdopen(read_end, "rb") as pipe:
+            return pipe.read()
+
+    reading = asyncio.create_task(asyncio.to_thread(read_all))
+    send = await _line_sender(os.fdopen(write_end, "wb", buffering=0))
+    assert isinstance(send, LineSender)
+    encoded = [f"range {i} é".encode() for i in range(3000)]
+    send.write("before")
+    send.write_encoded(encoded)
+    send.write("after")
+    await send.aclose()
+    lines = (await reading).split(b"\n")
+    assert lines == [b"before", *encoded, b"after", b""]

@@ -88,6 +88,20 @@ async def test_live_updates_and_replayed_ones_tell_the_same_story(
     assert len(usage) == sum(1 for e in played.stored if e.type == "step/end")
 
 
+@pytest.mark.parametrize("name", NAMES)
+async def test_a_replay_translates_each_stored_event_as_apply_does(
+    name: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """`replay` translates a range without a call through `apply` per event: the same updates,
+    in the same order, and the projection goes on live afterwards."""
+    played = await play(name, make_agent, store)
+    one_by_one = AcpProjection("/ws", replaying=True)
+    expected = [update for event in played.stored for update in one_by_one.apply(event)]
+    projection = AcpProjection("/ws")
+    assert list(projection.replay(played.stored)) == expected
+    assert not projection.replaying
+
+
 async def test_replay_shows_direct_words_but_never_injected_context(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:

@@ -265,3 +265,22 @@ async def test_frames_of_every_header_length_reach_the_client_whole(served: Serv
             await connection.send(frame)
         received = [await ws.recv() for _ in sent]
     assert received == sent
+
+
+@pytest.mark.parametrize("limits", [FrameLimits(max_outgoing=300_000)])
+async def test_encoded_frames_reach_the_client_whole_and_in_order_and_none_over_the_limit(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`write_encoded` (a `session/load` range at once) writes the frames `send` would, each
+    header length included, after what was sent before it; one over the limit is not sent."""
+    sizes = (0, 1, 125, 126, 127, 65_535, 65_536, 300_000)
+    encoded = [*("x" * size for size in sizes), "é" * 40_000, "y" * 300_001, "last"]
+    async with connect(served.url, additional_headers=bearer("tok"), max_size=None) as ws:
+        connection = await served.connection(ws)
+        sender = cast(FrameSender, connection.send)
+        await connection.send("first")
+        with caplog.at_level(logging.ERROR):
+            sender.write_encoded([text.encode("utf-8") for text in encoded])
+        received = [await ws.recv() for _ in range(len(encoded))]
+    assert received == ["first", *(text for text in encoded if len(text) != 300_001)]
+    assert "300001 bytes exceeds the 300000-byte frame limit" in caplog.text
