@@ -1,7 +1,7 @@
 """Benchmark: ACP over WebSocket against `trellis serve` running as its own process; prints JSON.
 
-Run as `python -m tests.bench.acp [--rounds N] [--only load|throughput]`. Two measures, each with its baseline in the same
-run, in interleaved rounds:
+Run as `python -m tests.bench.acp [--rounds N] [--only load|throughput] [--before DIR]`. Two measures, each with its
+baseline in the same run, in interleaved rounds:
 
 - `session/load` of stored sessions of 1,000 and 10,000 turns (a tool call and two steps per turn):
   the time from sending the request to its `{}` answer and the frames received before it, beside
@@ -10,7 +10,10 @@ run, in interleaved rounds:
   size once on a fresh connection, smaller first, then has the raw sender send its frames.
   `agent_ready`: the time from the request to the answer of a `session/set_config_option` sent
   right after the load's answer, which waits for the session's Agent (opened after the answer, so
-  that a prompt can run): what a client that loads and then prompts at once waits in all.
+  that a prompt can run): what a client that loads and then prompts at once waits in all. With `--before DIR` (an
+  earlier source tree, e.g. a `git archive` of main, with the same store schema) that tree's `trellis serve` loads a
+  copy of the same sessions in each round too, with both clients (`before` beside each size): a change judged in one
+  run.
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
@@ -42,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,9 +312,17 @@ def rate(counts: list[float], times: list[float]) -> float:
     return statistics.median(c / t for c, t in zip(counts, times, strict=True))
 
 
-async def bench_load(tmp: Path, rounds: int) -> dict[str, Any]:
-    with serving(tmp, name="load") as server:
+async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict[str, Any]:
+    with serving(tmp, name="load") as server, ExitStack() as earlier:
         ids = {n: await store_session(server.db, server.root, n) for n in SIZES}
+        old = None
+        if before is not None:  # the earlier code's own server, on its own copy of the sessions
+            home = tmp / "before" / "home"
+            await asyncio.to_thread(home.mkdir, parents=True)
+            await asyncio.to_thread(sqlite_copy, server.db, home / "sessions.sqlite")
+            old = earlier.enter_context(
+                serving(tmp, name="before", root=server.root, env={"PYTHONPATH": str(before)})
+            )
         copy = tmp / "core-sessions.sqlite"  # the in-process core's own copy: no lease to share
         await asyncio.to_thread(sqlite_copy, server.db, copy)
         core = AcpOptions(store_path=copy, roots=[server.root])
@@ -335,6 +346,11 @@ async def bench_load(tmp: Path, rounds: int) -> dict[str, Any]:
                     run.ready.append(ready)
                     run.cheap_raw.append((await cheap_raw_stream(ports[n]))[0])
                     run.core.append(await core_load(core, server.root, ids[n]))
+                    if old is not None:
+                        run.before.append((await timed_load(old.url, old.root, ids[n]))[0])
+                        loaded, ready, _ = await cheap_load(old.url, old.root, ids[n])
+                        run.cheap_before.append(loaded)
+                        run.ready_before.append(ready)
     sizes: dict[str, dict[str, Any]] = {}
     for n in SIZES:
         run = runs[n]
@@ -355,12 +371,23 @@ async def bench_load(tmp: Path, rounds: int) -> dict[str, Any]:
             "agent_ready": summary(run.ready),
             "core_in_process": summary(run.core),
         }
+        if old is not None:
+            sizes[str(n)]["before"] = {
+                "cheap": {**summary(run.cheap_before), "rounds_s": rounded(run.cheap_before)},
+                "decoding": {**summary(run.before), "rounds_s": rounded(run.before)},
+                "agent_ready": summary(run.ready_before),
+            }
     small, large = (statistics.median(runs[n].cheap_trellis) for n in SIZES)
     decoded_small, decoded_large = (statistics.median(runs[n].trellis) for n in SIZES)
+    growth_before = {}
+    if old is not None:
+        earlier_small, earlier_large = (statistics.median(runs[n].cheap_before) for n in SIZES)
+        growth_before = {"growth_cheap_before": round(earlier_large / earlier_small, 2)}
     return {
         "turns": sizes,
         "growth_cheap": round(large / small, 2),
         "growth_decoding": round(decoded_large / decoded_small, 2),
+        **growth_before,
         "size_ratio": SIZES[1] // SIZES[0],
         "target_s": LOAD_TARGET_S,
         "met": large < LOAD_TARGET_S,
@@ -378,10 +405,17 @@ class Runs:
     cheap_raw: list[float] = field(default_factory=list)
     ready: list[float] = field(default_factory=list)
     core: list[float] = field(default_factory=list)
+    before: list[float] = field(default_factory=list)
+    cheap_before: list[float] = field(default_factory=list)
+    ready_before: list[float] = field(default_factory=list)
 
 
 def ratio(trellis: list[float], raw: list[float]) -> float:
     return round(statistics.median(trellis) / statistics.median(raw), 2)
+
+
+def rounded(times: list[float]) -> list[float]:
+    return [round(t, 3) for t in times]
 
 
 def pairs(trellis: list[float], raw: list[float]) -> list[list[float]]:
@@ -454,12 +488,14 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
     }
 
 
-async def run(rounds: int, measures: Sequence[str] = MEASURES) -> dict[str, Any]:
+async def run(
+    rounds: int, measures: Sequence[str] = MEASURES, before: Path | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         figures: dict[str, Any] = {"rounds": rounds}
         if "load" in measures:
-            figures["session_load"] = await bench_load(tmp, rounds)
+            figures["session_load"] = await bench_load(tmp, rounds, before)
         if "throughput" in measures:
             figures["update_throughput"] = await bench_throughput(tmp, rounds)
         return figures
@@ -471,9 +507,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only", choices=MEASURES, help="run one measure (default: both, load first)"
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="an earlier source tree (e.g. a `git archive` of main): its `trellis serve` loads "
+        "the same sessions in the same rounds (`before` beside each size)",
+    )
     args = parser.parse_args(argv)
     measures = (args.only,) if args.only else MEASURES
-    print(json.dumps(asyncio.run(run(args.rounds, measures)), indent=2))
+    before = args.before.resolve() if args.before is not None else None
+    print(json.dumps(asyncio.run(run(args.rounds, measures, before)), indent=2))
     return 0
 
 
