@@ -10,7 +10,9 @@ baseline in the same run, in interleaved rounds:
   size once on a fresh connection, smaller first, then has the raw sender send its frames.
   `agent_ready`: the time from the request to the answer of a `session/set_config_option` sent
   right after the load's answer, which waits for the session's Agent (opened after the answer, so
-  that a prompt can run): what a client that loads and then prompts at once waits in all. With `--before DIR` (an
+  that a prompt can run): what a client that loads and then prompts at once waits in all.
+  `server_cpu_to_answer`: the CPU seconds `trellis serve` spent from the cheap client's request to its answer (Linux's
+  /proc), a figure that other work on a shared machine moves far less than wall time. With `--before DIR` (an
   earlier source tree, e.g. a `git archive` of main, with the same store schema) that tree's `trellis serve` loads a
   copy of the same sessions in each round too, with both clients (`before` beside each size): a change judged in one
   run.
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -55,7 +58,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import load_config
 from tests.acp.long_session import store_session
-from tests.acp.ws_peer import bearer, initialized, raw_socket, request, serving
+from tests.acp.ws_peer import ServeProcess, bearer, initialized, raw_socket, request, serving
 from tests.bench.frame_reader import FrameReader
 
 SIZES = (1_000, 10_000)
@@ -117,21 +120,43 @@ async def cheap_call(
     return await reader.until_answer(ident)
 
 
-async def cheap_load(url: str, cwd: Path, session_id: str) -> tuple[float, float, int]:
+@dataclass(frozen=True, slots=True)
+class CheapLoad:
+    """One load with the cheap client: seconds to the answer and to the Agent, the frames before
+    the answer, and the CPU seconds the server process spent from the request to the answer."""
+
+    loaded: float
+    ready: float
+    frames: int
+    server_cpu: float
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user and system) process `pid` has used so far (Linux: /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def cheap_load(server: ServeProcess, session_id: str) -> CheapLoad:
     """With the cheap client: seconds from `session/load` to its `{}` answer, then to the answer
-    of a `session/set_config_option` sent right after it (which waits for the Agent), and the
-    frames before the load's answer."""
-    reader = await FrameReader.connect(url, bearer())
+    of a `session/set_config_option` sent right after it (which waits for the Agent), the frames
+    before the load's answer, and the server's CPU seconds up to the answer. The CPU counter is
+    read on either side of the timed request, so it may take in a few milliseconds of the
+    Agent's opening, which starts with the answer; it moves in clock ticks (10 ms)."""
+    reader = await FrameReader.connect(server.url, bearer())
+    pid, cwd = server.process.pid, server.root
     try:
         await cheap_call(reader, 0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        cpu = await asyncio.to_thread(process_cpu, pid)
         start = time.perf_counter()
         answer, frames = await cheap_call(reader, 1, "session/load", load_params(cwd, session_id))
         loaded = time.perf_counter() - start
+        cpu = await asyncio.to_thread(process_cpu, pid) - cpu
         assert answer.get("result") == {}, answer
         option = {"sessionId": session_id, "configId": "model", "value": "scripted"}
         answer, _ = await cheap_call(reader, 2, "session/set_config_option", option)
         assert "result" in answer, answer
-        return loaded, time.perf_counter() - start, frames
+        return CheapLoad(loaded, time.perf_counter() - start, frames, cpu)
     finally:
         await reader.close()
 
@@ -336,21 +361,32 @@ async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict
             raw_sender(frames[SIZES[1]], tmp / "load-large.json") as large_port,
         ):
             ports = dict(zip(SIZES, (small_port, large_port), strict=True))
-            for _ in range(rounds):
+            for round_ in range(rounds):
                 for n in SIZES:
                     run = runs[n]
-                    run.trellis.append((await timed_load(server.url, server.root, ids[n]))[0])
+                    # with an earlier tree, each measure runs on both servers, in turn first
+                    sides = [
+                        Side(server, run.trellis, run.cheap_trellis, run.ready, run.server_cpu)
+                    ]
+                    if old is not None:
+                        earlier_side = Side(
+                            old,
+                            run.before,
+                            run.cheap_before,
+                            run.ready_before,
+                            run.server_cpu_before,
+                        )
+                        sides = [earlier_side, *sides] if round_ % 2 else [*sides, earlier_side]
+                    for side in sides:
+                        side.decoding.append((await timed_load(side.url, side.root, ids[n]))[0])
                     run.raw.append((await raw_stream(ports[n]))[0])
-                    loaded, ready, _ = await cheap_load(server.url, server.root, ids[n])
-                    run.cheap_trellis.append(loaded)
-                    run.ready.append(ready)
+                    for side in sides:
+                        cheap = await cheap_load(side.served, ids[n])
+                        side.cheap.append(cheap.loaded)
+                        side.ready.append(cheap.ready)
+                        side.cpu.append(cheap.server_cpu)
                     run.cheap_raw.append((await cheap_raw_stream(ports[n]))[0])
                     run.core.append(await core_load(core, server.root, ids[n]))
-                    if old is not None:
-                        run.before.append((await timed_load(old.url, old.root, ids[n]))[0])
-                        loaded, ready, _ = await cheap_load(old.url, old.root, ids[n])
-                        run.cheap_before.append(loaded)
-                        run.ready_before.append(ready)
     sizes: dict[str, dict[str, Any]] = {}
     for n in SIZES:
         run = runs[n]
@@ -369,6 +405,7 @@ async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict
                 "rounds_s_trellis_raw": pairs(run.trellis, run.raw),
             },
             "agent_ready": summary(run.ready),
+            "server_cpu_to_answer": summary(run.server_cpu),
             "core_in_process": summary(run.core),
         }
         if old is not None:
@@ -376,6 +413,7 @@ async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict
                 "cheap": {**summary(run.cheap_before), "rounds_s": rounded(run.cheap_before)},
                 "decoding": {**summary(run.before), "rounds_s": rounded(run.before)},
                 "agent_ready": summary(run.ready_before),
+                "server_cpu_to_answer": summary(run.server_cpu_before),
             }
     small, large = (statistics.median(runs[n].cheap_trellis) for n in SIZES)
     decoded_small, decoded_large = (statistics.median(runs[n].trellis) for n in SIZES)
@@ -405,13 +443,34 @@ class Runs:
     cheap_raw: list[float] = field(default_factory=list)
     ready: list[float] = field(default_factory=list)
     core: list[float] = field(default_factory=list)
+    server_cpu: list[float] = field(default_factory=list)
     before: list[float] = field(default_factory=list)
     cheap_before: list[float] = field(default_factory=list)
     ready_before: list[float] = field(default_factory=list)
+    server_cpu_before: list[float] = field(default_factory=list)
 
 
 def ratio(trellis: list[float], raw: list[float]) -> float:
     return round(statistics.median(trellis) / statistics.median(raw), 2)
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One server's lists of a size's figures, to which each round adds one value each."""
+
+    served: ServeProcess
+    decoding: list[float]
+    cheap: list[float]
+    ready: list[float]
+    cpu: list[float]
+
+    @property
+    def url(self) -> str:
+        return self.served.url
+
+    @property
+    def root(self) -> Path:
+        return self.served.root
 
 
 def rounded(times: list[float]) -> list[float]:
