@@ -3,6 +3,7 @@ stands on screen exactly as the same reply written at once (Pilot, on the script
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,29 @@ async def test_only_the_replys_last_block_drops_its_margin_and_seals_restyle_not
         blocks = [b for b in reply.query(MarkdownBlock) if isinstance(b.parent, Markdown)]
         assert [b for b in blocks if b.styles.margin.bottom == 0] == [blocks[-1]]
         assert blocks[-1].parent is live
+
+
+async def test_a_running_turn_keeps_its_sealed_reply_out_of_the_collector_until_it_ends(
+    workspace: Path, data: Path
+) -> None:
+    """The collector's full passes walked every widget of a long reply about once a second
+    (0.4 s a pass by 100 KB, inside frames); while the turn runs its sealed chunks are frozen,
+    and when it ends nothing stays frozen."""
+    gc.unfreeze()
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(80), chunk_delay=0.002)])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        sealed: list[Markdown] = []
+        for _ in range(500):
+            replies = app.main.query(AssistantMessage)
+            sealed = list(replies.first().query_children(Markdown))[:-1] if replies else []
+            if sealed or not app.live.turn_open:
+                break
+            await pilot.pause(0.01)
+        assert sealed, "a chunk was sealed"
+        assert app.live.turn_open, "while the turn ran"
+        assert gc.get_freeze_count() > 0
+        assert not any(o is sealed[0] for o in gc.get_objects()), "the sealed chunk is frozen"
+        await settle(app, pilot)
+        assert gc.get_freeze_count() == 0

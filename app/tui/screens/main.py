@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from app.tui.bridge import EngineEvents, bridge
+from app.tui.collecting import turns
 from app.tui.completion import (
     Suggestion,
     attachments_of,
@@ -120,6 +121,9 @@ class MainScreen(Screen[None]):
         prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
         self.query_one(StatusLine).status = "opening"
 
+    def on_unmount(self) -> None:
+        turns.release()  # closed mid-turn: nothing stays frozen
+
     async def attach(self, agent: Agent, *, from_seq: int) -> None:
         """The session's Agent is open (call once the screen is mounted): the events before
         `from_seq` are on screen already, and the status line and the GC log catch up on them from
@@ -212,6 +216,10 @@ class MainScreen(Screen[None]):
         match event.data:
             case AgentStatus(status=state):
                 status.status = state
+                if state == "idle":
+                    turns.release()
+                elif not turns.holding:
+                    turns.hold()
                 self.refresh_bindings()  # Esc cancels only while a turn is open
             case StepStart(figures=figures):
                 status.chars, status.cap = figures.chars, figures.cap

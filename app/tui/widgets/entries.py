@@ -22,6 +22,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
+from app.tui.collecting import turns
 from app.tui.widgets.folding import unfold_within
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
@@ -461,6 +462,7 @@ class AssistantMessage(EntryWidget):
             # next append rewrote the last block with the following one, and a paragraph went
             # missing from the screen whenever a write ended with a blank line
             await fresh.append(live_text[len(head) :])
+        turns.grown()  # the sealed chunk stays as long as the reply
 
     @property
     def copy_text(self) -> str:
