@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
+from textual.widgets._footer import FooterKey
 
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.sessions import SessionBrowser
@@ -235,6 +236,10 @@ def test_a_turn_in_progress(snap_compare: SnapCompare, make: Callable[..., Conso
         app.main.query_one(PromptInput).load_text("build it")
         await pilot.press("enter")
         await gate.started.wait()
+        for _ in range(500):  # the footer offers Esc once it has recomposed for the open turn
+            if any(key.key == "escape" for key in app.main.query(FooterKey)):
+                break
+            await pilot.pause(0.01)
         await pilot.pause()
         await pilot.pause()
 
