@@ -20,9 +20,10 @@ class TurnCollector:
         self.holding = False
 
     def hold(self) -> None:
-        """A turn started: what is alive now lives at least as long as it."""
-        self.holding = True
-        gc.freeze()
+        """A turn runs: what is alive now lives at least as long as it (once per turn)."""
+        if not self.holding:
+            self.holding = True
+            gc.freeze()
 
     def grown(self) -> None:
         """The turn's widgets grew by a part that stays (a sealed chunk of the reply)."""

@@ -218,7 +218,7 @@ class MainScreen(Screen[None]):
                 status.status = state
                 if state == "idle":
                     turns.release()
-                elif not turns.holding:
+                else:
                     turns.hold()
                 self.refresh_bindings()  # Esc cancels only while a turn is open
             case StepStart(figures=figures):

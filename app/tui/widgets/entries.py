@@ -414,8 +414,8 @@ class AssistantMessage(EntryWidget):
 
     def _mark_end(self) -> None:
         """Mark the reply's last block (no bottom margin) by a class. An order pseudo-class
-        (`:last-child`) made Textual restyle every displayed Markdown of the reply, every block
-        of each, whenever one was mounted: a long streamed reply's seals grew ever slower."""
+        (`:last-child`) made Textual restyle every displayed block of the live Markdown (and all
+        each holds) whenever a block was mounted."""
         markdowns = list(self.query_children(Markdown))
         blocks = list(markdowns[-1].query_children(MarkdownBlock)) if markdowns else []
         end = blocks[-1] if blocks else None
