@@ -3,8 +3,10 @@ out only what is near the viewport), line for line, and shows again before the v
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Container, ScrollableContainer
 from textual.widget import Widget
@@ -134,3 +136,49 @@ async def test_a_fold_pass_before_an_unfold_is_laid_out_counts_no_line_twice() -
         await pilot.pause()
         assert len(shown_children(entry)) < 20, "a later pass folds"
         assert view.virtual_size.height == full
+
+
+class StreamApp(App[None]):
+    """Entries of five lines in a view laid out as a stream, as the conversation is."""
+
+    CSS = "ScrollableContainer { layout: stream; }"
+
+    def compose(self) -> ComposeResult:
+        with ScrollableContainer():
+            for i in range(20):
+                yield Static("\n".join(f"entry {i} line {j}" for j in range(5)))
+
+
+async def test_the_folded_lines_hold_when_the_view_is_laid_out_before_their_own_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stream layout reuses a child's last placement unless that child has asked the screen
+    for a layout; under load the view was once laid out between the folded lines growing and
+    their request reaching the screen, and they kept their old height for good (the extent
+    short by a whole reply). Here every fold pass is followed by that layout."""
+    original = Folds._hide
+
+    async def hide_then_lay_out_early(folds: Folds, above: Sequence[Widget], first: Widget) -> None:
+        await original(folds, above, first)
+        view = folds.view
+        for child in view.children:  # the folded lines and the entries hidden ask the screen
+            child._check_refresh()  # for a layout: their requests are queued...
+        screen = view.screen
+        screen._layout_widgets.setdefault(view, set()).add(view.children[-1])
+        screen._refresh_layout()  # ...and another child's layout runs first
+
+    monkeypatch.setattr(Folds, "_hide", hide_then_lay_out_early)
+    app = StreamApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        view = app.query_one(ScrollableContainer)
+        folds = Folds(view)
+        for more in range(3):
+            await view.mount(Static("\n".join(f"more {more} line {j}" for j in range(30))))
+            await pilot.pause()
+            full = view.virtual_size.height
+            await folds.fold(list(view.query_children(Static)))
+            await pilot.pause()
+            await pilot.pause()
+            assert view.virtual_size.height == full, f"after fold pass {more + 1}"
+        assert sum(not child.display for child in view.query_children(Static)) > 20

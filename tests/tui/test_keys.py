@@ -70,6 +70,7 @@ async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data:
         await send(app, pilot, "and more")
         await settle(app, pilot)
         await pilot.pause(0.1)
+        assert view.max_scroll_y > bottom, "the first reply's lines are all still there"
         assert view.scroll_y == view.max_scroll_y, "the next reply is followed"
 
 

@@ -21,7 +21,6 @@ from weakref import WeakKeyDictionary
 
 from textual.containers import ScrollableContainer
 from textual.geometry import Size
-from textual.reactive import reactive
 from textual.widget import Widget
 
 KEEP_SCREENS = 1
@@ -97,9 +96,15 @@ def outer_height(widget: Widget) -> int:
 
 class FoldedLines(Widget):
     """The lines of the entries hidden above, blank: the first child of the conversation. Its
-    height is its content's (a stream layout reads no `height` style)."""
+    height is its content's (a stream layout reads no `height` style) and never changes: folding
+    more mounts a new one in its place. Textual's stream layout reuses a child's last placement
+    unless that child's own layout request has reached the screen, and under load the view was
+    once laid out between the lines growing and their request arriving: they kept their old
+    height for good, and the conversation's extent lost a whole reply."""
 
-    lines: reactive[int] = reactive(0, layout=True)
+    def __init__(self, lines: int) -> None:
+        super().__init__()
+        self.lines = lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self.lines
@@ -112,7 +117,7 @@ class Folds:
     def __init__(self, view: ScrollableContainer) -> None:
         self.view = view
         self._above: list[Widget] = []  # hidden entries, in order
-        self._lines: FoldedLines | None = None  # their lines, while it stays mounted in `view`
+        self._lines: FoldedLines | None = None  # their lines
         self._parted: list[Widget] = []  # entries with folded parts
         self._width = 0  # the width the folded heights were measured at
         # Unfolds not yet laid out: until the refresh after one, a part that held the lines of
@@ -149,25 +154,29 @@ class Folds:
             below += height
 
     async def _hide(self, above: Sequence[Widget], first: Widget) -> None:
-        """Hide `above` (displayed, in order) and give their lines to the `FoldedLines` before
-        them: `first`, the first entry left, then stands where it stood (its top margin is
-        kept, next to a widget with none)."""
+        """Hide `above` (in order; those folded before are hidden already) and put a
+        `FoldedLines` holding their lines before them: `first`, the first entry left, then stands
+        where it stood (its top margin is kept, next to a widget with none)."""
         lines = first.virtual_region.y - first.styles.margin.top
         if lines <= 0:
             return  # not laid out
         view = self.view
-        spacer = self._lines
-        if spacer is None or spacer.parent is not view:  # the view mounted its entries anew
-            spacer = self._lines = FoldedLines()
-            spacer.display = False
-            await view.mount(spacer, before=0)
-            if self._unsettled:
-                return  # unfolded meanwhile: `lines` is from before
-        spacer.lines = lines
+        spacer = FoldedLines(lines)
+        spacer.display = False
+        await view.mount(spacer, before=0)
+        if self._unsettled:  # unfolded meanwhile: `lines` is from before
+            await spacer.remove()
+            return
         spacer.display = True
-        for entry in above:
+        hiding = [entry for entry in above if entry.display]
+        for entry in hiding:
             entry.display = False
-        self._above.extend(above)
+        self._above.extend(hiding)
+        gone, self._lines = self._lines, spacer
+        if gone is not None:
+            gone.display = False
+            if gone.parent is view:
+                await gone.remove()
 
     def _fold_parts(self, entry: Widget, keep: int) -> None:
         """Fold the parts of `entry` lying wholly more than `keep` lines above its bottom into
