@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 
 from app.tui.following import FollowedSession
 from app.tui.palette import TrellisCommands
+from app.tui.screens.help import HelpScreen
 from app.tui.screens.main import MainScreen
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
@@ -50,7 +51,7 @@ class TrellisApp(App[None]):
     COMMANDS = App.COMMANDS | {TrellisCommands}
     CURSOR_BLINK: ClassVar[bool] = True
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f1", "show_help_panel", "Help"),
+        Binding("f1", "help", "Help"),
         Binding("f4", "sessions", "Sessions"),
     ]
 
@@ -187,6 +188,11 @@ class TrellisApp(App[None]):
         )
 
     # --- the session browser ---------------------------------------------------------------------
+
+    async def action_help(self) -> None:
+        """F1: the keys of the screen it is pressed on, and the slash commands."""
+        if not isinstance(self.screen, HelpScreen):
+            await self.push_screen(HelpScreen(self.screen))
 
     async def action_sessions(self) -> None:
         """F4: this directory's sessions, or every workspace's on a toggle."""

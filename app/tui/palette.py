@@ -34,8 +34,8 @@ class TrellisCommands(Provider):
             ),
             (
                 "Keys",
-                "every key of this screen (F1)",
-                partial(self.app.run_action, "show_help_panel"),
+                "every key of this screen and the slash commands (F1)",
+                partial(self.app.run_action, "help"),
             ),
         ]
         for command in REGISTRY.commands:

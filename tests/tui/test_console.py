@@ -64,6 +64,15 @@ def gated() -> tuple[GateTool, ToolRegistry]:
     return gate, ToolRegistry([gate, FixedTool("danger", needs_permission=True)])
 
 
+def gated_app(workspace: Path, data: Path) -> tuple[GateTool, ConsoleTestApp]:
+    """A console whose first turn calls the gate tool: it runs until `gate.gate` is set."""
+    gate, tools = gated()
+    app = ConsoleTestApp(
+        workspace, data, [Reply(tool_calls=[ToolCall("g1", "gate", {})])], tools=tools
+    )
+    return gate, app
+
+
 async def test_a_tool_card_appears_before_the_reply_ends(workspace: Path, data: Path) -> None:
     gate, tools = gated()
     app = ConsoleTestApp(
@@ -162,10 +171,7 @@ async def test_inject_while_idle_and_while_running_shows_sourced_cards(
 async def test_escape_cancels_and_gives_undelivered_steering_back(
     workspace: Path, data: Path
 ) -> None:
-    gate, tools = gated()
-    app = ConsoleTestApp(
-        workspace, data, [Reply(tool_calls=[ToolCall("g1", "gate", {})])], tools=tools
-    )
+    gate, app = gated_app(workspace, data)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         await send(app, pilot, "wait for it")

@@ -12,9 +12,8 @@ from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.gateway.scripted import Reply
-from engine.message import ToolCall
 from tests.tui.conftest import ConsoleTestApp
-from tests.tui.test_console import gated, send, settle
+from tests.tui.test_console import gated_app, send, settle
 from tests.tui.test_streaming import long_reply
 
 
@@ -75,10 +74,7 @@ async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data:
 
 
 async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:
-    gate, tools = gated()
-    app = ConsoleTestApp(
-        workspace, data, [Reply(tool_calls=[ToolCall("g1", "gate", {})])], tools=tools
-    )
+    gate, app = gated_app(workspace, data)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert "escape" not in app.screen.active_bindings

@@ -25,6 +25,15 @@ class PromptInput(TextArea):
         ),
     ]
 
+    KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("enter", "Send; while a turn runs, steer it"),
+        ("shift+enter ^j", "New line"),
+        ("up/down", "Earlier and later prompts (from the first or last line)"),
+        ("tab", "Complete the /command or @path being typed"),
+        ("@path", "Attach a workspace file"),
+    )
+    """The keys `_on_key` handles, for the help screen (they are not bindings)."""
+
     DEFAULT_CSS = """
     PromptInput {
         height: auto;

@@ -1,0 +1,101 @@
+"""F1: the keys of the screen it is pressed on (those the footer leaves out too), the prompt's
+keys and every slash command; none of the generic editing keys of Textual's widgets."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from app.tui.screens.help import HelpScreen, screen_keys
+from app.tui.screens.main import MainScreen
+from app.tui.screens.sessions import SessionBrowser
+from engine.commands import REGISTRY
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import gated_app, send, settle
+from tests.tui.test_sessions import browse, until_screen
+
+
+def shown_text(screen: HelpScreen) -> str:
+    """The help as plain text, wide enough that no line wraps."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    for static in screen.query(Static):
+        console.print(static.content)
+    return console.export_text()
+
+
+def lines_with(text: str, *words: str) -> list[str]:
+    return [line for line in text.splitlines() if all(word in line for word in words)]
+
+
+async def open_help(pilot: Pilot[None]) -> HelpScreen:
+    await pilot.press("f1")
+    await until_screen(pilot, HelpScreen)
+    screen = pilot.app.screen
+    assert isinstance(screen, HelpScreen)
+    return screen
+
+
+async def test_f1_lists_the_keys_of_the_console_the_prompt_and_every_command(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_screen(pilot, MainScreen)
+        text = shown_text(await open_help(pilot))
+        for key, what in [
+            ("f2", "Panel"),
+            ("f3", "Inspect"),
+            ("f4", "Sessions"),
+            ("^p", "Palette"),
+            ("^q", "Quit"),
+            ("esc", "Cancel turn"),  # not offered by the footer while idle
+            ("enter", "Send"),
+            ("shift+enter", "New line"),
+            ("up/down", "Earlier and later prompts"),
+            ("c", "Copy entry"),  # on a focused entry
+            ("⏎", "Expand / collapse"),
+        ]:
+            assert lines_with(text, key, what), f"{key} {what}"
+        for command in REGISTRY.commands:
+            name = command.usage.split(" ")[0]
+            assert lines_with(text, name), command.usage
+            assert lines_with(text, command.description), command.description
+        assert not lines_with(text, "Cursor")
+        assert not lines_with(text, "Select all")
+        await pilot.press("escape")
+        await until_screen(pilot, MainScreen)
+        await open_help(pilot)
+        await pilot.press("f1")  # F1 closes it too
+        await until_screen(pilot, MainScreen)
+
+
+async def test_cancel_is_listed_as_available_only_while_a_turn_runs(
+    workspace: Path, data: Path
+) -> None:
+    gate, app = gated_app(workspace, data)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until_screen(pilot, MainScreen)
+        assert ("esc", "Cancel turn", False) in screen_keys(app.main)
+        await send(app, pilot, "wait for it")
+        await gate.started.wait()
+        await pilot.pause()
+        assert ("esc", "Cancel turn", True) in screen_keys(app.main)
+        gate.gate.set()
+        await settle(app, pilot)
+
+
+async def test_f1_over_the_session_browser_lists_its_keys(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await browse(pilot)
+        text = shown_text(await open_help(pilot))
+        for key, what in [("⏎", "Resume"), ("^r", "Replay"), ("^f", "Fork"), ("^d", "Delete")]:
+            assert lines_with(text, key, what), f"{key} {what}"
+        assert not lines_with(text, "Move cursor"), "the filter's editing keys are not listed"
+        assert not lines_with(text, "Send"), "nor the prompt's, which is not on this screen"
+        await pilot.press("escape")
+        await until_screen(pilot, SessionBrowser)
