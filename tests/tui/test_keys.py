@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual import events
 from textual.pilot import Pilot
+from textual.widgets._footer import FooterKey
 
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
@@ -95,9 +96,32 @@ async def test_at_80_columns_the_footer_keeps_the_screen_keys_and_drops_the_pale
         await pilot.pause()
         footer = app.main.query_one(KeyFooter)
         assert not footer.show_command_palette
+        assert footer.compact, "keys and their words closer together"
         await pilot.resize_terminal(120, 30)
         await pilot.pause()
         assert footer.show_command_palette
+        assert not footer.compact
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert not footer.show_command_palette
+        assert footer.compact
+
+
+async def test_at_80_columns_every_key_of_a_running_turn_fits_the_footer(
+    workspace: Path, data: Path
+) -> None:
+    gate, app = gated_app(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "wait for it")
+        await gate.started.wait()
+        await until(pilot, lambda: "escape" in app.screen.active_bindings)
+        await pilot.pause()
+        footer = app.main.query_one(KeyFooter)
+        keys = list(footer.query(FooterKey))
+        assert {key.key for key in keys} >= {"escape", "f1", "f2", "f3", "f4", "ctrl+q"}
+        assert all(key.region.right <= footer.region.right for key in keys), [
+            (key.key, key.region) for key in keys
+        ]
+        gate.gate.set()
+        await settle(app, pilot)
