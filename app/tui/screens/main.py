@@ -76,6 +76,11 @@ class MainScreen(Screen[None]):
         Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
+    AUTO_FOCUS = "PromptInput"
+    """Nothing else: the prompt is disabled while the Agent opens, and Textual's default (the
+    first focusable widget) focused the conversation, so that focus and the prompt taking it
+    back restyled every widget of the transcript (a resumed 22 KB reply: seconds before the
+    first paint)."""
 
     DEFAULT_CSS = """
     MainScreen #body, MainScreen #conversation {
