@@ -14,7 +14,6 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.events import Mount
 from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
@@ -24,6 +23,7 @@ from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.collecting import turns
 from app.tui.widgets.folding import unfold_within
+from app.tui.widgets.settled import REPLY_END, Deferred, SettledMarkdown, settled_parts
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
     AreaEntry,
@@ -44,8 +44,6 @@ from replay.wording import area_line, compact_line, gc_line, model_line, retry_l
 WRITE_EVERY_S = 1 / 15
 """A streaming reply is written into its Markdown at most this often (each write costs a layout of
 the whole window; per delta, a fast stream outran the screen)."""
-REPLY_END = "-reply-end"
-"""The class of a reply's last block, which has no bottom margin."""
 SEAL_BLOCKS = 12
 """A streaming reply's live Markdown holds about this many blocks; the finished ones before it are
 sealed in Markdown widgets of their own that no later write touches (each write to a Markdown of
@@ -294,28 +292,6 @@ class ContextCard(LongEntry):
         return entry.content if isinstance(entry, ContextEntry) else ""
 
 
-class SettledMarkdown(Markdown):
-    """A finished reply's Markdown, its blocks composed with it: one layout for a page of
-    scrollback, where a Markdown mounting its blocks once mounted (each parsing apart, off the
-    loop) laid the window out again as each finished. It updates as any Markdown does."""
-
-    def __init__(self, markdown: str, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._markdown = markdown
-
-    def compose(self) -> ComposeResult:
-        blocks = list(self._build_from_source(self._markdown))
-        if blocks:
-            blocks[-1].add_class(REPLY_END)
-        yield from blocks
-
-    async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Markdown: async
-        """In place of `Markdown`'s, which would replace the composed blocks by an empty
-        document; `Widget`'s still runs."""
-        event.prevent_default()
-        Widget._on_mount(self, event)
-
-
 class AssistantMessage(EntryWidget):
     """A reply as streaming Markdown: appended text is parsed in batches (Markdown.append re-parses
     only the last block), into a live Markdown that holds only the last `SEAL_BLOCKS` or so blocks:
@@ -340,8 +316,9 @@ class AssistantMessage(EntryWidget):
     }
     """
 
-    def __init__(self, entry: TranscriptEntry) -> None:
+    def __init__(self, entry: TranscriptEntry, *, from_start: bool = False) -> None:
         super().__init__(entry)
+        self._from_start = from_start  # a long finished reply composes its first part, not last
         self._wanted = ""  # the content the Markdown widgets must end up holding
         self._written = ""  # what the writer has put into them so far
         self._sealed = 0  # characters of `_written` in sealed Markdown widgets
@@ -349,6 +326,7 @@ class AssistantMessage(EntryWidget):
         self._reasoning: str | None = None  # the reasoning shown
         self._reasoning_text: Static | None = None  # its widget, once there is some
         self._end: Widget | None = None  # the block marked as the reply's last
+        self._parted = False  # a long finished reply, composed a part at a time
 
     def compose(self) -> ComposeResult:
         entry = self.entry
@@ -356,9 +334,36 @@ class AssistantMessage(EntryWidget):
             # a finished reply parses once as it mounts: no writer worker, no paced rewrite (a
             # page of scrollback mounts dozens of them)
             self._wanted = self._written = entry.content
-            yield SettledMarkdown(entry.content, id="reply")
+            parts = settled_parts(entry.content)
+            self._parted = len(parts) > 1
+            if len(parts) == 1:
+                yield SettledMarkdown(entry.content, id="reply")
+            elif self._from_start:
+                yield SettledMarkdown(parts[0], end=False, id="reply")
+                yield Deferred(parts[1:], above=False)
+            else:
+                yield Deferred(parts[:-1], above=True)
+                yield SettledMarkdown(parts[-1], id="reply")
         else:
             yield Markdown(id="reply")
+
+    @property
+    def deferred(self) -> list[Deferred]:
+        """The markers of the parts of a long finished reply not composed yet."""
+        return list(self.query_children(Deferred))
+
+    async def compose_next(self, marker: Deferred) -> SettledMarkdown:
+        """Compose the part of `marker` nearest to those composed; the marker goes with the
+        last."""
+        source = marker.take()
+        part = SettledMarkdown(source, end=not marker.above and not marker.parts)
+        if marker.above:
+            await self.mount(part, after=marker)
+        else:
+            await self.mount(part, before=marker)
+        if not marker.parts:
+            await marker.remove()
+        return part
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -388,7 +393,14 @@ class AssistantMessage(EntryWidget):
 
     @property
     def shown_text(self) -> str:
-        """The Markdown source the widgets hold, sealed and live, in order."""
+        """The Markdown source the widgets hold, sealed and live (or composed and deferred), in
+        order."""
+        if self._parted:
+            return "".join(
+                "".join(child.parts) if isinstance(child, Deferred) else child.source
+                for child in self.children
+                if isinstance(child, Deferred | Markdown)
+            )
         *sealed, live = self.query_children(Markdown)
         return self._written[: self._sealed] + live.source if sealed else live.source
 
@@ -431,12 +443,13 @@ class AssistantMessage(EntryWidget):
         """The whole reply again (withdrawn text, or the first write), in one Markdown."""
         unfold_within(self)  # the first Markdown takes the whole reply again
         first, *later = self.query_children(Markdown)
+        gone: list[Widget] = [*later, *self.deferred]
         with self.app.batch_update():
-            if later:
-                await self.remove_children(later)
+            if gone:
+                await self.remove_children(gone)
             await first.update("")
             await first.append(text)  # see `_seal`: appends follow
-        self._written, self._sealed = text, 0
+        self._written, self._sealed, self._parted = text, 0, False
 
     async def _seal(self, live: Markdown) -> None:
         """Once the live Markdown holds more than `SEAL_BLOCKS` blocks and its last is a paragraph,
@@ -551,14 +564,16 @@ class ToolCard(LongEntry):
         return f"{call_summary(entry)}\n{entry.result or entry.output}"
 
 
-def widget_for(entry: TranscriptEntry) -> EntryWidget:
+def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidget:
+    """The widget of `entry`; `from_start`: the view comes to it from above, so a long finished
+    reply composes its first part (else its last)."""
     match entry:
         case UserEntry():
             return UserMessage(entry)
         case ContextEntry():
             return ContextCard(entry)
         case AssistantEntry():
-            return AssistantMessage(entry)
+            return AssistantMessage(entry, from_start=from_start)
         case ToolEntry():
             return ToolCard(entry)
         case TurnEntry():

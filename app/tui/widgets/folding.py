@@ -192,9 +192,13 @@ class Folds:
                 far = index + 1
                 break
             below += outer_height(parts[index])
-        if not far:
+        # a part with nothing to hide (a long reply's marker of parts not composed) stays
+        far_parts = parts[:far]
+        while far_parts and not far_parts[0].children:
+            far_parts.pop(0)
+        if not far_parts:
             return
-        head, *rest = parts[:far]
+        head, *rest = far_parts
         if head not in _folded and not fold(head):
             return
         if rest:

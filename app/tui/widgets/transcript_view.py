@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from textual import events, work
 from textual.containers import VerticalScroll
 from textual.geometry import Size
-from textual.widget import AwaitMount
+from textual.widget import AwaitMount, Widget
 
 from app.tui.scrollback import Scrollback
-from app.tui.widgets.entries import EntryWidget, widget_for
+from app.tui.widgets.entries import AssistantMessage, EntryWidget, widget_for
 from app.tui.widgets.folding import Folds
+from app.tui.widgets.settled import Deferred
 from replay.transcript import Change, Transcript
 
 WINDOW = 120
@@ -81,7 +82,7 @@ class TranscriptView(VerticalScroll):
         # after a page mounts: the entry the user was reading and its offset in the viewport, kept
         # there while the new entries settle their heights (Markdown lays out after mounting),
         # until the user scrolls again
-        self._hold: tuple[EntryWidget, float] | None = None
+        self._hold: tuple[Widget, float] | None = None
         self._pending = _Pending()
         self._scheduled = False  # a flush is queued
         self._changing = asyncio.Lock()  # one flush or page changes the mounted widgets at a time
@@ -108,6 +109,7 @@ class TranscriptView(VerticalScroll):
         """A resumed session's tail shorter than the viewport: load the page above it."""
         if self.max_scroll_y <= 0 and not self.at_start:
             self._load_older()
+        self._compose_near()
 
     # --- where the window stands ---------------------------------------------------------------
 
@@ -333,6 +335,52 @@ class TranscriptView(VerticalScroll):
             self._load_older()
         elif new >= self.max_scroll_y and new > old and not self.at_end:
             self._load_newer()
+        self._compose_near()
+
+    # --- the parts of long replies not composed yet (app.tui.widgets.settled) ------------------
+
+    def _deferred_near(self) -> tuple[AssistantMessage, Deferred] | None:
+        """A marker of parts not composed yet within a viewport of the one on screen."""
+        height = self.scrollable_content_region.height
+        top, bottom = self.scroll_y - height, self.scroll_y + 2 * height
+        for widget in self.entry_widgets():
+            region = widget.virtual_region
+            if region.bottom < top or region.y > bottom or not isinstance(widget, AssistantMessage):
+                continue
+            for marker in widget.deferred:
+                if top <= (region.y if marker.above else region.bottom) <= bottom:
+                    return widget, marker
+        return None
+
+    def _compose_near(self) -> None:
+        if not self._paging and self._deferred_near() is not None:
+            self._compose_deferred()
+
+    @work(group="scrollback", exclusive=False)
+    async def _compose_deferred(self) -> None:
+        """Compose the next part of a long reply the view has come near; while the user reads
+        scrollback, what they read stays where it is (a part composed above pushes it down)."""
+        if self._paging:
+            return
+        self._paging = True
+        try:
+            async with self._changing:
+                near = self._deferred_near()
+                if near is None:
+                    return
+                message, marker = near
+                keep = marker.above and not self._following()
+                if keep:
+                    self.release_anchor()
+                    siblings = list(message.children)
+                    reference = siblings[siblings.index(marker) + 1]
+                    offset = self._view_y(reference) - self.scroll_y
+                await message.compose_next(marker)
+                if keep:
+                    self._hold = (reference, offset)
+        finally:
+            self._paging = False
+        self.call_after_refresh(self._restore if keep else self._compose_near)
 
     @work(group="scrollback", exclusive=False)
     async def _load_older(self) -> None:
@@ -369,7 +417,10 @@ class TranscriptView(VerticalScroll):
                 last = held.index(widgets[-1].key)
                 if held.count - last - 1 < self.page:
                     await held.newer()
-                newer = [widget_for(e) for e in held.between(last + 1, last + 1 + self.page)]
+                newer = [
+                    widget_for(e, from_start=True)
+                    for e in held.between(last + 1, last + 1 + self.page)
+                ]
                 await self._keeping_still(newer, before=None)
         finally:
             self._paging = False
@@ -386,7 +437,9 @@ class TranscriptView(VerticalScroll):
                 self.release_anchor()
                 await self.remove_children()
                 self._widgets.clear()
-                widgets = [widget_for(e) for e in self.held.between(0, 2 * self.page)]
+                widgets = [
+                    widget_for(e, from_start=True) for e in self.held.between(0, 2 * self.page)
+                ]
                 self._widgets = {widget.key: widget for widget in widgets}
                 if widgets:
                     await self.mount_all(widgets)
@@ -412,7 +465,7 @@ class TranscriptView(VerticalScroll):
         self.release_anchor()
         shown = self.entry_widgets()
         reference = before if before is not None else shown[-1]
-        offset = reference.virtual_region.y - self.scroll_y
+        offset = self._view_y(reference) - self.scroll_y
         for widget in fresh:
             self._widgets[widget.key] = widget
         with self.app.batch_update():  # one layout for the page, not one per step
@@ -462,4 +515,16 @@ class TranscriptView(VerticalScroll):
         if not reference.is_mounted:
             self._hold = None
             return
-        self.scroll_to(y=reference.virtual_region.y - offset, animate=False, immediate=True)
+        self.scroll_to(y=self._view_y(reference) - offset, animate=False, immediate=True)
+        self._compose_near()
+
+    def _view_y(self, widget: Widget) -> int:
+        """Where `widget` (an entry, or a widget in one) stands in the conversation's lines: a
+        widget's virtual region is relative to its container."""
+        y = 0
+        node: Widget | None = widget
+        while node is not None and node is not self:
+            y += node.virtual_region.y
+            parent = node.parent
+            node = parent if isinstance(parent, Widget) else None
+        return y
