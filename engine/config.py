@@ -246,6 +246,14 @@ class AgentConfig(_Section):
     relative to the workspace, or absolute (`~` expanded). Protected paths are refused otherwise."""
 
 
+class ConsoleConfig(_Section):
+    """The terminal console."""
+
+    theme: str | None = None
+    """A Textual theme by name (`textual-light`, `nord`, ...); the palette's "Theme" changes it
+    for the session."""
+
+
 def _builtin_models() -> dict[str, ModelEntry]:
     # the defaults below are the code's own values: constructed, not validated (nor built)
     return {BUILTIN_MODEL: ModelEntry.model_construct(provider="scripted")}
@@ -261,6 +269,7 @@ class Config(_Section):
     areas: list[AreaEntry] = Field(default_factory=list)
     serve: ServeConfig = Field(default_factory=ServeConfig.model_construct)
     agent: AgentConfig = Field(default_factory=AgentConfig.model_construct)
+    console: ConsoleConfig = Field(default_factory=ConsoleConfig.model_construct)
 
     @field_validator("models", mode="before")
     @classmethod

@@ -467,3 +467,17 @@ def test_every_problem_is_listed(tmp_path: Path) -> None:
     assert any("context.char_cap" in p for p in error.problems)
     assert any("agent.max_steps" in p for p in error.problems)
     assert all(p.startswith(str(user)) for p in error.problems)
+
+
+def test_the_console_theme_is_read_and_a_project_may_set_it_untrusted(tmp_path: Path) -> None:
+    user = write(tmp_path / "user.toml", '[console]\ntheme = "nord"\n')
+    assert load_config(tmp_path, user_file=user).console.theme == "nord"
+    assert load_config(tmp_path).console.theme is None
+    root = project(tmp_path, '[console]\ntheme = "textual-light"\n')
+    assert load_config(root, user_file=user).console.theme == "textual-light"
+
+
+def test_a_console_theme_that_is_not_a_string_is_an_error(tmp_path: Path) -> None:
+    user = write(tmp_path / "user.toml", "[console]\ntheme = 3\n")
+    error = load_error(tmp_path, user)
+    assert "console.theme" in str(error)

@@ -90,6 +90,7 @@ class TrellisApp(App[None]):
         self.error: str | None = None  # why the session could not open, shown after exit
 
     async def on_mount(self) -> None:
+        self._apply_theme()
         try:
             self.store = open_store(self._store_settings, path=self._store_path)
             await self.store.open()
@@ -103,6 +104,22 @@ class TrellisApp(App[None]):
             self.error = str(exc)
             self.exit(return_code=2)
 
+    def _apply_theme(self) -> None:
+        """The configured theme, if any; a name Textual does not know is reported in place and
+        the default kept."""
+        theme = self._config.console.theme
+        if theme is None:
+            return
+        if theme in self.available_themes:
+            self.theme = theme
+        else:
+            known = ", ".join(sorted(self.available_themes))
+            self.notify(
+                f"console.theme: no theme named {theme!r}; one of {known}",
+                severity="error",
+                timeout=30,
+            )
+
     async def _trusted(self, trust: bool | None) -> None:
         """After the trust dialog: record trust and load the whole config, or go on without."""
         try:
@@ -111,6 +128,7 @@ class TrellisApp(App[None]):
                 await asyncio.to_thread(TrustStore().trust, project.directory, project.digest)
                 loaded = await asyncio.to_thread(load_config_report, project.directory)
                 self._config = loaded.config
+                self._apply_theme()
                 self.notify(f"trusted {project.file}")
             await self._open_session(self._session_id)
         except TrellisError as exc:

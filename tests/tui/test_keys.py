@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from textual import events
+from textual import constants, events
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
+from engine.config import Config, ConsoleConfig
 from engine.gateway.scripted import Reply
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import gated_app, send, settle
@@ -125,3 +126,21 @@ async def test_at_80_columns_every_key_of_a_running_turn_fits_the_footer(
         ]
         gate.gate.set()
         await settle(app, pilot)
+
+
+async def test_the_configured_theme_applies_and_an_unknown_one_is_reported(
+    workspace: Path, data: Path
+) -> None:
+    light = ConsoleTestApp(
+        workspace, data, config=Config(console=ConsoleConfig(theme="textual-light"))
+    )
+    async with light.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert light.theme == "textual-light"
+    unknown = ConsoleTestApp(workspace, data, config=Config(console=ConsoleConfig(theme="nope")))
+    async with unknown.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert unknown.theme == constants.DEFAULT_THEME
+        (note,) = [n for n in unknown._notifications if n.severity == "error"]
+        assert "console.theme: no theme named 'nope'" in note.message
+        assert "textual-light" in note.message
