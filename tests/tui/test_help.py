@@ -16,6 +16,8 @@ from app.tui.screens.sessions import SessionBrowser
 from engine.commands import REGISTRY
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import gated_app, send, settle
+from tests.tui.test_replay import opened as replay_opened
+from tests.tui.test_replay import replay_app, stored_session
 from tests.tui.test_sessions import browse, until_screen
 
 
@@ -99,3 +101,24 @@ async def test_f1_over_the_session_browser_lists_its_keys(workspace: Path, data:
         assert not lines_with(text, "Send"), "nor the prompt's, which is not on this screen"
         await pilot.press("escape")
         await until_screen(pilot, SessionBrowser)
+
+
+async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
+    workspace: Path, data: Path
+) -> None:
+    app = replay_app(workspace, data, await stored_session(workspace, data))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replay_opened(pilot)
+        text = shown_text(await open_help(pilot))
+        for key, what in [
+            ("←/→", "Step"),
+            ("←", "Step back"),
+            ("[/]", "Speed"),
+            ("[", "Slower"),
+            ("T", "Previous turn"),
+            ("home", "Start"),
+            ("esc/q", "Close"),  # one action, its keys on one row
+        ]:
+            assert lines_with(text, key, what), f"{key} {what}"
+        assert not lines_with(text, "bracket"), "keys are shown as the footer shows them"
+        assert not lines_with(text, "In the prompt"), "a replay has no prompt"

@@ -31,32 +31,24 @@ KEY_WIDTH = 16
 
 
 def screen_keys(screen: Screen[Any]) -> list[tuple[str, str, bool]]:
-    """(key, what it does, enabled now) for each binding Trellis gives `screen` and what has
-    focus in it, in the order Textual resolves them, without a hidden binding whose key a shown
-    one already names (`PgDn` beside `PgUp/PgDn`); then the screen's bindings it offers only at
-    times (Esc cancels only while a turn runs), as not enabled now."""
+    """(keys, what they do, enabled now) for each binding Trellis gives `screen` and what has
+    focus in it, in the order Textual resolves them, the keys of one action on one row
+    (`esc/q Close`); then the screen's bindings it offers only at times (Esc cancels only while
+    a turn runs), as not enabled now."""
     app = screen.app
-    rows: list[tuple[str, str, bool]] = []
-    active = [
-        a
-        for a in screen.active_bindings.values()
-        if a.binding.description
-        and (a.binding.action == "command_palette" or _binds(a.node, a.binding))
-    ]
-    named = {
-        part for a in active if a.binding.show for part in app.get_key_display(a.binding).split("/")
-    }
-    seen: set[tuple[str, str]] = set()
-    for _node, binding, enabled, _tooltip in active:
-        display = app.get_key_display(binding)
-        if (not binding.show and display in named) or (binding.action, display) in seen:
-            continue
-        seen.add((binding.action, display))
-        rows.append((display, binding.description, enabled))
+    rows: dict[tuple[str, str], tuple[list[str], bool]] = {}
+    for node, binding, enabled, _tooltip in screen.active_bindings.values():
+        if binding.description and (binding.action == "command_palette" or _binds(node, binding)):
+            keys, _ = rows.setdefault((binding.action, binding.description), ([], enabled))
+            if (display := app.get_key_display(binding)) not in keys:
+                keys.append(display)
     for binding in Binding.make_bindings(screen.BINDINGS):
-        if binding.description and (binding.action, app.get_key_display(binding)) not in seen:
-            rows.append((app.get_key_display(binding), binding.description, False))
-    return rows
+        if binding.description and (binding.action, binding.description) not in rows:
+            rows[binding.action, binding.description] = ([app.get_key_display(binding)], False)
+    return [
+        ("/".join(keys), description, enabled)
+        for (_action, description), (keys, enabled) in rows.items()
+    ]
 
 
 def class_keys(app: App[object], *classes: type[DOMNode]) -> list[tuple[str, str, bool]]:

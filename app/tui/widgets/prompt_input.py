@@ -20,9 +20,8 @@ class PromptInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("pageup", "screen.page_transcript(-1)", "Scroll", key_display="PgUp/PgDn"),
-        Binding(
-            "pagedown", "screen.page_transcript(1)", "Scroll down", key_display="PgDn", show=False
-        ),
+        # no description: "PgUp/PgDn Scroll" names it, in the footer and the help
+        Binding("pagedown", "screen.page_transcript(1)", show=False),
     ]
 
     KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
