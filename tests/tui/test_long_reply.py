@@ -24,7 +24,7 @@ from tests.tui.test_folding import shown
 from tests.tui.test_long_session import TURN_EVENTS, opened
 from tests.tui.test_streaming import layout_of, long_reply
 
-LONG = long_reply(250)  # some 18,000 characters: paragraphs, headings, lists and fences
+LONG = long_reply(170)  # some 13,000 characters: paragraphs, headings, lists and fences
 
 BLOCKS = st.sampled_from(
     [
