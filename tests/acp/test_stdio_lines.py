@@ -54,8 +54,9 @@ async def test_lines_sent_in_one_go_are_written_together_whole_and_in_order(
         await send(line)
     await send.aclose()  # what is still kept is written before the pipe closes
     assert await reading == expected
-    # one write per 64 KiB gathered (or per fill of the pipe), not one per line
-    assert len(writes) <= 2 * len(expected) // (64 * 1024) + 2
+    # a write per 64 KiB gathered, not one per line; more when the pipe is full and the reader
+    # drains it in pieces (a loaded CI run: 13 writes, some of 16 bytes), never near one a line
+    assert len(writes) <= len(lines) // 50
 
 
 async def test_encoded_lines_are_kept_in_order_with_the_others() -> None:
