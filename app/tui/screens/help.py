@@ -56,7 +56,7 @@ def class_keys(app: App[object], *classes: type[DOMNode]) -> list[tuple[str, str
     return [
         (app.get_key_display(binding), binding.description, True)
         for cls in classes
-        for binding in Binding.make_bindings(cls.__dict__.get("BINDINGS", ()))
+        for binding in _declared(cls)
         if binding.description
     ]
 
@@ -67,8 +67,13 @@ def _binds(node: DOMNode, binding: Binding) -> bool:
         (binding.key, binding.action) == (own.key, own.action)
         for cls in type(node).__mro__
         if cls.__module__.startswith("app.")
-        for own in Binding.make_bindings(cls.__dict__.get("BINDINGS", ()))
+        for own in _declared(cls)
     )
+
+
+def _declared(cls: type[DOMNode]) -> list[Binding]:
+    """The bindings `cls` declares itself, not those it inherits."""
+    return list(Binding.make_bindings(cls.__dict__.get("BINDINGS", ())))
 
 
 def key_table(rows: Iterable[tuple[str, str, bool]]) -> Table:
