@@ -63,13 +63,13 @@ STREAM_VARIANTS = ("one-markdown", "tail")
 """`one-markdown`: the reply streamed into one Markdown widget, as before its finished blocks were
 sealed apart (`SEAL_BLOCKS` beyond reach)."""
 WHOLE_LOG_SIZES = (100, 1_000)
+"""The console before does not paint 10,000 turns within minutes (it projects and bridges every
+event before the tail shows, and its window never trims while scrolling up), so it runs at the two
+smaller sizes, and its scroll sample is skipped."""
 LONG_REPLY = 100_000
 """First paint is also measured on 100 turns whose last reply is this many characters of
 Markdown (a finished reply composes a part at a time; whole, it was thousands of widgets)."""
 LONG_REPLY_KEY = f"{SIZES[0]}+reply{LONG_REPLY // 1000}k"
-"""The console before does not paint 10,000 turns within minutes (it projects and bridges every
-event before the tail shows, and its window never trims while scrolling up), so it runs at the two
-smaller sizes, and its scroll sample is skipped."""
 RATE = 5_000  # characters a second
 STREAM_S = 20.0
 KEY_EVERY_S = 0.2
