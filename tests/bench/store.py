@@ -3,8 +3,10 @@
 Run `python -m tests.bench.store [--rounds N]`. The raw baseline uses the same table, WAL and
 synchronous=NORMAL; its append is json.dumps of the payload dicts plus executemany and a commit
 per batch, its load a SELECT plus json.loads per row. Each round measures the store and the raw
-baseline back to back (in alternating order), so drift of a shared machine hits both; the figures
-are medians over the rounds, the ratio the median of the rounds' ratios.
+baseline back to back (in rotating order), so drift of a shared machine hits both; the figures
+are medians over the rounds, the ratio the median of the rounds' ratios. Beside the one-event
+flush it measures the writer thread's empty transaction in the same rounds: the hop from the loop
+to that thread and back, which the raw baseline, committing on its own thread, never pays.
 
 Targets (issues 10 and 11): a one-event flush (an idle inject, batch 1) at >= 0.3 of raw events/s;
 batched append (100 per flush) at >= 0.7; loading a 100,000-event session within 1.5x of the raw
@@ -23,10 +25,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import AsyncExitStack, closing, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.events import (
     AssistantMessage,
@@ -42,6 +44,9 @@ from engine.events import (
 from engine.message import Source, ToolCall
 from engine.session import Session
 from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite_writer import SQLiteWriter
+
+T = TypeVar("T")
 
 TOTAL = 100_000
 ROUNDS = 5
@@ -147,20 +152,36 @@ async def store_load(store: SQLiteStore, session_id: str) -> float:
     return elapsed
 
 
-async def interleaved(
-    rounds: int, store: Callable[[], Awaitable[float]], raw: Callable[[], float]
-) -> tuple[list[float], list[float]]:
-    """Seconds of each side per round; the side that goes first alternates."""
-    store_s: list[float] = []
-    raw_s: list[float] = []
+async def rotated(rounds: int, sides: Sequence[Callable[[], Awaitable[T]]]) -> list[list[T]]:
+    """What each side measured, per round; which side goes first rotates from round to round."""
+    measured: list[list[T]] = [[] for _ in sides]
     for number in range(rounds):
-        if number % 2:
-            raw_s.append(raw())
-            store_s.append(await store())
-        else:
-            store_s.append(await store())
-            raw_s.append(raw())
-    return store_s, raw_s
+        for k in range(len(sides)):
+            index = (number + k) % len(sides)
+            measured[index].append(await sides[index]())
+    return measured
+
+
+def awaitable(measure: Callable[[], T]) -> Callable[[], Awaitable[T]]:
+    """A synchronous side, to be rotated with the store's."""
+
+    async def measured() -> T:
+        return measure()
+
+    return measured
+
+
+async def writer_hops(writer: SQLiteWriter, count: int) -> float:
+    """Seconds for `count` empty transactions on the store's writer thread: the hop from the
+    loop to the thread and back that every flush pays, and the raw baseline never does."""
+    start = time.perf_counter()
+    for _ in range(count):
+        await writer.write(_no_work)
+    return time.perf_counter() - start
+
+
+def _no_work(conn: sqlite3.Connection) -> None:
+    """The work of an empty transaction."""
 
 
 @contextmanager
@@ -184,29 +205,41 @@ async def bench_append(root: Path, events: list[Event], rounds: int) -> list[dic
     for batch, count in APPEND_EVENTS.items():
         subset = events[:count]
         raw_ids = iter([f"r{n}" for n in range(rounds)])
-        async with SQLiteStore(root / f"store-{batch}.sqlite") as store:
-            with closing(raw_connect(root / f"raw-{batch}.sqlite")) as conn:
-                conn.execute(_EVENTS_DDL)
-                raw = partial(raw_append, conn, subset=subset, payloads=payloads, batch=batch)
-                store_s, raw_s = await interleaved(
-                    rounds,
-                    partial(store_append, store, subset, batch),
-                    lambda: raw(session_id=next(raw_ids)),  # noqa: B023 - called in this iteration
-                )
+        async with AsyncExitStack() as stack:
+            store = await stack.enter_async_context(SQLiteStore(root / f"store-{batch}.sqlite"))
+            conn = stack.enter_context(closing(raw_connect(root / f"raw-{batch}.sqlite")))
+            conn.execute(_EVENTS_DDL)
+            raw = partial(raw_append, conn, subset=subset, payloads=payloads, batch=batch)
+            sides: list[Callable[[], Awaitable[float]]] = [
+                partial(store_append, store, subset, batch),
+                awaitable(lambda: raw(session_id=next(raw_ids))),  # noqa: B023 - this iteration's
+            ]
+            if batch == 1:  # a flush of one event is mostly the hop: measure it beside
+                writer = SQLiteWriter(root / "hops.sqlite", busy_timeout=5.0)
+                await writer.open()
+                stack.push_async_callback(writer.close)
+                sides.append(partial(writer_hops, writer, count))
+            store_s, raw_s, *hop_s = await rotated(rounds, sides)
         ratios = [r / s for s, r in zip(store_s, raw_s, strict=True)]
         target = APPEND_TARGETS.get(batch)
-        results.append(
-            {
-                "batch": batch,
-                "events_per_round": count,
-                "store_events_per_s": round(statistics.median(count / s for s in store_s)),
-                "raw_events_per_s": round(statistics.median(count / s for s in raw_s)),
-                "ratio": _median(ratios),
-                "ratios": [round(r, 3) for r in ratios],
-                "target": target,
-                "met": None if target is None else statistics.median(ratios) >= target,
+        row: dict[str, Any] = {
+            "batch": batch,
+            "events_per_round": count,
+            "store_events_per_s": round(statistics.median(count / s for s in store_s)),
+            "raw_events_per_s": round(statistics.median(count / s for s in raw_s)),
+            "ratio": _median(ratios),
+            "ratios": [round(r, 3) for r in ratios],
+            "target": target,
+            "met": None if target is None else statistics.median(ratios) >= target,
+        }
+        if hop_s:
+            flushes = count / batch
+            row["per_flush_us"] = {
+                "store": _median([s / flushes * 1e6 for s in store_s], 1),
+                "raw": _median([s / flushes * 1e6 for s in raw_s], 1),
+                "writer_hop": _median([s / flushes * 1e6 for s in hop_s[0]], 1),
             }
-        )
+        results.append(row)
     return results
 
 
@@ -221,9 +254,11 @@ async def bench_load(root: Path, events: list[Event], rounds: int) -> list[dict[
     async with SQLiteStore(path) as store:
         for enabled in (True, False):
             with collector(enabled):
-                store_s, raw_s = await interleaved(
-                    rounds, partial(store_load, store, info.id), partial(raw_load, path, info.id)
-                )
+                sides: list[Callable[[], Awaitable[float]]] = [
+                    partial(store_load, store, info.id),
+                    awaitable(partial(raw_load, path, info.id)),
+                ]
+                store_s, raw_s = await rotated(rounds, sides)
             ratios = [s / r for s, r in zip(store_s, raw_s, strict=True)]
             results.append(
                 {

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,7 +46,7 @@ from engine.replica import followed_session
 from engine.session import Session
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
-from tests.bench.store import _median, collector, make_events
+from tests.bench.store import _median, collector, make_events, rotated
 from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
 
 TOTAL = 100_000
@@ -78,16 +78,6 @@ _RAW_INSERT = (
 )
 
 T = TypeVar("T")
-
-
-async def rotated(rounds: int, sides: Sequence[Callable[[], Awaitable[T]]]) -> list[list[T]]:
-    """What each side measured, per round; which side goes first rotates from round to round."""
-    measured: list[list[T]] = [[] for _ in sides]
-    for number in range(rounds):
-        for k in range(len(sides)):
-            index = (number + k) % len(sides)
-            measured[index].append(await sides[index]())
-    return measured
 
 
 async def store_append(
