@@ -252,6 +252,33 @@ async def test_the_areas_panel_follows_a_subtask_and_its_collection(
         assert subtask not in [a.id for a in panel.areas]
 
 
+async def test_the_areas_table_shows_id_range_and_state_before_the_name(
+    workspace: Path, data: Path
+) -> None:
+    """A narrow panel clips only the name; on a wide terminal the panel grows to show it too."""
+    name = "fix the flaky build"
+    app = ConsoleTestApp(workspace, data, [Reply(text="working on it")])
+    async with app.run_test(size=(110, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, f"/subtask {name}")
+        await settle(app, pilot)
+        panel = app.main.query_one(SidePanel)
+        table = panel.query_one("#areas-table", DataTable)
+        labels = [str(column.label) for column in table.ordered_columns]
+        assert labels == [" ", "id", "range", "life", "flow", "name"]
+        area = panel.areas[0]
+        row = [str(cell) for cell in table.get_row_at(0)]
+        assert row == ["▶", area.id, f"{area.earliest}..{area.latest}", "retain", "exclusive", name]
+        assert panel.outer_size.width == 44  # its least: 36% of 110 columns is less
+        widths = [column.get_render_width(table) for column in table.ordered_columns]
+        assert sum(widths[:5]) <= table.scrollable_content_region.width < sum(widths)
+
+        await pilot.resize_terminal(200, 30)
+        await pilot.pause()
+        assert panel.outer_size.width == 64  # its most
+        assert sum(widths) <= table.scrollable_content_region.width
+
+
 async def test_the_meter_and_the_inspector_account_for_every_character(
     workspace: Path, data: Path
 ) -> None:

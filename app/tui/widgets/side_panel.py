@@ -51,7 +51,10 @@ class SidePanel(Widget):
 
     DEFAULT_CSS = """
     SidePanel {
-        width: 44;
+        /* wider on a wide terminal, so an Area's name shows after its id, range and state */
+        width: 36%;
+        min-width: 44;
+        max-width: 64;
         dock: right;
         border-left: vkey $primary 50%;
     }
@@ -85,7 +88,8 @@ class SidePanel(Widget):
 
     def on_mount(self) -> None:
         table = self.query_one("#areas-table", DataTable)
-        table.add_columns(" ", "id", "name", "life", "flow", "range")
+        # the name last: it is the one that may be long, and what a narrow panel clips
+        table.add_columns(" ", "id", "range", "life", "flow", "name")
 
     def watch_areas(self, areas: tuple[AreaView, ...]) -> None:
         if not self.is_mounted:
@@ -96,7 +100,7 @@ class SidePanel(Widget):
             marker = Text("▶", style="bold yellow") if view.cursor else Text(" ")
             life = Text(view.life.value, style="dim" if view.life.value == "retired" else "green")
             flow = Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else "")
-            table.add_row(marker, view.id, view.name or "", life, flow, _range(view), key=view.id)
+            table.add_row(marker, view.id, _range(view), life, flow, view.name or "", key=view.id)
 
     def watch_collections(self, collections: tuple[GcRow, ...]) -> None:
         if not self.is_mounted:
