@@ -122,3 +122,21 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
             assert lines_with(text, key, what), f"{key} {what}"
         assert not lines_with(text, "bracket"), "keys are shown as the footer shows them"
         assert not lines_with(text, "In the prompt"), "a replay has no prompt"
+
+
+async def test_the_help_command_opens_the_help_screen(workspace: Path, data: Path) -> None:
+    """`/help` in the console shows the same screen as F1, not a toast of wrapped lines."""
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_screen(pilot, MainScreen)
+        await send(app, pilot, "/help")
+        await until_screen(pilot, HelpScreen)
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        text = shown_text(screen)
+        for command in REGISTRY.commands:
+            assert lines_with(text, command.usage.split(" ")[0]), command.usage
+            assert lines_with(text, command.description), command.description
+        assert not app._notifications  # nothing shown twice
+        await pilot.press("escape")
+        await until_screen(pilot, MainScreen)

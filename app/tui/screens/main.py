@@ -300,6 +300,9 @@ class MainScreen(Screen[None]):
         if text.strip() in ("/quit", "/exit"):
             self.app.exit()
             return
+        if text.strip() == "/help":  # the help screen lists the commands with the keys
+            self.run_worker(self.app.run_action("help"), group="commands")
+            return
         if REGISTRY.is_command(text):
             self._run_command(text)
             return
