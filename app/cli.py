@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.counts import counted
 from engine.errors import TrellisError
 from engine.os_text import storable_os_text
 
@@ -457,10 +458,9 @@ async def _sessions(args: argparse.Namespace) -> int:
         return EXIT_OK
     for info in page.sessions:
         when = datetime.fromtimestamp(info.updated).strftime("%Y-%m-%d %H:%M")
-        print(
-            f"{info.id}  {when}  {info.turns:>4} turns  {info.event_count:>6} events  "
-            f"{info.model or '-':<12} {info.title}"
-        )
+        turns = counted(info.turns, "turn", width=4)
+        events = counted(info.event_count, "event", width=6)
+        print(f"{info.id}  {when}  {turns}  {events}  {info.model or '-':<12} {info.title}")
     return EXIT_OK
 
 
@@ -515,12 +515,15 @@ async def _store_copy(args: argparse.Namespace) -> int:
     ):
         async for session in copy_sessions(sqlite, postgres):
             verb = "already there" if session.skipped else "copied"
-            print(f"{verb} {session.id}: {session.events} events, last seq {session.last_seq}")
+            print(
+                f"{verb} {session.id}: {counted(session.events, 'event')}, last seq {session.last_seq}"
+            )
             skipped += session.skipped
             copied += not session.skipped
             events += session.events
     print(
-        f"{copied} sessions copied, {skipped} already there, {events} events verified "
+        f"{counted(copied, 'session')} copied, {skipped} already there, "
+        f"{counted(events, 'event')} verified "
         f"in {target.shown}",
         file=sys.stderr,
     )

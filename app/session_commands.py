@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from app.counts import counted
 from engine.errors import TrellisError
 from engine.privacy import PrivacyClass
 from engine.store.chooser import Store, open_store
@@ -95,7 +96,7 @@ async def delete(args: argparse.Namespace) -> int:
             if not sys.stdin.isatty():
                 raise UsageError(f"not deleting {info.id} without a terminal: pass --yes")
             title = info.title or "untitled"
-            question = f"Delete session {info.id} ({title}, {info.turns} turns)? [y/N] "
+            question = f"Delete session {info.id} ({title}, {counted(info.turns, 'turn')})? [y/N] "
             answer = await asyncio.to_thread(input, question)
             if answer.strip().lower() not in ("y", "yes"):
                 print("nothing deleted", file=sys.stderr)

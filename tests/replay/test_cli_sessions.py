@@ -205,3 +205,19 @@ def test_sessions_json_loads_no_event_model(tmp_path: Path) -> None:
         "from app.cli import main\nassert main(['sessions', '--all', '--json']) == 0", tmp_path
     )
     assert sorted(loaded & set(EVENT_MODELS)) == []
+
+
+def test_sessions_lists_one_line_each_with_counts_that_read_right(trellis: Cli) -> None:
+    once = trellis.session("asked once")
+    twice = trellis.session("asked twice")
+    assert trellis("run", "--resume", twice, "-p", "and again")[0] == 0
+    trellis.create("empty0")
+    code, out, _ = trellis("sessions", "--all")
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert "   1 turn " in lines[once]
+    assert "asked once" in lines[once]
+    assert "   2 turns" in lines[twice]
+    assert "   0 turns       0 events" in lines["empty0"]
+    # one turn or many, the columns after the counts start at the same place
+    assert lines[once].index("  scripted") == lines[twice].index("  scripted")

@@ -17,6 +17,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label
 
+from app.counts import counted
 from app.tui.widgets.key_footer import KeyFooter
 from engine.store.base import SessionInfo
 
@@ -63,7 +64,10 @@ class ConfirmDelete(ModalScreen[bool]):
                 Text.assemble("Delete session ", (self.info.title or self.info.id[:8], "bold"), "?")
             )
             yield Label(
-                Text(f"{self.info.event_count} events; this cannot be undone.", style="dim")
+                Text(
+                    f"{counted(self.info.event_count, 'event')}; this cannot be undone.",
+                    style="dim",
+                )
             )
             with Horizontal():
                 yield Button("[y] Delete", id="yes", variant="error")
