@@ -343,12 +343,20 @@ class Session:
         flush sends them again; the store's error propagates. A session not yet created keeps
         its events pending until it holds a `user/message`.
         """
-        if self._store is None:
+        store = self._store
+        if store is None:
             self._durable = self._state.next_seq
             return
+        if self._create is None and getattr(store, "flush_runs_to_its_end", False):
+            # The store finishes a write its caller's cancellation interrupts and passes the
+            # cancellation on at the next await, after `_flush_locked` has recorded the write:
+            # no shield, whose task cost each flush two more turns of the loop (issue 10).
+            await self._flush_locked(store)
+            return
         # Shielded: a caller cancelled mid-flush (a cancelled turn) must not leave the store with a
-        # staged batch this log does not know was written; the next flush waits for this one.
-        await asyncio.shield(self._flush_locked(self._store))
+        # staged batch this log does not know was written, nor a session created that this log
+        # does not know exists; the next flush waits for this one.
+        await asyncio.shield(self._flush_locked(store))
 
     async def _flush_locked(self, store: SessionStore) -> None:
         async with self._flush_lock:

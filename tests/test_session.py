@@ -378,6 +378,54 @@ async def test_a_cancelled_flush_still_completes_and_is_not_repeated() -> None:
     assert session.pending == 0
 
 
+class FinishingStore(RecordingStore):
+    """Declares that a flush runs to its end: cancelled while held, it still writes, then
+    passes the cancellation on (as the real stores do)."""
+
+    flush_runs_to_its_end = True
+
+    async def flush(self, session_id: str | None = None) -> None:
+        cancelled = False
+        while True:
+            try:
+                await asyncio.shield(super().flush(session_id))
+                break
+            except asyncio.CancelledError:
+                cancelled = True  # the shielded write goes on: wait for it again
+                if self.hold_flush is not None:
+                    await self.hold_flush.wait()
+        if cancelled and (task := asyncio.current_task()) is not None:
+            task.cancel()
+
+
+async def test_a_store_that_finishes_its_flush_is_awaited_without_a_shield() -> None:
+    """The caller's cancellation arrives after the Session recorded the write, so nothing is
+    pending when it does (behind a shield the caller is cancelled first)."""
+    store = FinishingStore()
+    store.hold_flush = asyncio.Event()
+    session = make_session(store)
+    session.append(UserMessage(content="a"))
+    pending_at_cancel: list[int] = []
+
+    async def flush() -> None:
+        try:
+            await session.flush()
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            pending_at_cancel.append(session.pending)
+            raise
+
+    caller = asyncio.create_task(flush())
+    await store.waiting.wait()
+    caller.cancel()
+    await asyncio.sleep(0)
+    store.hold_flush.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert pending_at_cancel == [0]
+    assert store.committed_seqs == [0]
+
+
 async def test_without_a_store_flush_only_marks_events_durable() -> None:
     session = make_session()
     session.append(UserMessage(content="a"))

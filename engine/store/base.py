@@ -64,6 +64,11 @@ class SessionStore(Protocol):
     `append` stages a batch; `flush` makes every staged batch durable at once, or raises and keeps
     none of it (the caller still holds the events and stages them again). Writing needs the session's
     writer lease, taken by `create` and `load` and given back by `release` or `close`.
+
+    A store may set `flush_runs_to_its_end = True` when its `flush`, cancelled while its write is
+    under way, still waits for that write's outcome, returns or raises it, and lets the
+    cancellation reach the caller only at its next await (both stores here do). A `Session` then
+    awaits `flush` directly; otherwise it shields it in a task of its own.
     """
 
     async def create(

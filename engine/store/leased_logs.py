@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import replace
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 
 from engine.events import Event
 from engine.invariants import LogState
@@ -40,6 +40,11 @@ Taken = Sequence[tuple[StagedLog, Batch]]
 
 class LeasedLogs(ABC):
     """The writer half of a `SessionStore`; `where` names the store in messages."""
+
+    flush_runs_to_its_end: ClassVar[bool] = True
+    """`flush` writes through `_write`, which waits for the outcome of a transaction it started
+    when its caller is cancelled and passes the cancellation on at the caller's next await
+    (`SessionStore`)."""
 
     def __init__(self, where: str, clock: Callable[[], float]) -> None:
         self._where = where

@@ -58,6 +58,8 @@ class FlakyStore(SQLiteStore):
     `release_flushes()`.
     """
 
+    flush_runs_to_its_end = False  # a held flush is cancelled where it waits, its batch dropped
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.fail_flushes = 0

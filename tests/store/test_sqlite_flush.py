@@ -130,3 +130,38 @@ async def test_a_lease_taken_by_a_cancelled_caller_leaves_no_transaction_open(
         await held
         assert (await store.acquire(info.id)).id == info.id
         await store.release(info.id)
+
+
+async def test_a_session_flush_cancelled_mid_write_records_the_write_before_the_cancel(
+    tmp_path: Path,
+) -> None:
+    """The store finishes the write, so the Session awaits it without a shield: the cancelled
+    caller sees its cancellation only once the Session counts the events as durable."""
+    async with SQLiteStore(tmp_path / "s.sqlite") as store:
+        assert store.flush_runs_to_its_end
+        info = await store.create(cwd="/w")
+        session = Session(info.id, store)
+        full_turn(session)
+        held, release = await hold_the_writer(store)
+        seen: list[int] = []
+
+        async def flush() -> None:
+            try:
+                await session.flush()
+                await asyncio.sleep(0)  # the caller's next await: the cancellation arrives here
+            except asyncio.CancelledError:
+                seen.append(session.pending)
+                raise
+
+        caller = asyncio.ensure_future(flush())
+        await asyncio.sleep(0.01)
+        caller.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await held
+        assert seen == [0]  # durable before the cancellation arrived, not written twice later
+        assert await store.read(info.id) == list(session.held)
+        inject(session)
+        await session.flush()
+        assert await store.read(info.id) == list(session.held)
