@@ -15,8 +15,8 @@ from engine.privacy import PrivatizationLabel
 class Slot:
     """One registered Area: its id, place on the ring, effect range and last reported snapshot."""
 
-    # What a render pass reads of every Area it visits comes first, so that it lies in the
-    # object's first cache line: a pass after other work finds them cold (tests/bench/context.py).
+    # What a render pass reads of every Area it visits comes first, for the reader: the order
+    # does not place them in memory (CPython lays out `__slots__` in sorted name order).
     area: ContextAreaImplementation
     range: EffectRange | None = field(default=None, kw_only=True)
     # The last `area/state` sent, as two fields: a pass compares them for every Area it visits,
