@@ -9,7 +9,11 @@ on a shared machine the wall clock also counts the time the process waited for a
 a few microseconds a register() decided the figure.
 Targets (issue 10): Trellis / reference <= 1.0 at every size, for a render in which 1% of the
 Areas retire and a render of idle Areas; the growth 10,000 vs 1,000 within 1.1x of the bare loop's
-own growth; register() <= 2 us without an event sink.
+own growth; register() <= 2 us without an event sink. That one is a time, not a ratio, and this
+machine's speed drifts by up to 3x from day to day, so it is checked as a ratio: register() over
+the bare loop's visit of one Area, measured in the same rounds, at most 2 us over the 0.254 us
+that visit took where the target was set (issue 10's bare loop: 254 us for 1,000 Areas). The
+absolute figure is printed beside it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ ROUNDS = 30
 RANGED_EVERY = 1  # every Area but the retiring ones has rendered once: it observes each pass
 RETIRING = 0.01  # the share of Areas that retire before each churn render
 ORIGINAL_OVER_BARE = {100: 3.7, 1_000: 3.9, 10_000: 6.4}  # the original, measured in issue 10
+REGISTER_US_MAX = 2.0  # issue 10's target, on the machine where the bare loop took...
+ISSUE_BARE_US_PER_AREA = 254 / 1_000  # ...254 us over 1,000 Areas
+REGISTER_OVER_BARE_MAX = REGISTER_US_MAX / ISSUE_BARE_US_PER_AREA  # 7.87
 LEANNESS_TOLERANCE = 0.15
 
 
@@ -183,16 +190,26 @@ def register_all(coop: Renders, areas: Sequence[BenchArea]) -> None:
 
 
 def registers(rounds: int, n: int = 1_000) -> dict[str, float]:
-    """Median microseconds per register(), without an event sink, against the reference's."""
-    ours: list[float] = []
-    theirs: list[float] = []
-    for _ in range(rounds):
+    """Median microseconds per register(), without an event sink, against the reference's, and
+    against the bare loop's visit of an Area, measured in the same rounds (which goes first
+    rotates): the machine's speed drifts by more than the target's margin, so the limit is kept
+    as a ratio to the bare loop (`REGISTER_OVER_BARE_MAX`)."""
+    samples: dict[str, list[float]] = {"trellis_us": [], "reference_us": [], "bare_us": []}
+    for number in range(rounds):
         coop = CoopContext(Context(GatewayType.scripted))
         ref = ReferenceCoopContext(Context(GatewayType.scripted))
         areas = [BenchArea() for _ in range(n)]
-        ours.append(clock(partial(register_all, coop, areas)) / n)
-        theirs.append(clock(partial(register_all, ref, areas)) / n)
-    return {"trellis_us": median(ours), "reference_us": median(theirs)}
+        sides: list[tuple[str, Callable[[], object]]] = [
+            ("trellis_us", partial(register_all, coop, areas)),
+            ("reference_us", partial(register_all, ref, areas)),
+            ("bare_us", partial(bare, areas)),
+        ]
+        for name, measure in sides[number % 3 :] + sides[: number % 3]:
+            samples[name].append(clock(measure) / n)
+    figures = {name: median(values) for name, values in samples.items()}
+    ratios = [t / b for t, b in zip(samples["trellis_us"], samples["bare_us"], strict=True)]
+    figures["trellis_over_bare"] = median(ratios)
+    return figures
 
 
 def main() -> None:
@@ -237,19 +254,28 @@ def main() -> None:
     report = {
         "areas": areas,
         "growth_10000_over_1000": growth,
-        "register_us": {k: round(v, 2) for k, v in register.items()},
+        "register_us": {
+            "trellis_us": round(register["trellis_us"], 2),
+            "reference_us": round(register["reference_us"], 2),
+            "bare_loop_us_per_area": round(register["bare_us"], 3),
+            "trellis_over_bare": round(register["trellis_over_bare"], 2),
+        },
         "targets": {
             "trellis_over_reference_max": 1.0,
             "worst_trellis_over_reference": round(worst, 3),
             "growth_over_bare_max": 1.1,
             "churn_growth_over_bare": round(growth["trellis_churn"] / growth["bare"], 2),
             "idle_growth_over_bare": round(growth["trellis_idle"] / growth["bare"], 2),
-            "register_us_max": 2.0,
+            "register_us_max": REGISTER_US_MAX,
+            "register_over_bare_max": round(REGISTER_OVER_BARE_MAX, 2),
+            "register_us_at_issue_speed": round(
+                register["trellis_over_bare"] * ISSUE_BARE_US_PER_AREA, 2
+            ),
         },
         "meets_targets": worst <= 1.0
         and growth["trellis_churn"] <= 1.1 * growth["bare"]
         and growth["trellis_idle"] <= 1.1 * growth["bare"]
-        and register["trellis_us"] <= 2.0,
+        and register["trellis_over_bare"] <= REGISTER_OVER_BARE_MAX,
     }
     print(json.dumps(report, indent=2))
 
