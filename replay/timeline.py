@@ -110,17 +110,19 @@ class _Cursor:
 
     def apply(self, event: Event) -> None:
         self.replayer.apply(event)
-        match event.data:
-            case TurnStart():
-                self.grants.begin_turn()
-            case TurnEnd():
-                self.grants.end_turn()
-            case ModelBind() as bind:
-                self.grants.apply(bind)
-            case StepStart() as step:
-                self.last_step = (event.seq, step)
-            case _:
-                self.pins.apply(event.data)
+        # By exact class (a payload class is never subclassed): a `match` on class patterns
+        # tested most events against every class through pydantic's ABC metaclass, 0.3 us each.
+        data = event.data
+        if type(data) is TurnStart:
+            self.grants.begin_turn()
+        elif type(data) is TurnEnd:
+            self.grants.end_turn()
+        elif type(data) is ModelBind:
+            self.grants.apply(data)
+        elif type(data) is StepStart:
+            self.last_step = (event.seq, data)
+        else:
+            self.pins.apply(data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,19 +211,17 @@ class Timeline:
         garbage = head.replayer.garbage_count
         head.apply(event)
         self._events.append(event)
-        match event.data:
-            case GcCollect() as collect:
-                self._low = min(self._low, collect.earliest)
-                self._note_collection(event, garbage, collect.areas, collect.earliest, False)
-            case CompactEnd() as end:
-                self._low = min(self._low, end.earliest)
-                self._note_collection(event, garbage, (), end.earliest, True)
-            case StepStart():
-                self._step_seqs.append(event.seq)
-            case FloorBlock() as block:
-                self._floor[block.hash] = block
-            case _:
-                pass
+        data = event.data  # by exact class, as in `_Cursor.apply`
+        if type(data) is GcCollect:
+            self._low = min(self._low, data.earliest)
+            self._note_collection(event, garbage, data.areas, data.earliest, False)
+        elif type(data) is CompactEnd:
+            self._low = min(self._low, data.earliest)
+            self._note_collection(event, garbage, (), data.earliest, True)
+        elif type(data) is StepStart:
+            self._step_seqs.append(event.seq)
+        elif type(data) is FloorBlock:
+            self._floor[data.hash] = data
         if len(self._events) % self._every == 0:
             self._checkpoint()
 

@@ -438,6 +438,15 @@ def test_a_type_is_declared_once() -> None:
             turn: int
 
 
+def test_a_payload_class_is_never_an_event_type_under_another_name() -> None:
+    """Readers of the log dispatch on a payload's exact class (`type(data) is TurnStart`): a
+    subclass that declares no event type of its own is refused, so none can pass for its base."""
+    with pytest.raises(TypeError, match="must declare event= and scope="):
+
+        class Later(TurnStart):
+            pass
+
+
 def test_data_of_another_type_is_refused() -> None:
     raw = {"seq": 1, "time": 1.0, "type": "turn/start", "data": TurnEnd(turn=1, reason="completed")}
     with pytest.raises(ValueError, match="does not fit"):

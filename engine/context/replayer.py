@@ -11,7 +11,7 @@ live viewer feeds it each new event instead of folding the whole log again; `sna
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -34,6 +34,7 @@ from engine.events import (
     CompactSummary,
     Event,
     GcCollect,
+    Payload,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
@@ -217,45 +218,61 @@ class ContextReplayer:
         if event.seq <= self._seq:
             raise ValueError(f"event {event.seq} arrives after event {self._seq}: out of order")
         self._seq = event.seq
-        context = self._context
-        match event.data:
-            case TurnStart(turn=number):
-                self._turn = number
-                self._tool_names.clear()
-            case TurnEnd():
-                self._turn = None
-            case UserMessage() | AssistantMessage():
-                emplace_event(context, event, turn=self._turn, stamp=self._stamped)
-            case ToolCallRecord(call_id=call_id, name=name):
-                self._tool_names[call_id] = name
-            case ToolResultRecord(call_id=call_id):
-                name = self._tool_names.get(call_id, "")
-                emplace_event(context, event, turn=self._turn, tool_name=name, stamp=self._stamped)
-            case AreaRegister(area=area_id, kind=kind, name=name, state=state):
-                self._areas[area_id] = AreaRecord(kind, name, state=state)
-                self._last_serial = max(self._last_serial, area_serial(area_id))
-            case AreaState(area=area_id, life=life, flow=flow, state=state):
-                record = self._areas[area_id]
-                record = replace(
-                    record,
-                    life=AreaLifeState(life),
-                    flow=AreaFlowState(flow),
-                    state=state if state is not None else record.state,
-                )
-                self._areas[area_id] = record
-                self._ledger.states[area_id] = (record.life, record.flow)
-            case AreaCursor(area=area_id):
-                self._ledger.cursor = area_id
-            case AreaRender() as render:
-                self._render(event.seq, render)
-            case CompactSummary() as summary:
-                self._pending_summary = (event.seq, summary)
-            case CompactEnd() as end if self._pending_summary is not None:
-                self._compact(end)
-            case GcCollect() as collect:
-                self._collect(event.seq, collect)
-            case _:
-                pass
+        # By exact class (a payload class is never subclassed): resume replays every event of
+        # the log, and a `match` on class patterns tested most of them against a dozen classes
+        # through pydantic's ABC metaclass, about 0.3 us a test.
+        data = event.data
+        step = _STEPS.get(type(data))
+        if step is not None:
+            step(self, event, data)
+
+    def _turn_start(self, event: Event, data: TurnStart) -> None:
+        self._turn = data.turn
+        self._tool_names.clear()
+
+    def _turn_end(self, event: Event, data: TurnEnd) -> None:
+        self._turn = None
+
+    def _message(self, event: Event, data: UserMessage | AssistantMessage) -> None:
+        emplace_event(self._context, event, turn=self._turn, stamp=self._stamped)
+
+    def _tool_call(self, event: Event, data: ToolCallRecord) -> None:
+        self._tool_names[data.call_id] = data.name
+
+    def _tool_result(self, event: Event, data: ToolResultRecord) -> None:
+        name = self._tool_names.get(data.call_id, "")
+        emplace_event(self._context, event, turn=self._turn, tool_name=name, stamp=self._stamped)
+
+    def _area_register(self, event: Event, data: AreaRegister) -> None:
+        self._areas[data.area] = AreaRecord(data.kind, data.name, state=data.state)
+        self._last_serial = max(self._last_serial, area_serial(data.area))
+
+    def _area_state(self, event: Event, data: AreaState) -> None:
+        record = self._areas[data.area]
+        record = replace(
+            record,
+            life=AreaLifeState(data.life),
+            flow=AreaFlowState(data.flow),
+            state=data.state if data.state is not None else record.state,
+        )
+        self._areas[data.area] = record
+        self._ledger.states[data.area] = (record.life, record.flow)
+
+    def _area_cursor(self, event: Event, data: AreaCursor) -> None:
+        self._ledger.cursor = data.area
+
+    def _area_render(self, event: Event, data: AreaRender) -> None:
+        self._render(event.seq, data)
+
+    def _compact_summary(self, event: Event, data: CompactSummary) -> None:
+        self._pending_summary = (event.seq, data)
+
+    def _compact_end(self, event: Event, data: CompactEnd) -> None:
+        if self._pending_summary is not None:
+            self._compact(data)
+
+    def _gc_collect(self, event: Event, data: GcCollect) -> None:
+        self._collect(event.seq, data)
 
     def _stamped(self, provenance: Provenance) -> Provenance:
         holder = self._ledger.holder()
@@ -315,6 +332,24 @@ class ContextReplayer:
         for area_id in collect.areas:
             self._areas.pop(area_id, None)
             self._ledger.forget(area_id)
+
+
+_STEPS: dict[type[Payload], Callable[[ContextReplayer, Event, Any], None]] = {
+    TurnStart: ContextReplayer._turn_start,
+    TurnEnd: ContextReplayer._turn_end,
+    UserMessage: ContextReplayer._message,
+    AssistantMessage: ContextReplayer._message,
+    ToolCallRecord: ContextReplayer._tool_call,
+    ToolResultRecord: ContextReplayer._tool_result,
+    AreaRegister: ContextReplayer._area_register,
+    AreaState: ContextReplayer._area_state,
+    AreaCursor: ContextReplayer._area_cursor,
+    AreaRender: ContextReplayer._area_render,
+    CompactSummary: ContextReplayer._compact_summary,
+    CompactEnd: ContextReplayer._compact_end,
+    GcCollect: ContextReplayer._gc_collect,
+}
+"""What each kind of event does to the replayed state; the other kinds change nothing."""
 
 
 def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> RebuiltContext:
