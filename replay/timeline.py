@@ -463,3 +463,21 @@ def _item_view(
         reserved=reserved,
         text=text,
     )
+
+
+def last_requests(
+    events: Iterable[Event], gateway_type: GatewayType, *, config: Config | None = None
+) -> tuple[AssemblyView | None, AssemblyView | None]:
+    """The last request a log records and the one before it, as the inspector shows them: what
+    a resumed session asked before this run, which its Agent did not assemble. Pure CPU work
+    over the whole log (a front end runs it off its event loop)."""
+    timeline = Timeline(gateway_type, config=config)
+    steps: list[int] = []
+    for event in events:
+        timeline.apply(event)
+        if type(event.data) is StepStart:
+            steps.append(event.seq)
+    # each as of its own step/start, as the live console captured it (its turn open)
+    current = timeline.request_at(steps[-1]) if steps else None
+    previous = timeline.request_at(steps[-2]) if len(steps) > 1 else None
+    return current, previous

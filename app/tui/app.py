@@ -144,12 +144,13 @@ class TrellisApp(App[None]):
         (`app.tui.scrollback`). A session another process writes is followed read-only instead
         (`app.tui.following`)."""
         assert self.store is not None
-        screen = MainScreen()
+        screen = MainScreen(config=self._config)
         if session_id is not None:
             shown = await tail(self.store, session_id)
             start = shown[0].seq if shown else 0
             live = transcript_of(shown)
-            screen = MainScreen(live, Scrollback(live, self.store, session_id, end=start))
+            scrollback = Scrollback(live, self.store, session_id, end=start)
+            screen = MainScreen(live, scrollback, config=self._config)
         await self.push_screen(screen)
         try:
             self.agent = await self._agent_for(session_id)

@@ -3,15 +3,17 @@ replay of the log up to that seq; seeking back and forth and following live agre
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from engine.agent import Agent
 from engine.context import ContextReplayer
-from engine.events import Event
+from engine.events import Event, SessionTitle, StepStart, UserMessage, make_event
+from engine.gateway.base import GatewayType
 from replay.projection import Projection
-from replay.timeline import Timeline
+from replay.timeline import Timeline, last_requests
 from tests.agent.conftest import (
     FlakyStore,
     MakeAgent,
@@ -45,6 +47,35 @@ async def test_the_timeline_at_the_last_seq_is_the_live_agent(
     for item in request.items if request is not None else ():
         assert (by_index[item.index].label, by_index[item.index].chars) == (item.label, item.chars)
     assert isinstance(timeline, Projection)
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_the_last_requests_of_a_log_are_the_live_agents_last_two(
+    name: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    played = await play(name, make_agent, store)
+    agent, log = played.agent, played.stored
+    config = runtime_of(agent).assembler.config
+    current, previous = last_requests(log, agent.context.gateway_type, config=config)
+    # as the console captured it during its step: the Agent's, once the turn ended, names none
+    assert current is not None
+    assert replace(current, turn=None) == agent.last_assembly
+    steps = [e.data for e in log if isinstance(e.data, StepStart)]
+    assert current.turn == steps[-1].turn
+    if len(steps) < 2:
+        assert previous is None
+    else:
+        assert previous is not None
+        assert (previous.turn, previous.figures) == (steps[-2].turn, steps[-2].figures)
+
+
+def test_a_log_without_a_request_has_no_last_request() -> None:
+    log = [
+        make_event(UserMessage(content="hi"), 0, 1.0),
+        make_event(SessionTitle(title="t"), 1, 2.0),
+    ]
+    assert last_requests(log, GatewayType.scripted) == (None, None)
+    assert last_requests([], GatewayType.scripted) == (None, None)
 
 
 @pytest.mark.parametrize(

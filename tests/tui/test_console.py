@@ -22,6 +22,7 @@ from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
 from tests.agent.conftest import FixedTool, GateTool
 from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_long_session import opened
 
 
 async def send(app: ConsoleTestApp, pilot: Pilot[None], text: str) -> None:
@@ -328,6 +329,55 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         assert items == [item_text(item) for item in request.items]
         await pilot.press("c")
         assert app.clipboard == shown[-1].text
+
+
+def inspected(inspector: ContextInspector) -> list[tuple[str, ...]]:
+    table = inspector.query_one("#items", DataTable)
+    return [tuple(map(str, table.get_row_at(i))) for i in range(table.row_count)]
+
+
+async def test_the_inspector_of_a_resumed_session_shows_the_last_request_it_made(
+    workspace: Path, data: Path
+) -> None:
+    """The Agent of a resumed session assembled nothing yet: F3 rebuilds the last request
+    from the log, as the first run's inspector showed it, every item in view."""
+    replies = [
+        Reply(tool_calls=[ToolCall("r1", "read_file", {"path": "notes.txt"})]),
+        Reply(text="read"),
+        Reply(text="again"),
+    ]
+    app = ConsoleTestApp(workspace, data, replies, tools=ToolRegistry([ReadFile()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "read notes")
+        await settle(app, pilot)
+        await send(app, pilot, "once more")
+        await settle(app, pilot)
+        await pilot.press("f3")
+        await pilot.pause()
+        assert isinstance(app.screen, ContextInspector)
+        first_run = inspected(app.screen)
+        session_id = app.live.session_id
+
+    again = ConsoleTestApp(
+        workspace, data, [], tools=ToolRegistry([ReadFile()]), session_id=session_id
+    )
+    async with again.run_test(size=(120, 24)) as pilot:
+        await opened(again, pilot)
+        assert again.live.last_assembly is None
+        await pilot.press("f3")
+        for _ in range(500):
+            if isinstance(again.screen, ContextInspector):
+                break
+            await pilot.pause(0.01)
+        inspector = again.screen
+        assert isinstance(inspector, ContextInspector)
+        assert inspector.assembly is not None
+        assert inspector.previous is not None, "the request before it, for the diff"
+        assert inspected(inspector) == first_run
+        assert len(first_run) == 7  # the floor's two blocks and the two turns' five messages
+        table = inspector.query_one("#items", DataTable)
+        assert table.size.height >= table.row_count + 1, "every item shows above the detail"
 
 
 async def test_a_streamed_markdown_reply_is_shown_once(workspace: Path, data: Path) -> None:

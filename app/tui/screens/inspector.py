@@ -99,11 +99,15 @@ class ContextInspector(Screen[None]):
         padding: 0 1;
         background: $panel;
     }
+    /* The items are what the model was given: all of them show when they fit in 60% of the
+       screen, and the detail takes the rest (a fixed third hid items above an empty detail). */
     ContextInspector DataTable {
-        height: 1fr;
+        height: auto;
+        max-height: 60%;
     }
     ContextInspector #detail {
-        height: 2fr;
+        height: 1fr;
+        min-height: 6;
         border-top: solid $primary 50%;
         padding: 0 1;
     }

@@ -42,6 +42,7 @@ from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import Agent
 from engine.agent.views import AssemblyView
 from engine.commands import REGISTRY
+from engine.config import Config
 from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
@@ -56,7 +57,9 @@ from engine.events import (
     StepEnd,
     StepStart,
 )
+from engine.gateway.base import GatewayType
 from engine.session import READ_CHUNK, Session
+from replay.timeline import last_requests
 from replay.transcript import Transcript
 
 NARROW = 100
@@ -92,12 +95,19 @@ class MainScreen(Screen[None]):
         """The user asks to write the followed session here, now that its writer let go."""
 
     def __init__(
-        self, transcript: Transcript | None = None, scrollback: Scrollback | None = None
+        self,
+        transcript: Transcript | None = None,
+        scrollback: Scrollback | None = None,
+        *,
+        config: Config | None = None,
     ) -> None:
         super().__init__()
         self.agent: Agent | None = None  # set by `attach` once the session is open
         self.transcript = transcript if transcript is not None else Transcript()
         self._scrollback = scrollback
+        self._config = config
+        # the log holds a request this run did not make (a resumed session's): F3 rebuilds it
+        self._stored_request = False
         self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
         self._session_tokens = 0
         self._let_go = False  # a followed session's writer gave it back
@@ -187,6 +197,7 @@ class MainScreen(Screen[None]):
         self._session_tokens += totals.session_tokens
         if totals.figures is not None:
             status.chars, status.cap = totals.figures.chars, totals.figures.cap
+            self._stored_request = True
         status.step_tokens, status.session_tokens = totals.step_tokens, self._session_tokens
         if totals.collections:
             self.query_one(SidePanel).collections = tuple(totals.collections)
@@ -365,7 +376,30 @@ class MainScreen(Screen[None]):
             return
         assemblies = self._assemblies
         current = assemblies[-1] if assemblies else self.agent.last_assembly
+        if current is None and self._stored_request:
+            self._inspect_stored(self.agent)
+            return
         previous = assemblies[-2] if len(assemblies) > 1 else None
+        self.app.push_screen(ContextInspector(current, previous))
+
+    @work(exclusive=True, group="inspect-stored")
+    async def _inspect_stored(self, agent: Agent) -> None:
+        """A resumed session's last request, which this run's Agent did not assemble: rebuilt
+        from the log as replay shows it (read by range, replayed off the event loop)."""
+        self.notify("Rebuilding the last request from the log...", timeout=2)
+        events: list[Event] = []
+        end = len(agent.log)
+        for start in range(0, end, READ_CHUNK):
+            events += await agent.read_log(start, min(end, start + READ_CHUNK))
+        gateway_type = GatewayType(agent.model.provider)
+        current, previous = await asyncio.to_thread(
+            last_requests, events, gateway_type, config=self._config
+        )
+        if self.agent is not agent or not self.is_attached:
+            return
+        if self._assemblies or agent.last_assembly is not None:  # a turn ran meanwhile
+            self.action_inspect()
+            return
         self.app.push_screen(ContextInspector(current, previous))
 
 
@@ -382,15 +416,15 @@ class _CatchUp:
 
     def take(self, events: Sequence[Event]) -> None:
         for event in events:
-            match event.data:
-                case StepStart():
-                    self.figures = event.data.figures
-                case StepEnd(usage=usage):
-                    self.step_tokens = usage.input_tokens + usage.output_tokens
-                    self.session_tokens += self.step_tokens
-                case GcCollect() as collected:
-                    self.collections.append(GcRow.of(collected))
-                case ModelBind(model=model):
-                    self.model = model
-                case _:
-                    pass
+            # by exact class: a `match` on class patterns tested each event of the log against
+            # four classes through pydantic's ABC metaclass
+            data = event.data
+            if type(data) is StepStart:
+                self.figures = data.figures
+            elif type(data) is StepEnd:
+                self.step_tokens = data.usage.input_tokens + data.usage.output_tokens
+                self.session_tokens += self.step_tokens
+            elif type(data) is GcCollect:
+                self.collections.append(GcRow.of(data))
+            elif type(data) is ModelBind:
+                self.model = data.model
