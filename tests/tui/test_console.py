@@ -9,6 +9,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Markdown
 
 from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.main import PROMPT_PLACEHOLDER, STEER_PLACEHOLDER
 from app.tui.screens.permission import PermissionDialog
 from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, UserMessage
 from app.tui.widgets.prompt_input import PromptInput
@@ -38,6 +39,42 @@ async def settle(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
     await app.live.when_idle()
     await pilot.pause()
     await pilot.pause()
+
+
+async def test_the_open_sessions_empty_prompt_says_how_to_begin(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await opened(app, pilot)
+        prompt = app.main.query_one(PromptInput)
+        assert "/help" in str(prompt.placeholder)
+        lines = [prompt.render_line(0).text]
+        assert any(PROMPT_PLACEHOLDER in line for line in lines), "shown while empty"
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        lines = [prompt.render_line(0).text]
+        assert any(PROMPT_PLACEHOLDER in line for line in lines), "and again once sent"
+        prompt.load_text("draft")
+        await pilot.pause()
+        lines = [prompt.render_line(0).text]
+        assert not any(PROMPT_PLACEHOLDER in line for line in lines)
+
+
+async def test_while_a_turn_runs_the_empty_prompt_says_enter_steers_it(
+    workspace: Path, data: Path
+) -> None:
+    gate, app = gated_app(workspace, data)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await opened(app, pilot)
+        prompt = app.main.query_one(PromptInput)
+        await send(app, pilot, "wait for it")
+        await gate.started.wait()
+        await pilot.pause()
+        assert prompt.placeholder == STEER_PLACEHOLDER
+        gate.gate.set()
+        await settle(app, pilot)
+        assert prompt.placeholder == PROMPT_PLACEHOLDER
 
 
 async def test_a_prompt_streams_a_reply_into_the_transcript(workspace: Path, data: Path) -> None:

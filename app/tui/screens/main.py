@@ -62,6 +62,11 @@ from engine.session import READ_CHUNK, Session
 from replay.timeline import last_requests
 from replay.transcript import Transcript
 
+PROMPT_PLACEHOLDER = "Ask the agent · /help for commands · @ for files"
+"""What the empty prompt says once the session is open: a new user's first screen is otherwise an
+empty transcript above an empty box."""
+STEER_PLACEHOLDER = "Steer the running turn · Esc cancels it"
+"""While a turn runs, Enter sends to it (steering), not a new prompt."""
 NARROW = 100
 """Below this many columns the side panel starts hidden, so the conversation keeps its width."""
 PANEL_EVENTS = frozenset(
@@ -153,6 +158,7 @@ class MainScreen(Screen[None]):
         await self._catch_up(agent.read_log, from_seq)
         self._refresh_panel()
         prompt = self.query_one(PromptInput)
+        prompt.placeholder = PROMPT_PLACEHOLDER if agent.status == "idle" else STEER_PLACEHOLDER
         prompt.disabled = False
         prompt.focus()
         self.refresh_bindings()
@@ -236,6 +242,11 @@ class MainScreen(Screen[None]):
                     turns.release()
                 else:
                     turns.hold()
+                if agent is not None:  # a followed session's prompt says who writes it
+                    prompt = self.query_one(PromptInput)
+                    prompt.placeholder = (
+                        PROMPT_PLACEHOLDER if state == "idle" else STEER_PLACEHOLDER
+                    )
                 self.refresh_bindings()  # Esc cancels only while a turn is open
             case StepStart(figures=figures):
                 status.chars, status.cap = figures.chars, figures.cap
