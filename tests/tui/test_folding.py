@@ -104,6 +104,34 @@ async def test_an_entry_folded_above_unfolds_when_it_takes_focus(
         assert all(shown(block) for block in view.query(MarkdownBlock))
 
 
+async def test_a_fold_pass_due_while_the_widgets_change_runs_once_they_have(
+    workspace: Path, data: Path
+) -> None:
+    """A pass that falls while a flush or a page holds the widgets is put off, not dropped:
+    nothing else would bring it back once the reply stops growing."""
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120), chunk_delay=0.0005)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await send(app, pilot, "go")
+        await settle(app, pilot)
+        reply = app.main.query_one(AssistantMessage)
+        await caught_up(app, reply)
+        view = app.main.query_one(TranscriptView)
+        blocks = list(reply.query(MarkdownBlock))
+        view._folds.unfold()
+        await pilot.pause()
+        assert all(map(shown, blocks))
+        async with view._changing:  # as a flush does while it mounts
+            await view._fold_above()
+            await pilot.pause()
+            assert all(map(shown, blocks)), "nothing folds under the flush"
+        for _ in range(100):
+            await pilot.pause()
+            if sum(map(shown, blocks)) < len(blocks) // 3:
+                break
+        assert sum(map(shown, blocks)) < len(blocks) // 3, "the pass ran after it"
+
+
 class Entry(Container):
     DEFAULT_CSS = "Entry { height: auto; }"
 

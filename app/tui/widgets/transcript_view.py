@@ -490,8 +490,17 @@ class TranscriptView(VerticalScroll):
 
     async def _fold_above(self) -> None:
         self._folding = False
-        if self._following() and not self._changing.locked():
-            await self._folds.fold(self.entry_widgets())
+        if not self._following():
+            return
+        if self._changing.locked():
+            # a flush or a page is changing the widgets: pass after it, not never (a pass
+            # dropped here had no later change of size to bring it back, and a long reply's far
+            # blocks stayed laid out; not by waiting on the lock, which would hold the app's
+            # queue the flush's mounts need)
+            self._folding = True
+            self.call_after_refresh(self._fold_above)
+            return
+        await self._folds.fold(self.entry_widgets())
 
     def release_anchor(self) -> None:
         """The user moves the view (Textual releases the anchor for every scroll the user makes,
