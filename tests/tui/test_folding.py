@@ -3,12 +3,14 @@ out only what is near the viewport), line for line, and shows again before the v
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Container, ScrollableContainer
+from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets.markdown import MarkdownBlock
@@ -26,6 +28,23 @@ from tests.tui.test_streaming import caught_up, layout_of, long_reply
 def shown(widget: Widget) -> bool:
     """Displayed, and so is every widget it lies in."""
     return all(node.display for node in (widget, *widget.ancestors) if isinstance(node, Widget))
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], message: str) -> None:
+    """A fold pass follows the frame that grew the reply; under load, some frames later."""
+    for _ in range(100):
+        if condition():
+            return
+        await pilot.pause()
+    assert condition(), message
+
+
+def folded_most(blocks: Sequence[Widget]) -> Callable[[], bool]:
+    return lambda: sum(map(shown, blocks)) < len(blocks) // 3
+
+
+def hidden(widget: Widget) -> Callable[[], bool]:
+    return lambda: not shown(widget)
 
 
 def shown_children(widget: Widget) -> list[Widget]:
@@ -48,12 +67,8 @@ async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_vie
         await caught_up(app, reply)
         view = app.main.query_one(TranscriptView)
         blocks = list(reply.query(MarkdownBlock))
-        for _ in range(100):  # a fold pass follows the frame that grew the reply; under load, later
-            await pilot.pause()
-            if sum(map(shown, blocks)) < len(blocks) // 3:
-                break
+        await until(pilot, folded_most(blocks), "the blocks far above are folded")
         entries = view.entry_widgets()
-        assert sum(map(shown, blocks)) < len(blocks) // 3, "the blocks far above are folded"
         assert not all(map(shown, entries)), "so are the entries above the reply"
         assert shown(blocks[-1])
         folded = [part for part in reply.children if part.display and not any(shown_children(part))]
@@ -81,23 +96,27 @@ async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_vie
         assert reply.outer_size.height == reply_height
 
 
+async def replied_long(
+    app: ConsoleTestApp, pilot: Pilot[None]
+) -> tuple[TranscriptView, EntryWidget]:
+    """A long reply to a prompt in a new session, caught up: the view and its first entry,
+    folded away above it."""
+    await pilot.pause()
+    await send(app, pilot, "go")
+    await settle(app, pilot)
+    await caught_up(app, app.main.query_one(AssistantMessage))
+    view = app.main.query_one(TranscriptView)
+    first = view.entry_widgets()[0]
+    await until(pilot, hidden(first), "the first entry is folded")
+    return view, first
+
+
 async def test_an_entry_folded_above_unfolds_when_it_takes_focus(
     workspace: Path, data: Path
 ) -> None:
     app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120), chunk_delay=0.0005)])
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        await send(app, pilot, "go")
-        await settle(app, pilot)
-        await caught_up(app, app.main.query_one(AssistantMessage))
-        view = app.main.query_one(TranscriptView)
-        first = view.entry_widgets()[0]
-        assert isinstance(first, EntryWidget)
-        for _ in range(100):  # a fold pass follows the frame that grew the reply; under load, later
-            await pilot.pause()
-            if not shown(first):
-                break
-        assert not shown(first)
+        view, first = await replied_long(app, pilot)
         first.focus()
         await pilot.pause()
         assert shown(first)
@@ -125,11 +144,26 @@ async def test_a_fold_pass_due_while_the_widgets_change_runs_once_they_have(
             await view._fold_above()
             await pilot.pause()
             assert all(map(shown, blocks)), "nothing folds under the flush"
-        for _ in range(100):
-            await pilot.pause()
-            if sum(map(shown, blocks)) < len(blocks) // 3:
-                break
-        assert sum(map(shown, blocks)) < len(blocks) // 3, "the pass ran after it"
+        await until(pilot, folded_most(blocks), "the pass ran after it")
+
+
+async def test_an_entry_folded_above_that_changes_folds_again(workspace: Path, data: Path) -> None:
+    """A folded entry that changes unfolds everything (its new height is not in the folded
+    lines); when its height stays, no size changes, and the pass that folds again is asked for,
+    not left to a later change of size that may never come."""
+    app = ConsoleTestApp(workspace, data, [Reply(text=long_reply(120), chunk_delay=0.0005)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        view, first = await replied_long(app, pilot)
+        height = view.virtual_size.height
+        entry = view.transcript.get(first.key)
+        assert entry is not None
+        view.apply(view.transcript._replace(copy.copy(entry)))  # as an event that updates it
+        await until(pilot, lambda: first.entry is not entry, "the flush showed the change")
+        await until(pilot, hidden(first), "folded again")
+        await pilot.pause()
+        assert view.virtual_size.height == height, (
+            "every line once: the reply's folded part was laid out first"
+        )
 
 
 class Entry(Container):

@@ -37,9 +37,26 @@ class _Folded:
     lines: int
     children: list[Widget]
     taken: list[Widget] = field(default_factory=list)
+    own: int = 0  # its own height, the lines it held before it took any
 
 
 _folded: WeakKeyDictionary[Widget, _Folded] = WeakKeyDictionary()
+# Unfolded parts that held the lines of others, by those lines: until a layout gives such a part
+# its own height again it still has them, and folding it then counted them twice (a reply grew
+# by hundreds of blank lines). Textual's refresh after an unfold need not have laid it out: a
+# widget's layout request reaches the screen on that widget's own idle, which may come later.
+_unfolded_at: WeakKeyDictionary[Widget, int] = WeakKeyDictionary()
+
+
+def laid_out(widget: Widget) -> bool:
+    """False while `widget`, unfolded, still has the height it had folded with other parts."""
+    lines = _unfolded_at.get(widget)
+    if lines is None:
+        return True
+    if widget.outer_size.height == lines:
+        return False
+    del _unfolded_at[widget]
+    return True
 
 
 def fold(widget: Widget) -> bool:
@@ -52,7 +69,7 @@ def fold(widget: Widget) -> bool:
     widget.styles.height = height
     for child in shown:
         child.display = False
-    _folded[widget] = _Folded(height, shown)
+    _folded[widget] = _Folded(height, shown, own=height)
     return True
 
 
@@ -74,6 +91,8 @@ def unfold(widget: Widget) -> None:
     folded = _folded.pop(widget, None)
     if folded is None:
         return
+    if folded.lines != folded.own:
+        _unfolded_at[widget] = folded.lines
     for child in folded.children:
         if child.parent is widget:
             child.display = True
@@ -128,12 +147,13 @@ class Folds:
     def folded(self) -> bool:
         return bool(self._above or self._parted)
 
-    async def fold(self, entries: Sequence[Widget]) -> None:
+    async def fold(self, entries: Sequence[Widget]) -> bool:
         """Fold what of `entries` (the view's, in order, laid out) lies more than `KEEP_SCREENS`
-        viewports above the end; heights add up from the end. Nothing while an unfold waits for
-        its layout (a later pass folds)."""
+        viewports above the end; heights add up from the end. False when put off: an unfold
+        waits for its layout, and the caller passes again after the refresh (an unfold need not
+        change the view's size, so no later change may bring the pass back)."""
         if self._unsettled:
-            return
+            return False
         view = self.view
         width = view.scrollable_content_region.width
         if width != self._width:
@@ -144,29 +164,30 @@ class Folds:
         for index in range(len(entries) - 1, -1, -1):
             entry = entries[index]
             if not entry.display:
-                return  # hidden already, as is all before it
+                return True  # hidden already, as is all before it
             if below >= keep:
-                await self._hide(entries[: index + 1], entries[index + 1])
-                return
+                return await self._hide(entries[: index + 1], entries[index + 1])
             height = outer_height(entry)
-            if below + height > keep:
-                self._fold_parts(entry, keep - below)
+            if below + height > keep and not self._fold_parts(entry, keep - below):
+                return False
             below += height
+        return True
 
-    async def _hide(self, above: Sequence[Widget], first: Widget) -> None:
+    async def _hide(self, above: Sequence[Widget], first: Widget) -> bool:
         """Hide `above` (in order; those folded before are hidden already) and put a
         `FoldedLines` holding their lines before them: `first`, the first entry left, then stands
-        where it stood (its top margin is kept, next to a widget with none)."""
+        where it stood (its top margin is kept, next to a widget with none). False when an
+        unfold came while the lines mounted."""
         lines = first.virtual_region.y - first.styles.margin.top
         if lines <= 0:
-            return  # not laid out
+            return True  # not laid out: its layout changes the view's size, which passes again
         view = self.view
         spacer = FoldedLines(lines)
         spacer.display = False
         await view.mount(spacer, before=0)
         if self._unsettled:  # unfolded meanwhile: `lines` is from before
             await spacer.remove()
-            return
+            return False
         spacer.display = True
         hiding = [entry for entry in above if entry.display]
         for entry in hiding:
@@ -177,13 +198,17 @@ class Folds:
             gone.display = False
             if gone.parent is view:
                 await gone.remove()
+        return True
 
-    def _fold_parts(self, entry: Widget, keep: int) -> None:
+    def _fold_parts(self, entry: Widget, keep: int) -> bool:
         """Fold the parts of `entry` lying wholly more than `keep` lines above its bottom into
-        the first of them; never its last, which a streaming reply writes into."""
+        the first of them; never its last, which a streaming reply writes into. False when put
+        off: a part unfolded is not laid out yet."""
         shown = [child for child in entry.children if child.display]
         if len(shown) < 2:
-            return
+            return True
+        if not all(map(laid_out, shown)):
+            return False
         *parts, live = shown
         below = outer_height(live)
         far = 0  # parts[:far] lie wholly beyond `keep`
@@ -197,14 +222,15 @@ class Folds:
         while far_parts and not far_parts[0].children:
             far_parts.pop(0)
         if not far_parts:
-            return
+            return True
         head, *rest = far_parts
         if head not in _folded and not fold(head):
-            return
+            return True
         if rest:
             take(head, rest)
         if entry not in self._parted:
             self._parted.append(entry)
+        return True
 
     def unfold(self) -> None:
         """Everything folded shows again, as it stood."""

@@ -32,6 +32,10 @@ WINDOW = 120
 """Entries mounted at most; older ones load as the user scrolls up."""
 PAGE = 40
 """Entries mounted per step of scrolling past either end of the window."""
+MAX_PUT_OFF = 50
+"""Fold passes put off in a row, each to the next refresh, before the view waits for a change of
+size instead: an unfold's layout comes within a few, and a part never laid out must not keep the
+loop spinning."""
 
 
 @dataclass(slots=True)
@@ -91,6 +95,7 @@ class TranscriptView(VerticalScroll):
         self._folds = Folds(self)
         self._size_seen = Size(0, 0)
         self._folding = False  # a fold pass is queued
+        self._put_off = 0  # fold passes put off in a row
 
     def on_mount(self) -> None:
         self.anchor()
@@ -196,7 +201,10 @@ class TranscriptView(VerticalScroll):
                 entry = self.held.get(key)
                 if widget is not None and entry is not None and widget.entry is not entry:
                     if not widget.display:
-                        self._folds.unfold()  # its new height is not in the folded lines
+                        # its new height is not in the folded lines; the same height changes
+                        # no size, so nothing else would fold again
+                        self._folds.unfold()
+                        self._fold_soon()
                     widget.show(entry)
 
     async def _mount_newest(self) -> None:
@@ -482,25 +490,33 @@ class TranscriptView(VerticalScroll):
     def watch_virtual_size(self) -> None:
         if self._hold is not None:
             self.call_after_refresh(self._restore)
+        self._fold_soon()
+
+    # --- folding what lies far above the viewport (app.tui.widgets.folding) ---------------------
+
+    def _fold_soon(self) -> None:
+        """A fold pass after the next refresh, while the view follows the end (one queued)."""
         if self._following() and not self._folding:
             self._folding = True
             self.call_after_refresh(self._fold_above)
 
-    # --- folding what lies far above the viewport (app.tui.widgets.folding) ---------------------
-
     async def _fold_above(self) -> None:
+        """A pass that cannot run now is put off to the next refresh, never dropped: a dropped
+        pass had no later change of size to bring it back once the reply stopped growing, and
+        what lay far above stayed laid out."""
         self._folding = False
         if not self._following():
             return
         if self._changing.locked():
-            # a flush or a page is changing the widgets: pass after it, not never (a pass
-            # dropped here had no later change of size to bring it back, and a long reply's far
-            # blocks stayed laid out; not by waiting on the lock, which would hold the app's
-            # queue the flush's mounts need)
-            self._folding = True
-            self.call_after_refresh(self._fold_above)
+            # a flush or a page is changing the widgets: pass after it (not by waiting on the
+            # lock, which would hold the app's queue the flush's mounts need)
+            self._fold_soon()
             return
-        await self._folds.fold(self.entry_widgets())
+        if await self._folds.fold(self.entry_widgets()):
+            self._put_off = 0
+        elif self._put_off < MAX_PUT_OFF:  # an unfold waits for its layout
+            self._put_off += 1
+            self._fold_soon()
 
     def release_anchor(self) -> None:
         """The user moves the view (Textual releases the anchor for every scroll the user makes,
