@@ -215,6 +215,33 @@ class StreamApp(App[None]):
                 yield Static("\n".join(f"entry {i} line {j}" for j in range(5)))
 
 
+async def test_a_fold_pass_after_an_unfold_waits_for_the_entries_it_showed_to_be_laid_out() -> None:
+    """The refresh after an unfold need not have laid out the entries it showed (each asks the
+    screen for a layout on its own idle). A pass in between hid them with lines the view still
+    held: the conversation grew by a reply's length, and a page up from the end went ten."""
+    app = StreamApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        view = app.query_one(ScrollableContainer)
+        entries = list(view.query_children(Static))
+        full = view.virtual_size.height
+        folds = Folds(view)
+        assert await folds.fold(entries)
+        await pilot.pause()
+        assert not all(map(shown, entries))
+        folds.unfold()
+        folds._unsettled -= 1  # as though its refresh had come, but not its layout...
+        assert not await folds.fold(entries), "put off"
+        folds._unsettled += 1  # ...which the refresh it asked for brings
+        await pilot.pause()
+        assert all(map(shown, entries))
+        assert view.virtual_size.height == full
+        assert await folds.fold(entries)
+        await pilot.pause()
+        assert not all(map(shown, entries))
+        assert view.virtual_size.height == full
+
+
 async def test_the_folded_lines_hold_when_the_view_is_laid_out_before_their_own_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -49,7 +49,12 @@ _unfolded_at: WeakKeyDictionary[Widget, int] = WeakKeyDictionary()
 
 
 def laid_out(widget: Widget) -> bool:
-    """False while `widget`, unfolded, still has the height it had folded with other parts."""
+    """False while a layout has yet to follow an unfold: `widget` shown again is not in the
+    screen's map (an empty region), or unfolded it still has the height it had folded with
+    other parts. A pass measured in between hid entries with lines the view still held, and the
+    conversation grew by a reply's length of blank lines."""
+    if not widget.virtual_region.width:
+        return False
     lines = _unfolded_at.get(widget)
     if lines is None:
         return True
@@ -152,7 +157,7 @@ class Folds:
         viewports above the end; heights add up from the end. False when put off: an unfold
         waits for its layout, and the caller passes again after the refresh (an unfold need not
         change the view's size, so no later change may bring the pass back)."""
-        if self._unsettled:
+        if self._unsettled or not all(laid_out(entry) for entry in entries if entry.display):
             return False
         view = self.view
         width = view.scrollable_content_region.width
