@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,8 +13,10 @@ from textual.widgets._footer import FooterKey
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
+from engine.agent.admission import Next, PromptDecision, PromptSubmission
 from engine.config import Config, ConsoleConfig
 from engine.gateway.scripted import Reply
+from replay.entries import AssistantEntry, TurnEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import gated_app, send, settle
 from tests.tui.test_streaming import long_reply
@@ -87,6 +90,39 @@ async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: P
         await pilot.press("escape")
         await settle(app, pilot)
         assert "escape" not in app.screen.active_bindings
+
+
+async def test_escape_is_offered_and_cancels_while_the_prompt_is_still_admitted(
+    workspace: Path, data: Path
+) -> None:
+    """The Agent is busy from its `running` status on, before the turn opens (admission runs
+    first). The footer composed then used to lack Esc for the whole turn: no later status change
+    refreshed the keys once the turn had opened."""
+    app = ConsoleTestApp(workspace, data, [Reply(text="never asked")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        agent = app.main.agent
+        assert agent is not None
+        admitting, admit = asyncio.Event(), asyncio.Event()
+
+        async def slow(submission: PromptSubmission, next: Next) -> PromptDecision:
+            admitting.set()
+            await admit.wait()
+            return await next()
+
+        agent.on_prompt(slow)
+        await send(app, pilot, "wait for it")
+        await admitting.wait()
+        assert not agent.turn_open
+        footer = app.main.query_one(KeyFooter)
+        await until(pilot, lambda: "escape" in {key.key for key in footer.query(FooterKey)})
+        await pilot.press("escape")
+        admit.set()
+        await settle(app, pilot)
+        turns = [e for e in app.main.transcript.entries if isinstance(e, TurnEntry)]
+        assert [(turn.status, turn.reason) for turn in turns] == [("ended", "cancelled")]
+        assert not [e for e in app.main.transcript.entries if isinstance(e, AssistantEntry)]
+        await until(pilot, lambda: "escape" not in {key.key for key in footer.query(FooterKey)})
 
 
 async def test_at_80_columns_the_footer_keeps_the_screen_keys_and_drops_the_palette_hint(

@@ -210,12 +210,12 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Inspecting needs the Agent: disabled while the session opens or is followed.
-        Cancelling needs an open turn and opening for writing a followed session whose writer
+        Cancelling needs a busy Agent and opening for writing a followed session whose writer
         let go: hidden otherwise, so the footer names only what a key does now."""
         if action == "inspect" and self.agent is None:
             return None
         if action == "cancel_turn":
-            return self.agent is not None and self.agent.turn_open
+            return self._busy()
         if action == "open_for_writing":
             return self._let_go  # hidden otherwise
         return True
@@ -372,8 +372,17 @@ class MainScreen(Screen[None]):
         else:
             self._view.action_page_down()
 
+    def _busy(self) -> bool:
+        """The Agent is working on a prompt: its status, not whether the turn has opened yet.
+        `agent/status` turns `running` while the prompt is still admitted, before the turn
+        exists, and only status changes refresh the keys: the footer composed then lacked Esc for
+        the whole turn whenever it composed before the turn opened (seen under load). Esc during
+        admission ends the turn as it opens (`Agent.cancel`)."""
+        return self.agent is not None and self.agent.status != "idle"
+
     def action_cancel_turn(self) -> None:
-        if self.agent is not None and self.agent.turn_open:
+        if self._busy():
+            assert self.agent is not None
             self.agent.cancel()
 
     def action_open_for_writing(self) -> None:
