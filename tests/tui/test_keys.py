@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import constants, events
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets._footer import FooterKey
 
+from app.tui.screens.main import MainScreen
+from app.tui.screens.replay import ReplayScreen
+from app.tui.screens.sessions import SessionBrowser
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
@@ -19,6 +24,9 @@ from engine.gateway.scripted import Reply
 from replay.entries import AssistantEntry, TurnEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import gated_app, send, settle
+from tests.tui.test_long_session import opened
+from tests.tui.test_replay import stored_session
+from tests.tui.test_sessions import until_screen
 from tests.tui.test_streaming import long_reply
 
 
@@ -125,23 +133,51 @@ async def test_escape_is_offered_and_cancels_while_the_prompt_is_still_admitted(
         await until(pilot, lambda: "escape" not in {key.key for key in footer.query(FooterKey)})
 
 
-async def test_at_80_columns_the_footer_keeps_the_screen_keys_and_drops_the_palette_hint(
+def footer_fits(screen: Screen[Any]) -> bool:
+    footer = screen.query_one(KeyFooter)
+    return all(key.region.right <= footer.region.right for key in footer.query(FooterKey))
+
+
+def footer_style(screen: Screen[Any]) -> tuple[bool, bool]:
+    footer = screen.query_one(KeyFooter)
+    return footer.compact, footer.show_command_palette
+
+
+async def styles_across_widths(pilot: Pilot[None]) -> set[tuple[bool, bool]]:
+    """The styles the footer of the screen on top took from 160 columns down to 80; every key
+    fits in each, unless none holds them all (compact, without the hint)."""
+    screen = pilot.app.screen
+    styles: set[tuple[bool, bool]] = set()
+    for width in (160, 130, 110, 100, 90, 80):
+        await pilot.resize_terminal(width, 30)
+        await until(pilot, lambda: footer_fits(screen) or footer_style(screen) == (True, False))
+        await pilot.pause()
+        style = footer_style(screen)
+        if style != (True, False):
+            assert footer_fits(screen), (type(screen).__name__, width, style)
+        styles.add(style)
+    return styles
+
+
+async def test_each_screens_footer_takes_the_roomiest_style_its_keys_fit_in(
     workspace: Path, data: Path
 ) -> None:
-    app = ConsoleTestApp(workspace, data)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        footer = app.main.query_one(KeyFooter)
-        assert not footer.show_command_palette
-        assert footer.compact, "keys and their words closer together"
-        await pilot.resize_terminal(120, 30)
-        await pilot.pause()
-        assert footer.show_command_palette
-        assert not footer.compact
-        await pilot.resize_terminal(80, 24)
-        await pilot.pause()
-        assert not footer.show_command_palette
-        assert footer.compact
+    """Spaced out with the palette hint, else compact with it, else compact without it: every
+    key shows whenever some style holds them all (replay's keys were cut at 110 columns)."""
+    session_id = await stored_session(workspace, data)
+    app = ConsoleTestApp(workspace, data, session_id=session_id)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("f4")
+        await until_screen(pilot, SessionBrowser)
+        assert (False, True) in await styles_across_widths(pilot)
+        await pilot.resize_terminal(160, 30)
+        await pilot.press("ctrl+r")
+        await until_screen(pilot, ReplayScreen)
+        assert await styles_across_widths(pilot) == {(False, True), (True, True), (True, False)}
+        await pilot.press("escape")  # closes the browser it was opened from too
+        await until_screen(pilot, MainScreen)
+        assert await styles_across_widths(pilot) >= {(False, True), (True, True)}
 
 
 async def test_at_80_columns_every_key_of_a_running_turn_fits_the_footer(
