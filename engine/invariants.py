@@ -113,7 +113,7 @@ class LogState:
     def check_payload(self, seq: int, data: Payload) -> None:
         if seq != self.next_seq:
             raise InvariantError(seq, f"seq must be {self.next_seq}, got {seq} (seq is contiguous)")
-        kind = type(data)  # a payload class is never subclassed; `is` spares ABC isinstance misses
+        kind = type(data)  # by exact class (see `Payload`)
         scope, has_turn, has_step = _SHAPES.get(kind) or _shape_of(kind)
         if scope is Scope.session:
             return

@@ -81,8 +81,7 @@ class Assembler:
 
     def follow(self, payload: Payload) -> None:
         """Keep grants, pins and the floor log in step with the session log."""
-        # By exact class: resume follows every event of the log, and a `match` tested each
-        # against four classes through pydantic's ABC metaclass (about 0.3 us a test).
+        # by exact class (see `Payload`)
         if type(payload) is ModelBind:
             self.grants.apply(payload)
         elif type(payload) is PinRemove:

@@ -25,8 +25,7 @@ def message_provenance(event: Event, turn: int | None, tool_name: str = "") -> P
     owner is stamped by CoopContext (live) or the ledger (rebuild). A tool result is sourced
     `tool:<name>` (`tool_name` is the called tool's), so labels and messages can name the tool.
     """
-    # By exact class (a payload class is never subclassed): a `match` on class patterns tested
-    # each event through pydantic's ABC metaclass, about 0.3 us a test, and resume replays all.
+    # by exact class (see `Payload`)
     data = event.data
     if type(data) is UserMessage:
         return Provenance(

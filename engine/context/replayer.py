@@ -218,9 +218,7 @@ class ContextReplayer:
         if event.seq <= self._seq:
             raise ValueError(f"event {event.seq} arrives after event {self._seq}: out of order")
         self._seq = event.seq
-        # By exact class (a payload class is never subclassed): resume replays every event of
-        # the log, and a `match` on class patterns tested most of them against a dozen classes
-        # through pydantic's ABC metaclass, about 0.3 us a test.
+        # by exact class (see `Payload`)
         data = event.data
         step = _STEPS.get(type(data))
         if step is not None:

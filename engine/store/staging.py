@@ -60,8 +60,7 @@ class StagedLog:
                 raise SequenceError(f"session {session_id!r}: {exc}") from exc
             state.apply(event)
             rows.append((session_id, seq, fields["time"], fields["type"], data))
-            # by exact class (a payload class is never subclassed): a class pattern tests each
-            # event through pydantic's ABC metaclass, which cost more than the row
+            # by exact class (see `Payload`): a class pattern cost more than the row
             kind = type(payload)
             if kind is SessionTitle:
                 title = payload.title

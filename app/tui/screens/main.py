@@ -436,8 +436,7 @@ class _CatchUp:
 
     def take(self, events: Sequence[Event]) -> None:
         for event in events:
-            # by exact class: a `match` on class patterns tested each event of the log against
-            # four classes through pydantic's ABC metaclass
+            # by exact class (see `Payload`)
             data = event.data
             if type(data) is StepStart:
                 self.figures = data.figures
