@@ -87,22 +87,31 @@ class ConsoleTestApp(TrellisApp):
 
 
 SNAPSHOT_WORKSPACE = Path(tempfile.gettempdir()) / "trellis-console-tests" / "workspace"
-"""One fixed path: the environment floor block names the workspace, so its length shows in the
-character counts on screen, and pytest's own temp paths change length from run to run."""
+"""One fixed path for the snapshot tests: the environment floor block names the workspace, so its
+length shows in the character counts on screen and the path itself in the prefix digest."""
 
 
 @pytest.fixture
-def workspace() -> Iterator[Path]:
-    """The fixed path is shared by every test run on this machine (several checkouts may run their
-    suites at once), so a test holds an exclusive lock on it for its whole run."""
+def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A workspace with a notes file. A snapshot test's is the fixed path, shared by every test
+    run on this machine (several checkouts, and the processes of a parallel run, may run their
+    suites at once), so such a test holds an exclusive lock on it for its whole run; the other
+    tests take a path of their own and run side by side."""
+    if "snap_compare" not in request.fixturenames:
+        yield _fresh(tmp_path / "workspace")
+        return
     root = SNAPSHOT_WORKSPACE
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        (root / "notes.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
-        yield root
+        yield _fresh(root)
+
+
+def _fresh(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "notes.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
+    return root
 
 
 @pytest.fixture
