@@ -26,6 +26,10 @@ class Context(Sequence[NativeContent]):
     _items: list[NativeContent]
     _provenances: list[Provenance]
     _stamp: OwnerStamp | None
+    cuts: int
+    """How many times items were detached or replaced: a reader that kept a slice of the items
+    knows it is still what the Context holds while this is unchanged (appends change nothing
+    before the tail)."""
 
     def __init__(self, gateway_type: GatewayType, *, codec: Codec | None = None) -> None:
         self._gateway_type = gateway_type
@@ -33,6 +37,7 @@ class Context(Sequence[NativeContent]):
         self._items = []
         self._provenances = []
         self._stamp = None
+        self.cuts = 0
 
     @classmethod
     def restored(
@@ -118,8 +123,10 @@ class Context(Sequence[NativeContent]):
         """
         start, _, _ = slice(index, None).indices(len(self._items))
         tail = list(zip(self._items[start:], self._provenances[start:], strict=True))
-        del self._items[start:]
-        del self._provenances[start:]
+        if tail:
+            del self._items[start:]
+            del self._provenances[start:]
+            self.cuts += 1
         return tail
 
     # --- reading ------------------------------------------------------------------------------
@@ -177,6 +184,7 @@ class Context(Sequence[NativeContent]):
         self._codec = codec_for(gateway_type)
         self._items = [item for item, _ in entries]
         self._provenances = [provenance for _, provenance in entries]
+        self.cuts += 1
 
     def provenances_from(self, index: int) -> tuple[Provenance, ...]:
         """The provenances of the tail from `index` (costs the tail, not the whole Context)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context.area import AreaFlowState, AreaLifeState, ContextAreaImplementation, EffectRange
+from engine.gateway.base import NativeContent
 from engine.message import Message
 from engine.privacy import PrivatizationLabel
 
@@ -29,8 +30,13 @@ class Slot:
     serial: int
     restorable: bool
     snapshot: dict[str, Any] | None = None
-    # The Area took a retirement notice: a never-rendered one is not read at every collection.
-    notifies: bool = False
+    # What observe() was last given, while `range` and the Context's `cuts` are unchanged:
+    # the same items, so a pass hands it over again instead of copying them per visit.
+    observed: tuple[NativeContent, ...] | None = None
+    # The retirement notice (`RetirementNotifyingArea`): None when the Area takes none, False
+    # until it sends it, True after. An Area that takes it is not read at every collection while
+    # it has never rendered, and a pass reads its life once, before observe(), not again after.
+    notice: bool | None = None
     # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
     # a collection rolled back by a failing callback is retried without repeating what succeeded.
     gc_selected: bool = False

@@ -1,11 +1,12 @@
 """The BASELINE of tests/bench/context.py: the spec's reference CoopContext algorithm, not Trellis.
 
 Written from spec/context-areas.md alone, as plainly as the spec describes it: Areas in a list, a
-cursor index, an `Area -> EffectRange` dict, a Collector that orders the ranges by `latest` and
-follows overlaps backward, removal from the list. Plus the one rule Trellis adds that the benchmark
-exercises: an Area that retires without ever rendering is removed at the next collection. No
-events, ownership, labels or error wrapping: it is the least a spec-conforming render must do, so
-Trellis is measured against it on the same Areas.
+cursor index, an `Area -> EffectRange` dict kept in the order of `latest` (an Area that renders
+is re-inserted), a Collector that follows overlaps backward from the last range, removal from the
+list. Plus the one rule Trellis adds that the benchmark exercises: an Area that retires without
+ever rendering is removed at the next collection. No events, ownership, labels or error
+wrapping: it is the least a spec-conforming render must do, so Trellis is measured against it on
+the same Areas. Each observe() gets a fresh snapshot of the range, as the spec words it.
 """
 
 from __future__ import annotations
@@ -48,11 +49,10 @@ class ReferenceCoopContext:
         # spec: from the cursor, each retained Area observes (once it has a range) and renders;
         # exclusive keeps the cursor and returns, yielded advances it.
         areas, ranges, context = self.areas, self.ranges, self.context
-        count = len(areas)
-        retain = AreaLifeState.retain
-        for step in range(count):
-            index = (self.cursor + step) % count
-            area = areas[index]
+        count, cursor = len(areas), self.cursor
+        # Enum members bound once: each lookup of one costs 0.2 us on Python 3.11.
+        retain, exclusive = AreaLifeState.retain, AreaFlowState.exclusive
+        for index, area in enumerate(areas[cursor:] + areas[:cursor], cursor):
             if area.life_state is not retain:
                 continue
             effect = ranges.get(area)
@@ -67,9 +67,11 @@ class ReferenceCoopContext:
                     context.emplace_message(message, RENDERED)
                 # spec: the first non-empty render fixes earliest, later ones move latest.
                 earliest = start if effect is None else effect.earliest
+                # re-inserted: the dict stays ordered by `latest`, the Collector's order
+                ranges.pop(area, None)
                 ranges[area] = EffectRange(earliest, len(context) - 1)
-            if area.flow_state is AreaFlowState.exclusive:
-                self.cursor = index
+            if area.flow_state is exclusive:
+                self.cursor = index % count
                 return
 
     def collect(self) -> None:
@@ -79,7 +81,7 @@ class ReferenceCoopContext:
         #    overlapping ranges backward; the component goes only when all of it is retired.
         component: list[ContextAreaImplementation] = []
         earliest = len(self.context)
-        for area, effect in sorted(ranges.items(), key=lambda item: -item[1].latest):
+        for area, effect in reversed(ranges.items()):
             if component and effect.latest < earliest:
                 break
             component.append(area)

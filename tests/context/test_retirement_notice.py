@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from engine.context import AreaFlowState, AreaLifeState, Context, CoopContext, NativeContent
 from engine.context.area import RetirementNotice
+from engine.events import AreaRender, AreaState, Payload
 from engine.gateway.base import GatewayType
 from engine.message import Message, Role
 
@@ -135,3 +136,65 @@ def test_a_notice_after_the_area_rendered_or_left_changes_nothing() -> None:
     assert area not in coop
     area.retire()  # a notice from an Area no longer registered is ignored
     coop.render()
+
+
+class RetiringNotifyingArea(NotifyingArea):
+    """Retires (with its notice) inside observe() or render() when told."""
+
+    retire_in_observe = False
+
+    def observe(self, context: Sequence[NativeContent]) -> None:
+        if self.retire_in_observe:
+            self.retire()
+
+    def render(self) -> list[Message]:
+        if self.retire_in_render:
+            self.retire()
+        texts, self.pending = self.pending, []
+        return [Message(Role.user, t) for t in texts]
+
+
+def ranged(area: CountingArea) -> tuple[CoopContext, list[Payload]]:
+    """`area` registered with a sink and rendered once, so it has a range and is observed."""
+    events: list[Payload] = []
+    coop = CoopContext(Context(GatewayType.scripted), events.append)
+    area.pending = ["x"]
+    coop.register(area)
+    coop.render()
+    events.clear()
+    area.reads = 0
+    return coop, events
+
+
+def test_a_pass_reads_a_notifying_areas_life_once_and_one_without_the_notice_twice_more() -> None:
+    notifying, counting = NotifyingArea(), CountingArea()
+    for area in (notifying, counting):
+        coop, _ = ranged(area)
+        coop.render()
+    # a render reads it as the Collector's tail, before observe() and as the cursor's Area at
+    # the end; without a notice to rely on, also after observe() and after render()
+    assert (notifying.reads, counting.reads) == (3, 5)
+
+
+def test_a_notifying_area_retiring_in_observe_is_not_rendered_and_is_reported_retired() -> None:
+    area = RetiringNotifyingArea()
+    coop, events = ranged(area)
+    area.retire_in_observe = True
+    area.pending = ["never"]
+    coop.render()
+    assert area.pending == ["never"]
+    assert not any(isinstance(e, AreaRender) for e in events)
+    assert [e.life for e in events if isinstance(e, AreaState)] == [AreaLifeState.retired]
+
+
+def test_a_notifying_area_retiring_in_render_is_reported_retired_right_after_its_render() -> None:
+    area = RetiringNotifyingArea()
+    coop, events = ranged(area)
+    area.retire_in_render = True
+    area.pending = ["last"]
+    coop.render()
+    kinds = [type(e) for e in events]
+    assert kinds[:2] == [AreaRender, AreaState]
+    state = events[1]
+    assert isinstance(state, AreaState)
+    assert state.life == AreaLifeState.retired
