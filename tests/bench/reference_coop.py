@@ -2,8 +2,8 @@
 
 Written from spec/context-areas.md alone, as plainly as the spec describes it: Areas in a list, a
 cursor index, an `Area -> EffectRange` dict kept in the order of `latest` (an Area that renders
-is re-inserted), a Collector that follows overlaps backward from the last range, removal from the
-list. Plus the one rule Trellis adds that the benchmark exercises: an Area that retires without
+is re-inserted), a Collector that follows overlaps backward from the last range, the collected
+Areas filtered out of the list in one pass (linear, as Trellis is). Plus the one rule Trellis adds that the benchmark exercises: an Area that retires without
 ever rendering is removed at the next collection. No events, ownership, labels or error
 wrapping: it is the least a spec-conforming render must do, so Trellis is measured against it on
 the same Areas. Each observe() gets a fresh snapshot of the range, as the spec words it.
@@ -103,11 +103,10 @@ class ReferenceCoopContext:
         for message in promoted:
             self.context.emplace_message(message, PROMOTED)
         # 4. Remove the Areas; the cursor stays on the same Area or moves to the next survivor.
+        gone = set(planned)
+        self.cursor -= sum(1 for area in self.areas[: self.cursor] if area in gone)
+        self.areas = [area for area in self.areas if area not in gone]
         for area in planned:
-            index = self.areas.index(area)
-            del self.areas[index]
             ranges.pop(area, None)
-            if index < self.cursor:
-                self.cursor -= 1
         if self.cursor >= len(self.areas):
             self.cursor = 0
