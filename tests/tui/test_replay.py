@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from app.tui.app import TrellisApp
 from app.tui.screens.inspector import ContextInspector
-from app.tui.screens.replay import ReplayScreen
+from app.tui.screens.replay import NO_SEQ, PositionBar, ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from app.tui.widgets.side_panel import SidePanel
 from engine.agent import open_agent
@@ -83,6 +83,11 @@ async def opened(pilot: Pilot[None]) -> ReplayScreen:
     return screen
 
 
+def bar(screen: ReplayScreen) -> str:
+    """The position bar's text."""
+    return str(screen.query_one(PositionBar).content)
+
+
 async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
     session_id = await stored_session(workspace, data)
     app = replay_app(workspace, data, session_id)
@@ -90,8 +95,10 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
         screen = await opened(pilot)
         total = len(screen.log_events)
         assert screen.player.position == 0
+        assert f" seq {NO_SEQ}/{total - 1} " in bar(screen)  # before the first event: no seq yet
         await pilot.press("right", "right", "right")
         assert screen.player.position == 3
+        assert f" seq 2/{total - 1} " in bar(screen)
         await pilot.press("left")
         assert screen.player.position == 2
         await pilot.press("t")  # to the first turn's start

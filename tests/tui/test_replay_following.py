@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.tui.following import follow_events
-from app.tui.screens.replay import PositionBar, ReplayScreen
+from app.tui.screens.replay import ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from engine.events import Event
 from engine.session import Session
@@ -23,11 +23,7 @@ from tests.store.conftest import full_turn
 from tests.store.test_pg_lease import Writer
 from tests.store.test_store_copy import new_database
 from tests.tui.test_followed_session import pg_settings, until
-from tests.tui.test_replay import opened, replay_app
-
-
-def bar(screen: ReplayScreen) -> str:
-    return str(screen.query_one(PositionBar).content)
+from tests.tui.test_replay import bar, opened, replay_app
 
 
 def users(screen: ReplayScreen) -> list[str]:

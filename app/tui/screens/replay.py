@@ -62,6 +62,10 @@ class ReplayScreen(Screen[None]):
     }
     """
 
+    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("sessions", "speed(1)")
+    """What the footer leaves out first when it is narrow (`KeyFooter`): Esc goes back to the
+    browser a replay was opened from, and speed is a refinement."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_play", "Play"),
         # priority: the focused transcript's own Left/Right (scroll sideways) would shadow them
@@ -283,7 +287,7 @@ class ReplayScreen(Screen[None]):
         bar = Text.assemble(
             ("● live" if self.live else "▶ " if self.playing else "⏸ ", "bold"),
             ("" if self.live else "max" if speed == float("inf") else f"{speed:g}x", "bold"),
-            f"  seq {seq}/{total - 1 if total else -1}  turn {turn}/{turns}  ",
+            f"  seq {_seq_text(seq)}/{_seq_text(total - 1)}  turn {turn}/{turns}  ",
             meter(self.player.position, total, 30),
             (f"  {self.title_text}" if self.title_text else "", "dim"),
             (f"  {self._following()}" if self.followed is not None else "", "italic"),
@@ -316,3 +320,12 @@ class ReplayScreen(Screen[None]):
             self.app.pop_screen()
         else:
             self.app.exit()
+
+
+NO_SEQ = "\N{EN DASH}"
+"""What the position bar shows for a seq before the first event."""
+
+
+def _seq_text(seq: int) -> str:
+    """A seq for the position bar; before the first event (or in an empty log) there is none."""
+    return str(seq) if seq >= 0 else NO_SEQ
