@@ -144,17 +144,24 @@ def footer_style(screen: Screen[Any]) -> tuple[bool, bool]:
 
 
 async def styles_across_widths(pilot: Pilot[None]) -> set[tuple[bool, bool]]:
-    """The styles the footer of the screen on top took from 160 columns down to 80; every key
-    fits in each, unless none holds them all (compact, without the hint)."""
+    """The styles the footer of the screen on top took from 160 columns down to 80. The keys it
+    shows fit in each, F1's always among them; only in the tightest style (compact, without the
+    hint) are some left out, the screen's spare ones first."""
     screen = pilot.app.screen
+    footer = screen.query_one(KeyFooter)
     styles: set[tuple[bool, bool]] = set()
     for width in (160, 130, 110, 100, 90, 80):
         await pilot.resize_terminal(width, 30)
-        await until(pilot, lambda: footer_fits(screen) or footer_style(screen) == (True, False))
+        await until(pilot, lambda: footer_fits(screen))
         await pilot.pause()
         style = footer_style(screen)
-        if style != (True, False):
-            assert footer_fits(screen), (type(screen).__name__, width, style)
+        where = (type(screen).__name__, width, style, footer.left_out)
+        assert footer_fits(screen), where
+        assert "f1" in {key.key for key in footer.query(FooterKey)}, where
+        if footer.left_out:
+            assert style == (True, False), where
+            spare = getattr(screen, "FOOTER_SPARE", ())
+            assert footer.left_out <= set(spare) or set(spare) <= footer.left_out, where
         styles.add(style)
     return styles
 
@@ -163,7 +170,8 @@ async def test_each_screens_footer_takes_the_roomiest_style_its_keys_fit_in(
     workspace: Path, data: Path
 ) -> None:
     """Spaced out with the palette hint, else compact with it, else compact without it: every
-    key shows whenever some style holds them all (replay's keys were cut at 110 columns)."""
+    key shows whenever some style holds them all (replay's keys were cut at 110 columns); when
+    none does, the screen's spare keys are left out, not cut at the edge (`f1 Hel`)."""
     session_id = await stored_session(workspace, data)
     app = ConsoleTestApp(workspace, data, session_id=session_id)
     async with app.run_test(size=(160, 30)) as pilot:
@@ -171,10 +179,13 @@ async def test_each_screens_footer_takes_the_roomiest_style_its_keys_fit_in(
         await pilot.press("f4")
         await until_screen(pilot, SessionBrowser)
         assert (False, True) in await styles_across_widths(pilot)
+        browser = app.screen.query_one(KeyFooter)
+        assert browser.left_out == {"choose('export')"}  # at 80 columns
         await pilot.resize_terminal(160, 30)
         await pilot.press("ctrl+r")
         await until_screen(pilot, ReplayScreen)
         assert await styles_across_widths(pilot) == {(False, True), (True, True), (True, False)}
+        assert app.screen.query_one(KeyFooter).left_out == {"sessions"}  # at 80 columns
         await pilot.press("escape")  # closes the browser it was opened from too
         await until_screen(pilot, MainScreen)
         assert await styles_across_widths(pilot) >= {(False, True), (True, True)}

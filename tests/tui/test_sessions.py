@@ -95,3 +95,13 @@ async def test_replay_fork_export_and_delete_from_the_browser(workspace: Path, d
         ids = [s.id for s in (await store.list()).sessions]
     assert stored not in ids
     assert fork in ids
+
+
+async def test_f4_closes_the_browser_it_opened(workspace: Path, data: Path) -> None:
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await browse(pilot)
+        depth = len(app.screen_stack)
+        await pilot.press("f4")
+        await until_screen(pilot, MainScreen)
+        assert len(app.screen_stack) == depth - 1

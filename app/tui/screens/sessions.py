@@ -81,12 +81,15 @@ class ConfirmDelete(ModalScreen[bool]):
 
 
 class SessionBrowser(Screen[SessionChoice | None]):
-    """Enter resumes; r replays, f forks, x exports, d deletes; a shows every workspace."""
+    """Enter resumes; ^R replays, ^F forks, ^E exports, ^D deletes; ^A shows every workspace."""
 
     DEFAULT_CSS = """
     SessionBrowser Input { margin: 0 1; }
     SessionBrowser DataTable { height: 1fr; }
     """
+
+    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("choose('export')", "choose('fork')", "toggle_all")
+    """What the footer leaves out first when it is narrow (`KeyFooter`): the rarest actions."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "choose('resume')", "Resume", priority=True),
@@ -96,6 +99,8 @@ class SessionBrowser(Screen[SessionChoice | None]):
         Binding("ctrl+d", "delete", "Delete", priority=True),
         Binding("ctrl+a", "toggle_all", "All workspaces", priority=True),
         Binding("escape", "close", "Back"),
+        # F4 opened the browser and closes it: the app's F4 would stack another browser on it
+        Binding("f4", "close", "Close", show=False),
         Binding("down", "move(1)", show=False),
         Binding("up", "move(-1)", show=False),
     ]
