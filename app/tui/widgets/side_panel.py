@@ -6,8 +6,10 @@ replay screen feed it the same types, so it never knows which one it serves.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -46,6 +48,67 @@ def _range(view: AreaView) -> str:
     return "-" if view.earliest is None else f"{view.earliest}..{view.latest}"
 
 
+class AreasTable(DataTable[Text | str]):
+    """The Areas, a row each: the cursor, id, range, life, flow and name. The name comes last,
+    the one that may be long, and is shortened to the room the other columns leave it, so the
+    table never needs a horizontal scrollbar (it had one, a row tall, when a name was cut)."""
+
+    HEADERS = (" ", "id", "range", "life", "flow", "name")
+    NAME_MIN = 6
+    """Fewer cells than this left for the name, and the column is left out: the Inspector and
+    the transcript name each Area, and a wider panel (a wider terminal) has room for it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._areas: tuple[AreaView, ...] = ()
+        self._filled_width = -1
+
+    def show(self, areas: tuple[AreaView, ...]) -> None:
+        self._areas = areas
+        self._fill()
+
+    def on_mount(self) -> None:
+        self._fill()
+
+    def on_resize(self) -> None:
+        if self.scrollable_content_region.width != self._filled_width:
+            self._fill()
+
+    def _fill(self) -> None:
+        self.clear(columns=True)  # a column keeps the width of its widest cell ever otherwise
+        rows = [
+            (
+                Text("▶", style="bold yellow") if view.cursor else Text(" "),
+                view.id,
+                _range(view),
+                Text(view.life.value, style="dim" if view.life.value == "retired" else "green"),
+                Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else ""),
+            )
+            for view in self._areas
+        ]
+        self._filled_width = width = self.scrollable_content_region.width
+        room = self._name_room(width, rows) if width else None
+        if room is not None and room < self.NAME_MIN:
+            self.add_columns(*self.HEADERS[:-1])  # too narrow to tell names apart: no name
+            for view, row in zip(self._areas, rows, strict=True):
+                self.add_row(*row, key=view.id)
+            return
+        self.add_columns(*self.HEADERS)
+        for view, row in zip(self._areas, rows, strict=True):
+            name = Text(view.name or "")
+            if room is not None:
+                name.truncate(room, overflow="ellipsis")
+            self.add_row(*row, name, key=view.id)
+
+    def _name_room(self, width: int, rows: Sequence[Sequence[Text | str]]) -> int:
+        """Cells left for the name once the other columns hold their widest cell."""
+        widths = [cell_len(header) for header in self.HEADERS[:-1]]
+        for row in rows:
+            widths = [max(w, cell_len(str(cell))) for w, cell in zip(widths, row, strict=True)]
+        padding = 2 * self.cell_padding
+        return width - sum(widths) - padding * len(widths) - padding
+
+
 class SidePanel(Widget):
     """Tabs: Areas, GC, Outbox, Budget."""
 
@@ -61,9 +124,10 @@ class SidePanel(Widget):
     SidePanel.-hidden {
         display: none;
     }
-    SidePanel DataTable {
+    SidePanel AreasTable {
         height: auto;
         max-height: 100%;
+        overflow-x: hidden;  /* the name is shortened to the room left, never scrolled to */
     }
     SidePanel .panel-text {
         padding: 0 1;
@@ -78,7 +142,7 @@ class SidePanel(Widget):
     def compose(self) -> ComposeResult:
         with TabbedContent(id="side-tabs"):
             with TabPane("Areas", id="tab-areas"):
-                yield DataTable(id="areas-table", cursor_type="row", zebra_stripes=True)
+                yield AreasTable(id="areas-table")
             with TabPane("GC", id="tab-gc"), VerticalScroll():
                 yield Static("no collection yet", id="gc-log", classes="panel-text")
             with TabPane("Outbox", id="tab-outbox"), VerticalScroll():
@@ -86,21 +150,9 @@ class SidePanel(Widget):
             with TabPane("Budget", id="tab-budget"), VerticalScroll():
                 yield Static("no request yet", id="budget-text", classes="panel-text")
 
-    def on_mount(self) -> None:
-        table = self.query_one("#areas-table", DataTable)
-        # the name last: it is the one that may be long, and what a narrow panel clips
-        table.add_columns(" ", "id", "range", "life", "flow", "name")
-
     def watch_areas(self, areas: tuple[AreaView, ...]) -> None:
-        if not self.is_mounted:
-            return
-        table = self.query_one("#areas-table", DataTable)
-        table.clear()
-        for view in areas:
-            marker = Text("▶", style="bold yellow") if view.cursor else Text(" ")
-            life = Text(view.life.value, style="dim" if view.life.value == "retired" else "green")
-            flow = Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else "")
-            table.add_row(marker, view.id, _range(view), life, flow, view.name or "", key=view.id)
+        if self.is_mounted:
+            self.query_one(AreasTable).show(areas)
 
     def watch_collections(self, collections: tuple[GcRow, ...]) -> None:
         if not self.is_mounted:
