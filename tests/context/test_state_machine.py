@@ -42,6 +42,7 @@ class ScriptArea:
         self.promotes = 0
         self.retire_on_observe = False
         self.count = 0
+        self.observed: list[str] | None = None  # the contents of its last observe() snapshot
 
     @property
     def life_state(self) -> AreaLifeState:
@@ -52,6 +53,7 @@ class ScriptArea:
         return self.flow
 
     def observe(self, context: Sequence[NativeContent]) -> None:
+        self.observed = [item["content"] for item in context]
         if self.retire_on_observe:
             self.life = RETIRED
 
@@ -78,6 +80,7 @@ class ModelArea:
     retire_on_observe: bool = False
     count: int = 0
     range: tuple[int, int] | None = None
+    observed: list[str] | None = None  # what its range held when the pass reached it
 
 
 @dataclass
@@ -145,6 +148,8 @@ class Model:
             a = self.order[(start + k) % len(self.order)]
             if a.life is not RETAIN:
                 continue
+            if a.range is not None:
+                a.observed = [content for content, _ in self.items[a.range[0] : a.range[1] + 1]]
             if a.range is not None and a.retire_on_observe:
                 a.life = RETIRED
                 continue
@@ -224,8 +229,13 @@ class CoopContextMachine(RuleBasedStateMachine):
             for area_id, r in self.loop.coop.ranges.items()
             if self.loop.coop.area_by_id(area_id).life_state is RETAIN
         ]
+        for area, model in self.areas:
+            area.observed = model.observed = None
         self.loop.render()
         self.model.render()
+        # each Area observed what its range held, kept snapshots or not
+        for area, model in self.areas:
+            assert area.observed == model.observed, area.name
         # the Context before the earliest range of any retained Area never changes
         for earliest, prefix in guarded:
             assert context[:earliest] == prefix
