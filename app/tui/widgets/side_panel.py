@@ -55,8 +55,8 @@ class AreasTable(DataTable[Text | str]):
 
     HEADERS = (" ", "id", "range", "life", "flow", "name")
     NAME_MIN = 6
-    """Fewer cells than this left for the name, and the column is left out: the Inspector and
-    the transcript name each Area, and a wider panel (a wider terminal) has room for it."""
+    """Fewer cells than this left for the name, and the column is left out: a name cut to a few
+    letters tells Areas apart no better than their ids, and a wider terminal's panel has room."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
