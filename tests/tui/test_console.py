@@ -321,6 +321,34 @@ async def test_the_areas_table_shows_id_range_and_state_before_the_name(
         assert sum(widths) <= table.scrollable_content_region.width
 
 
+async def test_the_panel_hides_when_the_terminal_narrows_and_f2_decides_in_between(
+    workspace: Path, data: Path
+) -> None:
+    """Crossing 100 columns hides or shows the panel (shown at 50 columns it left the
+    conversation six); on either side of the line F2's choice holds through resizes."""
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await pilot.pause()
+        panel = app.main.query_one(SidePanel)
+
+        async def shown_at(width: int) -> bool:
+            await pilot.resize_terminal(width, 30)
+            await pilot.pause()
+            return panel.display
+
+        assert panel.display
+        assert not await shown_at(60)
+        await pilot.press("f2")
+        await pilot.pause()
+        assert panel.display
+        assert await shown_at(70)  # still narrow: F2's choice holds
+        assert await shown_at(120)
+        await pilot.press("f2")
+        assert not await shown_at(130)  # still wide: hidden by F2 stays hidden
+        assert not await shown_at(90)
+        assert await shown_at(100)
+
+
 async def test_the_meter_and_the_inspector_account_for_every_character(
     workspace: Path, data: Path
 ) -> None:

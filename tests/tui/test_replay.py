@@ -83,6 +83,20 @@ async def opened(pilot: Pilot[None]) -> ReplayScreen:
     return screen
 
 
+async def test_a_replay_opened_in_a_narrow_terminal_starts_without_the_panel(
+    workspace: Path, data: Path
+) -> None:
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(pilot)
+        panel = screen.query_one(SidePanel)
+        assert not panel.display
+        await pilot.resize_terminal(110, 24)
+        await pilot.pause()
+        assert panel.display
+
+
 def bar(screen: ReplayScreen) -> str:
     """The position bar's text."""
     return str(screen.query_one(PositionBar).content)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -67,8 +67,6 @@ PROMPT_PLACEHOLDER = "Ask the agent · /help for commands · @ for files"
 empty transcript above an empty box."""
 STEER_PLACEHOLDER = "Steer the running turn · Esc cancels it"
 """While a turn runs, Enter sends to it (steering), not a new prompt."""
-NARROW = 100
-"""Below this many columns the side panel starts hidden, so the conversation keeps its width."""
 PANEL_EVENTS = frozenset(
     {"area/register", "area/state", "area/render", "area/cursor", "gc/collect"}
 )
@@ -135,8 +133,7 @@ class MainScreen(Screen[None]):
         self._view = self.query_one(TranscriptView)
         self._status = self.query_one(StatusLine)
         self._panel = self.query_one(SidePanel)
-        if self.app.size.width < NARROW:
-            self.query_one(SidePanel).add_class("-hidden")  # F2 shows it
+        self._panel.follow_width(self.app.size.width)
         prompt = self.query_one(PromptInput)
         prompt.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
         self.query_one(StatusLine).status = "opening"
@@ -389,7 +386,10 @@ class MainScreen(Screen[None]):
         self.post_message(self.OpenForWriting())
 
     def action_toggle_panel(self) -> None:
-        self.query_one(SidePanel).toggle_class("-hidden")
+        self._panel.toggle()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._panel.follow_width(event.size.width)
 
     def action_inspect(self) -> None:
         if self.agent is None:

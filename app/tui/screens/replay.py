@@ -18,6 +18,7 @@ from contextlib import suppress
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -119,6 +120,7 @@ class ReplayScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.query_one(SidePanel).follow_width(self.app.size.width)
         self.call_after_refresh(self._show)  # not mounted yet while its mount is handled
         if self.followed is not None:
             self._feed = asyncio.create_task(self.followed.run(self))
@@ -303,7 +305,10 @@ class ReplayScreen(Screen[None]):
         return "following: no one writes it now"
 
     def action_toggle_panel(self) -> None:
-        self.query_one(SidePanel).toggle_class("-hidden")
+        self.query_one(SidePanel).toggle()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(SidePanel).follow_width(event.size.width)
 
     def action_inspect(self) -> None:
         seq = self.player.seq

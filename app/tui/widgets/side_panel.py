@@ -109,8 +109,18 @@ class AreasTable(DataTable[Text | str]):
         return width - sum(widths) - padding * len(widths) - padding
 
 
+NARROW = 100
+"""Below this many columns the side panel is hidden, so the conversation keeps its width."""
+
+
 class SidePanel(Widget):
-    """Tabs: Areas, GC, Outbox, Budget."""
+    """Tabs: Areas, GC, Outbox, Budget.
+
+    Its screen calls `follow_width` with the terminal's width when it mounts and on every resize:
+    the panel is hidden below `NARROW` columns and shown at or above it whenever the width crosses
+    that line; F2 (`toggle`) decides in between. Shown at 50 columns it had left the
+    conversation six.
+    """
 
     DEFAULT_CSS = """
     SidePanel {
@@ -149,6 +159,19 @@ class SidePanel(Widget):
                 yield Static("empty", id="outbox-text", classes="panel-text")
             with TabPane("Budget", id="tab-budget"), VerticalScroll():
                 yield Static("no request yet", id="budget-text", classes="panel-text")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._narrow: bool | None = None  # the side of NARROW the width was last on
+
+    def follow_width(self, width: int) -> None:
+        narrow = width < NARROW
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self.set_class(narrow, "-hidden")
+
+    def toggle(self) -> None:
+        self.toggle_class("-hidden")
 
     def watch_areas(self, areas: tuple[AreaView, ...]) -> None:
         if self.is_mounted:
