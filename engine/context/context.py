@@ -26,10 +26,7 @@ class Context(Sequence[NativeContent]):
     _items: list[NativeContent]
     _provenances: list[Provenance]
     _stamp: OwnerStamp | None
-    cuts: int
-    """How many times items were detached or replaced: a reader that kept a slice of the items
-    knows it is still what the Context holds while this is unchanged (appends change nothing
-    before the tail)."""
+    _cuts: int
 
     def __init__(self, gateway_type: GatewayType, *, codec: Codec | None = None) -> None:
         self._gateway_type = gateway_type
@@ -37,7 +34,7 @@ class Context(Sequence[NativeContent]):
         self._items = []
         self._provenances = []
         self._stamp = None
-        self.cuts = 0
+        self._cuts = 0
 
     @classmethod
     def restored(
@@ -126,7 +123,7 @@ class Context(Sequence[NativeContent]):
         if tail:
             del self._items[start:]
             del self._provenances[start:]
-            self.cuts += 1
+            self._cuts += 1
         return tail
 
     # --- reading ------------------------------------------------------------------------------
@@ -147,6 +144,13 @@ class Context(Sequence[NativeContent]):
 
     def __iter__(self) -> Iterator[NativeContent]:
         return iter(self._items)
+
+    @property
+    def cuts(self) -> int:
+        """How many times items were detached or replaced: a reader that kept a slice of the items
+        knows it is still what the Context holds while this is unchanged (appends change nothing
+        before the tail)."""
+        return self._cuts
 
     @property
     def item_list(self) -> list[NativeContent]:
@@ -184,7 +188,7 @@ class Context(Sequence[NativeContent]):
         self._codec = codec_for(gateway_type)
         self._items = [item for item, _ in entries]
         self._provenances = [provenance for _, provenance in entries]
-        self.cuts += 1
+        self._cuts += 1
 
     def provenances_from(self, index: int) -> tuple[Provenance, ...]:
         """The provenances of the tail from `index` (costs the tail, not the whole Context)."""

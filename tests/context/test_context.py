@@ -89,3 +89,17 @@ def test_serialize_copies_so_requests_cannot_bend_the_context() -> None:
     request = context.serialize()
     request[0]["content"] = "changed"
     assert context[0]["content"] == "m0"
+
+
+def test_cuts_count_what_changes_items_before_the_tail_and_appends_do_not() -> None:
+    context = filled(3)
+    assert context.cuts == 0
+    assert context.detach_tail(3) == []  # past the end: nothing detached
+    assert context.cuts == 0
+    context.detach_tail(2)
+    assert context.cuts == 1
+    context.emplace_message(Message(Role.user, "d"), prov(3))
+    assert context.cuts == 1
+    context.rebind(GatewayType.scripted, context.entries())
+    assert context.cuts == 2
+    assert context.copy().cuts == 0  # a copy's reader kept no slice of it
