@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 from textual.widgets import Collapsible
+from textual.widgets._markdown import MarkdownHeader
 
 from app.tui.widgets.entries import AssistantMessage, LineEntry, ToolCard, UserMessage
 from app.tui.widgets.transcript_view import TranscriptView
+from engine.events import AssistantMessage as AssistantPayload
+from engine.events import StepEnd, StepStart, TurnEnd, TurnStart
+from engine.events import UserMessage as UserPayload
+from engine.session import Session
 from replay.entries import GcEntry, RetryEntry
 from replay.transcript import Transcript, transcript_of
 from replay.wording import gc_line, retry_line
@@ -87,3 +92,27 @@ async def test_entries_mount_no_more_widgets_than_they_show() -> None:
         replies = list(app.query(AssistantMessage))
         assert replies
         assert not any(reply.query(Collapsible) for reply in replies)
+
+
+def a_reply(content: str) -> Transcript:
+    session = Session("reply")
+    session.append(TurnStart(turn=1))
+    session.append(UserPayload(content="plan it"))
+    session.append(StepStart(turn=1, step=1, prefix_digest="ab" * 32))
+    session.append(AssistantPayload(turn=1, step=1, content=content))
+    session.append(StepEnd(turn=1, step=1))
+    session.append(TurnEnd(turn=1, reason="completed"))
+    return transcript_of(list(session.held))
+
+
+async def test_a_reply_that_opens_with_a_heading_has_no_gap_above_it() -> None:
+    """The entry's own spacing stands above a reply; a heading's top margin (2 lines) on top of
+    it had left three blank lines after a tool card. Later headings keep theirs."""
+    app = EntriesApp(a_reply("## Plan\n\nFirst.\n\n## Then\n\nSecond."))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        reply = app.query_one(AssistantMessage)
+        first, then = reply.query(MarkdownHeader)
+        assert (first.styles.margin.top, first.styles.margin.bottom) == (0, 1)
+        assert then.styles.margin.top == 2
+        assert first.region.y == reply.content_region.y

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from textual.pilot import Pilot
+from textual.widgets._markdown import MarkdownHeader
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.entries import AssistantMessage
@@ -24,7 +25,15 @@ from tests.tui.test_folding import shown
 from tests.tui.test_long_session import TURN_EVENTS, opened
 from tests.tui.test_streaming import layout_of, long_reply
 
-LONG = long_reply(170)  # some 13,000 characters: paragraphs, headings, lists and fences
+LONG = "## A long reply\n\n" + long_reply(170)
+"""Some 13,000 characters: a heading first, then paragraphs, headings, lists and fences."""
+
+
+def opens_with_a_flush_heading(message: AssistantMessage) -> bool:
+    """Its first block is a heading without a top margin, whichever part was composed last."""
+    first = message.query(MarkdownBlock).first()
+    return isinstance(first, MarkdownHeader) and first.styles.margin.top == 0
+
 
 BLOCKS = st.sampled_from(
     [
@@ -143,6 +152,7 @@ async def test_a_resumed_long_reply_composes_its_end_then_its_parts_as_the_user_
                 assert blocks[0].region.y == before + page
         assert not message.deferred
         assert message.shown_text == LONG
+        assert opens_with_a_flush_heading(message)
         assert layout_of(message) == expected, "line for line as in one piece"
 
 
@@ -170,4 +180,5 @@ async def test_from_the_start_a_long_reply_composes_its_first_part_then_those_be
             await settled(app, pilot)
         assert not message.deferred
         assert message.shown_text == LONG
+        assert opens_with_a_flush_heading(message)
         assert layout_of(message) == expected

@@ -12,7 +12,7 @@ from textual.dom import DOMNode
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownParagraph
+from textual.widgets._markdown import MarkdownHeader, MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.entries import SEAL_BLOCKS, AssistantMessage
@@ -210,3 +210,29 @@ async def test_a_running_turn_keeps_its_sealed_reply_out_of_the_collector_until_
         assert not any(o is sealed[0] for o in gc.get_objects()), "the sealed chunk is frozen"
         await settle(app, pilot)
         assert gc.get_freeze_count() == 0
+
+
+async def test_a_streamed_reply_that_opens_with_a_heading_has_no_gap_above_it() -> None:
+    """Its first heading has no top margin, as in a finished reply; later headings keep theirs;
+    a first block that changes as text streams (a paragraph, then a heading) is marked again,
+    and the reply stands as the same text written at once."""
+    text = "## Plan\n\nFirst paragraph.\n\n## Then\n\nSecond paragraph."
+    app = ReplyApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content="Plan"))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await write_cut_at_blank_lines(app, pilot, text)
+        assert reply.shown_text == text
+        first, then = reply.query(MarkdownHeader)
+        assert (first.styles.margin.top, first.styles.margin.bottom) == (0, 1)
+        assert then.styles.margin.top == 2
+        streamed = layout_of(reply)
+    settled = ReplyApp()
+    async with settled.run_test(size=(100, 40)) as pilot:
+        reply = settled.query_one(AssistantMessage)
+        reply.show(AssistantEntry(key="a", seq=1, turn=1, step=1, content=text))
+        await settled.workers.wait_for_complete()
+        await pilot.pause()
+        assert layout_of(reply) == streamed

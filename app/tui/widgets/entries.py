@@ -23,7 +23,13 @@ from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.collecting import turns
 from app.tui.widgets.folding import unfold_within
-from app.tui.widgets.settled import REPLY_END, Deferred, SettledMarkdown, settled_parts
+from app.tui.widgets.settled import (
+    REPLY_END,
+    REPLY_START,
+    Deferred,
+    SettledMarkdown,
+    settled_parts,
+)
 from app.tui.widgets.status_line import compact_number
 from replay.entries import (
     AreaEntry,
@@ -314,6 +320,10 @@ class AssistantMessage(EntryWidget):
     AssistantMessage MarkdownBlock.-reply-end {
         margin-bottom: 0;
     }
+    /* a reply that opens with a heading: the entry's own spacing is enough above it */
+    AssistantMessage MarkdownHeader.-reply-start {
+        margin: 0 0 1 0;  /* whole: a rule that sets one side sets the others to 0 */
+    }
     """
 
     def __init__(self, entry: TranscriptEntry, *, from_start: bool = False) -> None:
@@ -325,6 +335,7 @@ class AssistantMessage(EntryWidget):
         self._writing = False  # a `_write` worker runs
         self._reasoning: str | None = None  # the reasoning shown
         self._reasoning_text: Static | None = None  # its widget, once there is some
+        self._start: Widget | None = None  # the block marked as the reply's first
         self._end: Widget | None = None  # the block marked as the reply's last
         self._parted = False  # a long finished reply, composed a part at a time
 
@@ -343,7 +354,7 @@ class AssistantMessage(EntryWidget):
                 yield Deferred(parts[1:], above=False)
             else:
                 yield Deferred(parts[:-1], above=True)
-                yield SettledMarkdown(parts[-1], id="reply")
+                yield SettledMarkdown(parts[-1], start=False, id="reply")
         else:
             yield Markdown(id="reply")
 
@@ -356,7 +367,8 @@ class AssistantMessage(EntryWidget):
         """Compose the part of `marker` nearest to those composed; the marker goes with the
         last."""
         source = marker.take()
-        part = SettledMarkdown(source, end=not marker.above and not marker.parts)
+        last = not marker.parts  # of those on its side: the reply's first above, its last below
+        part = SettledMarkdown(source, start=marker.above and last, end=not marker.above and last)
         if marker.above:
             await self.mount(part, after=marker)
         else:
@@ -418,26 +430,22 @@ class AssistantMessage(EntryWidget):
                     await self._seal(live)
                 else:
                     await self._rewrite(wanted)
-                self._mark_end()
+                self._mark_ends()
                 # each write lays the screen out again: what streams meanwhile waits for the next
                 await asyncio.sleep(WRITE_EVERY_S)
         finally:
             self._writing = False
 
-    def _mark_end(self) -> None:
-        """Mark the reply's last block (no bottom margin) by a class. An order pseudo-class
-        (`:last-child`) made Textual restyle every displayed block of the live Markdown (and all
-        each holds) whenever a block was mounted."""
+    def _mark_ends(self) -> None:
+        """Mark the reply's first and last blocks by a class (a heading first has no top margin,
+        the last block no bottom margin). An order pseudo-class (`:last-child`) made Textual
+        restyle every displayed block of the live Markdown (and all each holds) whenever a block
+        was mounted."""
         markdowns = list(self.query_children(Markdown))
-        blocks = list(markdowns[-1].query_children(MarkdownBlock)) if markdowns else []
-        end = blocks[-1] if blocks else None
-        if end is self._end:
-            return
-        if self._end is not None:
-            self._end.remove_class(REPLY_END)
-        if end is not None:
-            end.add_class(REPLY_END)
-        self._end = end
+        first = list(markdowns[0].query_children(MarkdownBlock)) if markdowns else []
+        last = list(markdowns[-1].query_children(MarkdownBlock)) if markdowns else []
+        self._start = _moved(self._start, first[0] if first else None, REPLY_START)
+        self._end = _moved(self._end, last[-1] if last else None, REPLY_END)
 
     async def _rewrite(self, text: str) -> None:
         """The whole reply again (withdrawn text, or the first write), in one Markdown."""
@@ -588,3 +596,13 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
             line = LineEntry(entry)
             line.add_class("note")
             return line
+
+
+def _moved(marked: Widget | None, block: Widget | None, mark: str) -> Widget | None:
+    """`mark` moved from the block that had it to `block`; returns the block that has it now."""
+    if block is not marked:
+        if marked is not None:
+            marked.remove_class(mark)
+        if block is not None:
+            block.add_class(mark)
+    return block

@@ -21,6 +21,8 @@ from textual.widgets import Markdown, Static
 
 REPLY_END = "-reply-end"
 """The class of a reply's last block (no bottom margin)."""
+REPLY_START = "-reply-start"
+"""The class of a reply's first block (a heading there has no top margin)."""
 
 LONG_CHARS = 12_000
 """A finished reply this long or longer is composed in parts (at 80 columns some 150 lines);
@@ -89,16 +91,22 @@ def _closes(fence: str, line: str) -> bool:
 class SettledMarkdown(Markdown):
     """A finished reply's Markdown, its blocks composed with it: one layout for a page of
     scrollback, where a Markdown mounting its blocks once mounted (each parsing apart, off the
-    loop) laid the window out again as each finished. It updates as any Markdown does. `end`:
-    it holds the reply's end, so its last block has no bottom margin."""
+    loop) laid the window out again as each finished. It updates as any Markdown does. `start`
+    and `end`: it holds the reply's start (its first block is marked `REPLY_START`) or its end
+    (its last block has no bottom margin)."""
 
-    def __init__(self, markdown: str, *, end: bool = True, id: str | None = None) -> None:
+    def __init__(
+        self, markdown: str, *, start: bool = True, end: bool = True, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self._markdown = markdown
+        self._start = start
         self._end = end
 
     def compose(self) -> ComposeResult:
         blocks = list(self._build_from_source(self._markdown))
+        if blocks and self._start:
+            blocks[0].add_class(REPLY_START)
         if blocks and self._end:
             blocks[-1].add_class(REPLY_END)
         yield from blocks
