@@ -1,11 +1,13 @@
 """Entries a person works with: a focused entry copies its logical text, long tool output starts
-collapsed and expands on Enter, and one-line entries read as `trellis show` words them."""
+collapsed and expands on Enter, one-line entries read as `trellis show` words them, and a reply
+stands without a margin above its first block or below its last."""
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import Collapsible
-from textual.widgets._markdown import MarkdownHeader
+from textual.widgets import Collapsible, Markdown
+from textual.widgets._markdown import MarkdownBlock, MarkdownHeader
 
 from app.tui.widgets.entries import AssistantMessage, LineEntry, ToolCard, UserMessage
 from app.tui.widgets.transcript_view import TranscriptView
@@ -116,3 +118,28 @@ async def test_a_reply_that_opens_with_a_heading_has_no_gap_above_it() -> None:
         assert (first.styles.margin.top, first.styles.margin.bottom) == (0, 1)
         assert then.styles.margin.top == 2
         assert first.region.y == reply.content_region.y
+
+
+@pytest.mark.parametrize(
+    ("content", "margins"),
+    [
+        ("Text.\n\n> quoted", [(0, 1), (1, 0)]),
+        ("Text.\n\n```\ncode\n```", [(0, 1), (1, 0)]),
+        ("```\ncode\n```\n\nAfter.", [(0, 1), (0, 0)]),
+        ("Text.\n\n## End", [(0, 1), (2, 0)]),
+        ("### Start\n\nText.\n\n### End", [(0, 1), (0, 1), (1, 0)]),
+        ("## Only", [(0, 0)]),
+    ],
+)
+async def test_a_reply_drops_the_margin_above_its_first_block_and_below_its_last_only(
+    content: str, margins: list[tuple[int, int]]
+) -> None:
+    """(top, bottom) of each block: the last keeps its top margin (the rule that dropped its
+    bottom one had dropped every side, a heading or a fence at the end stood closer to the text
+    above it than in the middle)."""
+    app = EntriesApp(a_reply(content))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        reply = app.query_one(AssistantMessage)
+        blocks = [b for b in reply.query(MarkdownBlock) if isinstance(b.parent, Markdown)]
+        assert [(b.styles.margin.top, b.styles.margin.bottom) for b in blocks] == margins

@@ -317,12 +317,26 @@ class AssistantMessage(EntryWidget):
         margin: 0;
         padding: 0;
     }
+    /* A reply's first and last blocks are marked by classes (`_mark_ends`): no margin above
+       the first (the entry's own spacing stands there), none below the last. A Textual rule that
+       sets one side of a margin sets the others to 0, so each rule gives all four, by kind. */
     AssistantMessage MarkdownBlock.-reply-end {
-        margin-bottom: 0;
+        margin: 0;
     }
-    /* a reply that opens with a heading: the entry's own spacing is enough above it */
-    AssistantMessage MarkdownHeader.-reply-start {
-        margin: 0 0 1 0;  /* whole: a rule that sets one side sets the others to 0 */
+    AssistantMessage MarkdownHeader.-reply-end {
+        margin: 2 0 0 0;
+    }
+    AssistantMessage MarkdownH3.-reply-end, AssistantMessage MarkdownH4.-reply-end,
+    AssistantMessage MarkdownH5.-reply-end, AssistantMessage MarkdownH6.-reply-end,
+    AssistantMessage MarkdownFence.-reply-end, AssistantMessage MarkdownBlockQuote.-reply-end {
+        margin: 1 0 0 0;
+    }
+    AssistantMessage MarkdownHeader.-reply-start, AssistantMessage MarkdownFence.-reply-start,
+    AssistantMessage MarkdownBlockQuote.-reply-start {
+        margin: 0 0 1 0;
+    }
+    AssistantMessage MarkdownBlock.-reply-start.-reply-end {
+        margin: 0;
     }
     """
 
