@@ -30,8 +30,8 @@ class KeyFooter(Footer):
 
     When none holds them all, it leaves keys out until the rest fit: first those whose actions
     the screen names, in order, in its `FOOTER_SPARE` (a tuple of action strings), then the last
-    shown, never F1's. Before, the last keys
-    were cut at the edge: at 80 columns the session browser showed `f1 Hel`.
+    shown, never F1's. Before, the last keys were cut at the edge: at 80 columns the session
+    browser showed `f1 Hel`.
     """
 
     def __init__(self) -> None:

@@ -88,17 +88,16 @@ class AreasTable(DataTable[Text | str]):
         ]
         self._filled_width = width = self.scrollable_content_region.width
         room = self._name_room(width, rows) if width else None
-        if room is not None and room < self.NAME_MIN:
-            self.add_columns(*self.HEADERS[:-1])  # too narrow to tell names apart: no name
-            for view, row in zip(self._areas, rows, strict=True):
-                self.add_row(*row, key=view.id)
-            return
-        self.add_columns(*self.HEADERS)
+        named = room is None or room >= self.NAME_MIN  # too narrow to tell names apart: no name
+        self.add_columns(*(self.HEADERS if named else self.HEADERS[:-1]))
         for view, row in zip(self._areas, rows, strict=True):
-            name = Text(view.name or "")
-            if room is not None:
-                name.truncate(room, overflow="ellipsis")
-            self.add_row(*row, name, key=view.id)
+            cells: tuple[Text | str, ...] = row
+            if named:
+                name = Text(view.name or "")
+                if room is not None:
+                    name.truncate(room, overflow="ellipsis")
+                cells = (*row, name)
+            self.add_row(*cells, key=view.id)
 
     def _name_room(self, width: int, rows: Sequence[Sequence[Text | str]]) -> int:
         """Cells left for the name once the other columns hold their widest cell."""
@@ -149,6 +148,10 @@ class SidePanel(Widget):
     outbox: reactive[OutboxView | None] = reactive(None, always_update=True)
     assembly: reactive[AssemblyView | None] = reactive(None, always_update=True)
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._narrow: bool | None = None  # the side of NARROW the width was last on
+
     def compose(self) -> ComposeResult:
         with TabbedContent(id="side-tabs"):
             with TabPane("Areas", id="tab-areas"):
@@ -159,10 +162,6 @@ class SidePanel(Widget):
                 yield Static("empty", id="outbox-text", classes="panel-text")
             with TabPane("Budget", id="tab-budget"), VerticalScroll():
                 yield Static("no request yet", id="budget-text", classes="panel-text")
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._narrow: bool | None = None  # the side of NARROW the width was last on
 
     def follow_width(self, width: int) -> None:
         narrow = width < NARROW
