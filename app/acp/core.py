@@ -218,8 +218,11 @@ class _Opened:
     session: AcpSession
     feed: Feed | None
     feed_from: int
+    prompts: int = 0
+    """This connection's `session/prompt`s for the session that arrived and are not answered."""
     cancelled: bool = False
-    """A `session/cancel` came while this connection's prompt waited for the Agent to open."""
+    """A `session/cancel` came after them: a prompt that has not reached the Agent yet (its
+    task not started, or the Agent still opening) does not run. Spent once they are answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,11 +288,30 @@ class AcpConnection:
         if method == "initialize":  # answered before any later message is looked at
             await self._answer(message.id, method, message.params)
             return
+        settled = self._prompt_arrived(message.params) if method == "session/prompt" else None
         task = asyncio.create_task(
-            self._answer(message.id, method, message.params), name=f"acp {self.id} {method}"
+            self._answer(message.id, method, message.params, settled),
+            name=f"acp {self.id} {method}",
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _prompt_arrived(self, params: Any) -> Callable[[], None] | None:
+        """Count a prompt in as it arrives, before its task runs, so a `session/cancel` read
+        right behind it is for it (`_notification`). Returns what counts it out again, called
+        before its answer is written: a client may send its next prompt the moment it reads it."""
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        opened = self._opened.get(session_id) if isinstance(session_id, str) else None
+        if opened is None:
+            return None  # not a session of this connection: refused, nothing to cancel
+        opened.prompts += 1
+
+        def answered() -> None:
+            opened.prompts -= 1
+            if opened.prompts == 0:
+                opened.cancelled = False
+
+        return answered
 
     async def receive_error(self, error: RequestError) -> None:
         """A message the transport could not take (over the size limit): answered with `error`
@@ -327,12 +349,12 @@ class AcpConnection:
             log.info("connection %s: bad session/cancel: %s", self.id, error)
             return
         opened = self._opened.get(cancel.session_id)
-        if opened is None or opened.session.prompting is not self:
-            return
-        if opened.session.agent is None:
-            opened.cancelled = True  # the prompt waits for the Agent to open: it will not run
-        else:
-            opened.session.agent.cancel()
+        if opened is None or not opened.prompts:
+            return  # no prompt of this connection to cancel
+        opened.cancelled = True  # one not at the Agent yet will not run
+        agent = opened.session.agent
+        if agent is not None and opened.session.prompting is self:
+            agent.cancel()  # the one sent ends `cancelled` (even before its first step)
 
     def _answered(self, message: rpc.Incoming) -> None:
         if not isinstance(message.id, int):
@@ -351,18 +373,30 @@ class AcpConnection:
 
     # --- requests ------------------------------------------------------------------------------
 
-    async def _answer(self, ident: rpc.RequestId, method: str, params: Any) -> None:
+    async def _answer(
+        self,
+        ident: rpc.RequestId,
+        method: str,
+        params: Any,
+        settled: Callable[[], None] | None = None,
+    ) -> None:
+        """Run the request's handler and write its answer; `settled` is called once the handler
+        is done, whatever its outcome, and before anything is written."""
         then: tuple[tuple[str, Any], ...] = ()
         after: Callable[[], Awaitable[None]] | None = None
         try:
-            handler = self._requests.get(method)
-            if handler is None or (method.startswith("_trellis/") and not self.wants_events):
-                raise RequestError(-32601, f"Method not found: {method}", {"method": method})
-            if not self._initialized and method != "initialize":
-                raise RequestError(
-                    rpc.NOT_INITIALIZED, f"{method} before initialize: send initialize first"
-                )
-            result = await handler(params if params is not None else {})
+            try:
+                handler = self._requests.get(method)
+                if handler is None or (method.startswith("_trellis/") and not self.wants_events):
+                    raise RequestError(-32601, f"Method not found: {method}", {"method": method})
+                if not self._initialized and method != "initialize":
+                    raise RequestError(
+                        rpc.NOT_INITIALIZED, f"{method} before initialize: send initialize first"
+                    )
+                result = await handler(params if params is not None else {})
+            finally:
+                if settled is not None:
+                    settled()
             if isinstance(result, _Answer):
                 result, then, after = result.result, result.then, result.after
             body = rpc.dump(result) if isinstance(result, BaseModel) else result
@@ -530,10 +564,9 @@ class AcpConnection:
             )
         prompt = prompt_of(request.prompt)
         session.prompting = self
-        opened.cancelled = False
         try:
             agent = await self._agent(opened)
-            if opened.cancelled:  # cancelled while the Agent opened: nothing ran
+            if opened.cancelled:  # cancelled before it reached the Agent: nothing ran
                 return PromptResponse(stop_reason="cancelled")
             start = len(agent.log)
             if not prompt.attachments and REGISTRY.is_command(prompt.text):

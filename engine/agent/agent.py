@@ -94,7 +94,9 @@ class Agent:
         self._listeners: list[PromptListener] = []
         self._inbox: deque[_Queued] = deque()
         runtime.queued = lambda: tuple(q.submission.content for q in self._inbox)
-        self._preparing = False  # a dequeued submission is being admitted or its turn opened
+        # The send at the head of the inbox is about to run (its runner is scheduled), is being
+        # admitted, or its turn is opening: a cancel now ends the turn it opens at once.
+        self._preparing = False
         self._cancel_before_start: TurnEndReason | None = None
         self._runner: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
@@ -295,6 +297,8 @@ class Agent:
         )
         self._rt.queued_changed()
         if self._runner is None:
+            # what runs first is this send: a cancel before the runner's first step is for it
+            self._preparing = True
             self._runner = asyncio.create_task(self._run_inbox(), name=f"agent-{self.session_id}")
         return handle
 
@@ -481,11 +485,12 @@ class Agent:
                 await self._process(queued)
         finally:
             self._runner = None
+            self._preparing = False  # a runner whose inbox was emptied before its first step
+            self._cancel_before_start = None
             self._rt.set_status("idle")
 
     async def _process(self, queued: _Queued) -> None:
-        self._preparing = True
-        self._cancel_before_start = None
+        self._preparing = True  # `_cancel_before_start` may already be set: see `send`
         try:
             await self._admit_and_run(queued.submission, queued.handle)
         finally:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.acp import rpc
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
@@ -258,6 +259,45 @@ async def test_cancel_mid_stream_sends_every_update_before_the_cancelled_answer(
     assert ends[-1].reason == "cancelled"
     replies_stored = [e.data.content for e in events if e.type == "assistant/message"]
     assert peer.text(session_id) == replies_stored[-1]
+
+
+async def test_a_cancel_right_behind_its_prompt_cancels_that_prompt(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    """A client may send `session/cancel` the moment after `session/prompt` (a stop pressed at
+    once): the cancel reaches the core before the prompt's own task has run, and the prompt it
+    follows must still answer `cancelled` without asking the model."""
+    replies.append([Reply(text="the answer")])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    answer = await peer.start("session/prompt", _prompt(session_id, "never mind"))
+    await peer.cancel(session_id)
+    assert (await asyncio.wait_for(answer, 10))["result"] == {"stopReason": "cancelled"}
+    assert peer.text(session_id) == ""
+    # the cancel was for that prompt only: the next one runs
+    assert await peer.result("session/prompt", _prompt(session_id, "go")) == {
+        "stopReason": "end_turn"
+    }
+    assert peer.text(session_id) == "the answer"
+
+
+async def test_a_cancel_right_behind_a_busy_prompt_leaves_the_next_one_alone(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    """A cancel is for the prompts sent before it: once they are answered it is spent."""
+    replies.append([Reply(text="word " * 400, chunk_delay=0.01), Reply(text="later")])
+    peer = Peer(server)
+    session_id = await _new(peer, workspace)
+    running = await peer.start("session/prompt", _prompt(session_id, "talk"))
+    await _until(lambda: len(peer.text(session_id)) > 10)
+    refused = await peer.start("session/prompt", _prompt(session_id, "also"))
+    await peer.cancel(session_id)
+    assert (await running)["result"] == {"stopReason": "cancelled"}
+    assert (await refused)["error"]["code"] == rpc.SESSION_BUSY
+    assert await peer.result("session/prompt", _prompt(session_id, "again")) == {
+        "stopReason": "end_turn"
+    }
+    assert peer.text(session_id).endswith("later")
 
 
 async def test_cancel_while_a_client_never_answers_permission_does_not_hang(

@@ -160,6 +160,29 @@ async def test_cancel_mid_stream(tmp_path: Path, home: Path, config: Path, works
     assert [e.data.content for e in events if e.type == "assistant/message"] == [shown]
 
 
+async def test_a_cancel_sent_right_behind_its_prompt_cancels_it(
+    tmp_path: Path, home: Path, config: Path, workspace: Path
+) -> None:
+    """The client writes `session/cancel` right after `session/prompt`, without waiting for any
+    update: whichever side of the Agent's `send` it lands on, the prompt answers `cancelled` and
+    the model is never asked: the one scripted reply goes to the next prompt."""
+    args = script(tmp_path, {"text": "afterwards"})
+    async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
+        session_id = await _open(peer, workspace)
+        prompt = asyncio.create_task(
+            peer.conn.prompt(session_id=session_id, prompt=[text_block("stop")])
+        )
+        await asyncio.sleep(0)  # the prompt is written first
+        await peer.conn.cancel(session_id=session_id)
+        assert (await prompt).stop_reason == "cancelled"
+        assert peer.text(session_id) == ""
+        again = await peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+        assert again.stop_reason == "end_turn"
+        assert peer.text(session_id) == "afterwards"
+    events = await _stored(home, session_id)
+    assert [e.data.content for e in events if e.type == "assistant/message"] == ["afterwards"]
+
+
 async def test_cancel_mid_tool_and_while_permission_is_unanswered(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:

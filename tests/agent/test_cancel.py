@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from engine.agent import Agent, AgentClosedError, AgentOptions
+from engine.agent.send import TurnOutcome
 from engine.agent.turn import CANCELLED_TOOL_RESULT
 from engine.events import (
     AgentQueued,
@@ -371,6 +372,45 @@ async def test_cancel_when_idle_does_nothing(make_agent: MakeAgent, store: Flaky
     await agent.when_idle()
     log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed"]
+
+
+async def test_cancel_right_after_send_ends_that_turn_before_the_model_is_asked(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """`send()` then `cancel()` in one go (an editor's stop pressed at once, a client that sends
+    its cancel right behind its prompt): the runner has not taken a step yet, and the send it is
+    about to run is the one cancelled, not a turn that runs to its end afterwards."""
+    agent = await make_agent([Reply(text="never asked"), Reply(text="second")])
+    handle = agent.send("go")
+    agent.cancel()
+    outcome = await handle
+    assert isinstance(outcome, TurnOutcome)
+    assert outcome.reason == "cancelled"
+    await agent.when_idle()
+    assert requests_of(agent) == []
+    log = await stored_log(store, agent.session_id)
+    assert [e.reason for e in of_type(log, TurnEnd)] == ["cancelled"]
+    assert [m.content for m in of_type(log, UserMessage)] == ["go"]  # the words are kept
+
+    assert await agent.send("again") == TurnOutcome(2, "completed")
+    assert [m.content for m in of_type(agent.log, AssistantMessage)] == ["never asked"]
+
+
+async def test_cancel_right_after_a_queued_send_leaves_it_queued(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """Only the send the runner is about to start is cancelled: one queued behind a running
+    turn still runs, as after any cancel."""
+    gate = GateTool()
+    agent = await make_agent(
+        [Reply(tool_calls=[call("gate")]), Reply(text="second")], tools=ToolRegistry([gate])
+    )
+    first = agent.send("first")
+    await gate.started.wait()
+    second = agent.send("second")
+    agent.cancel()
+    assert await first == TurnOutcome(1, "cancelled", "Cancelled by the user.")
+    assert await second == TurnOutcome(2, "completed")
 
 
 async def test_cancel_ends_only_the_running_turn_and_queued_sends_run(
