@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.counts import counted
+from engine.counts import counted
 from engine.errors import TrellisError
 from engine.os_text import storable_os_text
 

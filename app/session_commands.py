@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from app.counts import counted
+from engine.counts import counted
 from engine.errors import TrellisError
 from engine.privacy import PrivacyClass
 from engine.store.chooser import Store, open_store

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.counts import counted
 from engine.errors import TrellisError
 from engine.events import Finish, Usage
 from engine.gateway.base import (
@@ -312,7 +313,7 @@ def _summary_line(call: ToolCall | None, result: Message) -> str:
     line_count = len(content.splitlines())
     if name == "read_file":
         preview = f"\n\n> {first}" if first else ""
-        return f"I read `{path}` ({_plural(line_count, 'line')}).{preview}\n"
+        return f"I read `{path}` ({counted(line_count, 'line')}).{preview}\n"
     if name == "list_files":
         entries = content.splitlines()
         shown = ", ".join(f"`{e}`" for e in entries[:LISTING_PREVIEW_ENTRIES])
@@ -321,8 +322,8 @@ def _summary_line(call: ToolCall | None, result: Message) -> str:
             if len(entries) > LISTING_PREVIEW_ENTRIES
             else ""
         )
-        return f"`{path}` holds {_plural(len(entries), 'entry')}: {shown}{more}.\n"
-    return f"`{name}` returned {_plural(line_count, 'line')}.\n"
+        return f"`{path}` holds {counted(len(entries), 'entry', 'entries')}: {shown}{more}.\n"
+    return f"`{name}` returned {counted(line_count, 'line')}.\n"
 
 
 def _describe(request: ModelRequest, messages: Sequence[Message], *, prompt: str | None) -> str:
@@ -343,18 +344,12 @@ def _describe(request: ModelRequest, messages: Sequence[Message], *, prompt: str
                 sources["assistant"] += 1
             case Role.tool:
                 sources["tool result"] += 1
-    counted = ", ".join(f"{n} from `{s}`" for s, n in sorted(sources.items()))
+    by_source = ", ".join(f"{n} from `{s}`" for s, n in sorted(sources.items()))
     lines.append("")
     lines.append(
-        f"I was given {_plural(len(messages), 'message')}"
-        + (f" ({counted})" if counted else "")
-        + f", a system prompt of {_plural(len(request.system), 'character')}"
-        + f" and {_plural(len(request.tools), 'tool')}."
+        f"I was given {counted(len(messages), 'message')}"
+        + (f" ({by_source})" if by_source else "")
+        + f", a system prompt of {counted(len(request.system), 'character')}"
+        + f" and {counted(len(request.tools), 'tool')}."
     )
     return "\n".join(lines) + "\n"
-
-
-def _plural(count: int, noun: str) -> str:
-    if count == 1:
-        return f"1 {noun}"
-    return f"{count} {noun[:-1]}ies" if noun.endswith("y") else f"{count} {noun}s"

@@ -201,7 +201,7 @@ async def test_read_file_returns_the_unsaved_buffer_and_write_goes_to_the_client
     results = _results(await _stored(home, session_id))
     assert results[:3] == [
         (BUFFER, False),
-        ("created out.txt (8 characters, 1 lines)", False),
+        ("created out.txt (8 characters, 1 line)", False),
         ("edited notes.txt: replaced 1 occurrence at line 1", False),
     ]
     refused, is_error = results[3]
@@ -324,6 +324,6 @@ async def test_a_client_without_the_capabilities_gets_the_local_tools_and_the_sa
     results = [(data.content, data.is_error) for kind, data in local if kind == "tool/result"]
     assert results == [
         (DISK, False),
-        ("created out.txt (8 characters, 1 lines)", False),
+        ("created out.txt (8 characters, 1 line)", False),
         ("hi\n\n[exit code 0]", False),
     ]

@@ -143,7 +143,7 @@ async def test_write_and_edit_go_to_the_buffer_not_the_disk(
     lent: ToolContext, buffers: Buffers, root: Path, real: Path
 ) -> None:
     written = await call(lent, "write_file", path="src/new.py", content="print(1)\n")
-    assert written.content == "created src/new.py (9 characters, 1 lines)"
+    assert written.content == "created src/new.py (9 characters, 1 line)"
     assert buffers.writes == [(real / "src" / "new.py", "print(1)\n")]
     assert not (root / "src" / "new.py").exists()
     edited = await call(lent, "edit_file", path="hello.txt", old="unsaved two", new="2")

@@ -17,8 +17,8 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label
 
-from app.counts import counted
 from app.tui.widgets.key_footer import KeyFooter
+from engine.counts import counted
 from engine.store.base import SessionInfo
 
 Action = Literal["resume", "replay", "fork", "export", "delete"]

@@ -19,6 +19,7 @@ from typing import Annotated, TextIO
 
 from pydantic import Field, model_validator
 
+from engine.counts import counted
 from engine.os_text import escape_os_text
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.tools.builtins.file_text import (
@@ -294,7 +295,7 @@ class WriteFile(Tool[WriteFileArgs]):
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
         lines = lines if args.content else 0
         return ToolOutput(
-            f"{verb} {where.relative} ({len(args.content)} characters, {lines} lines)",
+            f"{verb} {where.relative} ({counted(len(args.content), 'character')}, {counted(lines, 'line')})",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
         )
 
