@@ -60,7 +60,7 @@ from app.acp import rpc
 from app.acp.feed import DeliverNow, Feed, SessionUpdate, event_params, update_params
 from app.acp.opening import SessionOpenError
 from app.acp.permission import answer_of, permission_request
-from app.acp.prompt import STOP_REASONS, prompt_of
+from app.acp.prompt import STOP_REASONS, prompt_of, read_linked_files
 from app.acp.sessions import AcpSession, SessionTable
 from engine.agent import Agent
 from engine.collector import collector_paused
@@ -565,6 +565,9 @@ class AcpConnection:
         prompt = prompt_of(request.prompt)
         session.prompting = self
         try:
+            if prompt.attachments:  # the files its links name, read while the session is held
+                workspace = Path(session.workspace)
+                prompt = await asyncio.to_thread(read_linked_files, prompt, workspace)
             agent = await self._agent(opened)
             if opened.cancelled:  # cancelled before it reached the Agent: nothing ran
                 return PromptResponse(stop_reason="cancelled")

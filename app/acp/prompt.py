@@ -3,9 +3,13 @@ a turn's end as an ACP stop reason (DESIGN.md's mapping)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import assert_never
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from acp.exceptions import RequestError
 from acp.schema import (
@@ -19,7 +23,10 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from app.attachment_files import read_attachment
 from engine.events import Attachment, TurnEndReason
+
+log = logging.getLogger(__name__)
 
 PromptBlock = (
     TextContentBlock
@@ -38,8 +45,9 @@ class Prompt:
 
 def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
     """Text blocks joined in order; resource links and embedded resources as attachments (a
-    link carries its uri, an embedded text resource its text). Images and audio were not
-    offered in `initialize`, so they are invalid params naming the block."""
+    link carries its uri and no text until `read_linked_files` reads it, an embedded text
+    resource its text). Images and audio were not offered in `initialize`, so they are invalid
+    params naming the block."""
     texts: list[str] = []
     attachments: list[Attachment] = []
     for index, block in enumerate(blocks):
@@ -48,9 +56,7 @@ def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
                 texts.append(block.text)
             case ResourceContentBlock():
                 attachments.append(
-                    Attachment(
-                        name=block.name, uri=block.uri, mime_type=block.mime_type or "text/plain"
-                    )
+                    Attachment(name=block.name, uri=block.uri, mime_type=block.mime_type or "")
                 )
             case EmbeddedResourceContentBlock():
                 attachments.append(_embedded(index, block.resource))
@@ -65,6 +71,31 @@ def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
     if not texts and not attachments:
         raise RequestError(-32602, "Invalid params: prompt: no text and no resource")
     return Prompt("\n".join(texts), tuple(attachments))
+
+
+def read_linked_files(prompt: Prompt, workspace: Path) -> Prompt:
+    """The prompt with each link to a text file of the workspace read into its attachment, as
+    the console reads an `@path` (ACP's baseline: an agent reads what a `resource_link` names).
+    A link it cannot read (another scheme, outside the workspace, missing, binary) stays a link:
+    the model is told it was not included. Blocking: run it in a thread."""
+    attachments = tuple(
+        _read_link(attachment, workspace) if not attachment.text else attachment
+        for attachment in prompt.attachments
+    )
+    return Prompt(prompt.text, attachments)
+
+
+def _read_link(link: Attachment, workspace: Path) -> Attachment:
+    parts = urlsplit(link.uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return link
+    path = url2pathname(parts.path)
+    try:
+        read = read_attachment(workspace, path, name=link.name)
+    except (OSError, ValueError) as exc:
+        log.info("resource link %s not attached: %s", link.uri, exc)
+        return link
+    return link.model_copy(update={"text": read.text, "mime_type": link.mime_type or "text/plain"})
 
 
 def _embedded(index: int, resource: TextResourceContents | BlobResourceContents) -> Attachment:

@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.attachment_files import read_attachment
 from engine.commands import Command
 from engine.events import Attachment
-from engine.tools.workspace import open_regular, relative_to_workspace, resolve_shown_path
+from engine.tools.workspace import relative_to_workspace
 
 MAX_PATHS = 200
 """Workspace files the `@` completion looks at, at most, so a huge tree never stalls typing."""
-ATTACHMENT_MAX_BYTES = 256 * 1024
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".trellis"}
 )
@@ -80,19 +80,12 @@ def complete(text: str, suggestion: Suggestion) -> str:
 
 def attachments_of(text: str, root: Path) -> tuple[list[Attachment], list[str]]:
     """The files the prompt mentions as `@path`, read (bounded), and the problems with any that
-    could not be attached (outside the workspace, missing, not a regular file)."""
+    could not be attached (outside the workspace, missing, not a regular file, binary)."""
     attached: list[Attachment] = []
     problems: list[str] = []
     for shown in dict.fromkeys(MENTION.findall(text)):
         try:
-            path = resolve_shown_path(root, shown)
-            with open_regular(path, shown) as handle:
-                data = handle.read(ATTACHMENT_MAX_BYTES + 1)
+            attached.append(read_attachment(root, shown))
         except (OSError, ValueError) as exc:
             problems.append(f"@{shown}: {exc}")
-            continue
-        body = data[:ATTACHMENT_MAX_BYTES].decode("utf-8", errors="replace")
-        if len(data) > ATTACHMENT_MAX_BYTES:
-            body += f"\n[attachment cut at {ATTACHMENT_MAX_BYTES} bytes]"
-        attached.append(Attachment(name=shown, uri=path.as_uri(), text=body))
     return attached, problems

@@ -50,6 +50,11 @@ def message_provenance(event: Event, turn: int | None, tool_name: str = "") -> P
     raise TypeError(f"{event.type} does not append a message to the Context")
 
 
+LINK_ONLY = "[a link: its content was not included]"
+"""The body the model sees for an attachment without text: a link no front end could read (an
+ACP `resource_link` outside the workspace, say), never an empty file."""
+
+
 def user_message_text(message: UserMessage) -> str:
     """What the model sees of a user/message: its content, then each attachment's text, named."""
     if not message.attachments:
@@ -57,9 +62,9 @@ def user_message_text(message: UserMessage) -> str:
     parts = [message.content]
     for attachment in message.attachments:
         name = attachment.uri or attachment.name
-        parts.append(
-            f'<attachment name="{name}" type="{attachment.mime_type}">\n{attachment.text}\n</attachment>'
-        )
+        kind = f' type="{attachment.mime_type}"' if attachment.mime_type else ""
+        body = attachment.text or LINK_ONLY
+        parts.append(f'<attachment name="{name}"{kind}>\n{body}\n</attachment>')
     return "\n\n".join(parts)
 
 

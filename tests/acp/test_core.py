@@ -13,6 +13,7 @@ import pytest
 from app.acp import rpc
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import Config
+from engine.context.rebuild import LINK_ONLY
 from engine.gateway.scripted import Reply, ScriptedGateway
 from tests.acp.peer import Peer
 from tests.agent.conftest import call
@@ -561,9 +562,14 @@ async def test_slash_commands_run_through_the_engine_registry(
 
 
 async def test_resource_blocks_become_attachments(
-    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+    server: AcpServer, workspace: Path, tmp_path: Path
 ) -> None:
-    replies.append([Reply(text="seen")])
+    """An embedded resource brings its text; a link to a text file of the workspace is read,
+    as the console reads an `@path`; a link the agent cannot read (another scheme, outside the
+    workspace, a binary file) stays a link, and the model is told so. The offline model's
+    default reply echoes what it was given."""
+    (tmp_path / "outside.txt").write_text("secret")
+    (workspace / "image.bin").write_bytes(b"\x89PNG\x00\x01")
     peer = Peer(server)
     session_id = await _new(peer, workspace)
     prompt = [
@@ -577,14 +583,25 @@ async def test_resource_blocks_become_attachments(
                 "mimeType": "text/x-python",
             },
         },
+        {"type": "resource_link", "name": "outside", "uri": f"file://{tmp_path}/outside.txt"},
+        {"type": "resource_link", "name": "image.bin", "uri": f"file://{workspace}/image.bin"},
+        {"type": "resource_link", "name": "site", "uri": "https://example.com/x"},
     ]
     await peer.result("session/prompt", {"sessionId": session_id, "prompt": prompt})
     (message,) = [e.data for e in await _stored(server, session_id) if e.type == "user/message"]
     assert message.content == "look at these"
-    assert [(a.name, a.text) for a in message.attachments] == [
-        ("hello.txt", ""),
-        ("a.py", "print(1)"),
+    assert [(a.name, a.text, a.mime_type) for a in message.attachments] == [
+        ("hello.txt", "hello there\n", "text/plain"),
+        ("a.py", "print(1)", "text/x-python"),
+        ("outside", "", ""),
+        ("image.bin", "", ""),
+        ("site", "", ""),
     ]
+    assert message.attachments[0].uri == f"file://{workspace}/hello.txt"  # as the client sent it
+    seen = peer.text(session_id)
+    assert "hello there" in seen
+    assert "secret" not in seen
+    assert seen.count(LINK_ONLY) == 3
     image = await peer.request(
         "session/prompt",
         {

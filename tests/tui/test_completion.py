@@ -43,10 +43,14 @@ def test_mentions_complete_workspace_files(workspace: Path) -> None:
 
 
 def test_mentioned_files_are_attached_and_escapes_refused(workspace: Path) -> None:
-    attached, problems = attachments_of("read @notes.txt and @../secret and @missing.md", workspace)
+    (workspace / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    attached, problems = attachments_of(
+        "read @notes.txt and @../secret and @missing.md and @logo.png", workspace
+    )
     assert [(a.name, a.text) for a in attached] == [("notes.txt", "hello world\nsecond line\n")]
-    assert len(problems) == 2
+    assert len(problems) == 3
     assert problems[0].startswith("@../secret")
+    assert problems[2] == "@logo.png: logo.png is not a text file"
 
 
 async def test_the_prompt_offers_and_completes(workspace: Path, data: Path) -> None:
