@@ -30,7 +30,11 @@ from acp.schema import (
     AvailableCommandsUpdate,
     CancelNotification,
     ClientCapabilities,
+    CloseSessionRequest,
+    CloseSessionResponse,
     ConfigOptionUpdate,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -44,11 +48,16 @@ from acp.schema import (
     PromptCapabilities,
     PromptRequest,
     PromptResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionConfigOptionSelectRequest,
     TextContentBlock,
@@ -58,6 +67,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.acp import rpc
 from app.acp.feed import DeliverNow, Feed, SessionUpdate, event_params, update_params
+from app.acp.mcp import ClientMcpServer
 from app.acp.opening import SessionOpenError
 from app.acp.permission import answer_of, permission_request
 from app.acp.prompt import STOP_REASONS, prompt_of, read_linked_files
@@ -210,6 +220,12 @@ class AcpServer:
 Handler = Callable[[Any], Awaitable[Any]]
 
 
+def _set_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
 @dataclass(slots=True)
 class _Opened:
     """A session this connection opened, and its feed (None for a read-only session that is not
@@ -220,6 +236,8 @@ class _Opened:
     feed_from: int
     prompts: int = 0
     """This connection's `session/prompt`s for the session that arrived and are not answered."""
+    quiet: asyncio.Event = field(default_factory=_set_event)
+    """Set while `prompts` is 0."""
     cancelled: bool = False
     """A `session/cancel` came after them: a prompt that has not reached the Agent yet (its
     task not started, or the Agent still opening) does not run. Spent once they are answered."""
@@ -258,7 +276,10 @@ class AcpConnection:
             "initialize": self._initialize,
             "session/new": self._new,
             "session/load": self._load,
+            "session/resume": self._resume,
+            "session/close": self._close,
             "session/list": self._list,
+            "session/delete": self._delete,
             "session/prompt": self._prompt,
             "session/set_config_option": self._set_config_option,
             "_trellis/inject": self._inject,
@@ -305,11 +326,13 @@ class AcpConnection:
         if opened is None:
             return None  # not a session of this connection: refused, nothing to cancel
         opened.prompts += 1
+        opened.quiet.clear()
 
         def answered() -> None:
             opened.prompts -= 1
             if opened.prompts == 0:
                 opened.cancelled = False
+                opened.quiet.set()
 
         return answered
 
@@ -349,8 +372,13 @@ class AcpConnection:
             log.info("connection %s: bad session/cancel: %s", self.id, error)
             return
         opened = self._opened.get(cancel.session_id)
-        if opened is None or not opened.prompts:
-            return  # no prompt of this connection to cancel
+        if opened is not None:
+            self._cancel(opened)
+
+    def _cancel(self, opened: _Opened) -> None:
+        """End this connection's prompts to the session that came before now."""
+        if not opened.prompts:
+            return  # none to cancel
         opened.cancelled = True  # one not at the Agent yet will not run
         agent = opened.session.agent
         if agent is not None and opened.session.prompting is self:
@@ -434,7 +462,12 @@ class AcpConnection:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                ),
             ),
             agent_info=Implementation(
                 name=self.server.options.agent_name, title="Trellis", version=agent_version()
@@ -454,18 +487,7 @@ class AcpConnection:
 
     async def _load(self, params: Any) -> _Answer:
         request = LoadSessionRequest.model_validate(params)
-        cwd = await self.server.workspace(request.cwd)
-        store = await self.server.sessions.store()
-        info = await store.info(request.session_id)
-        if info.cwd != storable_os_text(str(cwd)):
-            raise RequestError(
-                -32602,
-                f"Invalid params: cwd: session {info.id} belongs to {info.cwd}, not {request.cwd}",
-            )
-        previous = self._opened.pop(info.id, None)
-        if previous is not None and previous.feed is not None:  # loaded again: replayed again,
-            await previous.feed.stop()  # the session stays held (a prompt of ours may run)
-        session = await self.server.sessions.load(info.id, request.mcp_servers, self.id)
+        session = await self._stored(request.session_id, request.cwd, request.mcp_servers)
         # the whole conversation, in log order, through the translator live prompts use; then
         # the live feed goes on from the first event not replayed, with the same translator state
         projection = AcpProjection(session.workspace)
@@ -477,7 +499,36 @@ class AcpConnection:
             raise
         self._attach(session, projection, from_seq=until)
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
+        return _Answer(LoadSessionResponse(field_meta=meta), after=self._once_open(session))
 
+    async def _resume(self, params: Any) -> _Answer:
+        """`session/load` without the replay: the client shows the conversation already, and the
+        feed goes on from the log's end."""
+        request = ResumeSessionRequest.model_validate(params)
+        session = await self._stored(request.session_id, request.cwd, request.mcp_servers or [])
+        self._attach(session, AcpProjection(session.workspace))
+        meta = {"trellis/readOnly": session.read_only} if session.read_only else None
+        return _Answer(ResumeSessionResponse(field_meta=meta), after=self._once_open(session))
+
+    async def _stored(
+        self, session_id: str, cwd_text: str, servers: Sequence[ClientMcpServer]
+    ) -> AcpSession:
+        """A stored session held for this connection (load and resume): its cwd must be the one
+        the client names, under the served roots. Opened again, its old feed stops."""
+        cwd = await self.server.workspace(cwd_text)
+        store = await self.server.sessions.store()
+        info = await store.info(session_id)
+        if info.cwd != storable_os_text(str(cwd)):
+            raise RequestError(
+                -32602,
+                f"Invalid params: cwd: session {info.id} belongs to {info.cwd}, not {cwd_text}",
+            )
+        previous = self._opened.pop(info.id, None)
+        if previous is not None and previous.feed is not None:  # opened again: followed again,
+            await previous.feed.stop()  # the session stays held (a prompt of ours may run)
+        return await self.server.sessions.load(info.id, servers, self.id)
+
+    def _once_open(self, session: AcpSession) -> Callable[[], Awaitable[None]]:
         async def once_open() -> None:
             """After the answer: the Agent opens (app.acp.opening), then the opening notes, or
             the reason it could not open."""
@@ -489,7 +540,41 @@ class AcpConnection:
             for method, note in self._opening_notes(session):
                 await self._notify(method, note)
 
-        return _Answer(LoadSessionResponse(field_meta=meta), after=once_open)
+        return once_open
+
+    async def _close(self, params: Any) -> CloseSessionResponse:
+        """As `session/cancel`, then let the session go: its feed stops, and its Agent is
+        disposed when no other connection holds it. Another request for it is -32002 until
+        it is loaded or resumed again."""
+        request = CloseSessionRequest.model_validate(params)
+        opened = self._opened.pop(request.session_id, None)
+        if opened is None:
+            raise RequestError(
+                rpc.UNKNOWN_SESSION,
+                f"unknown session {request.session_id!r} on this connection",
+                {"sessionId": request.session_id},
+            )
+        self._cancel(opened)
+        await opened.quiet.wait()  # its prompts answered (`cancelled`, or as they ended)
+        await self._let_go(opened)
+        return CloseSessionResponse()
+
+    async def _delete(self, params: Any) -> DeleteSessionResponse:
+        """A stored session under the served roots, deleted; refused while it is open (here,
+        by any connection, or by another process's writer)."""
+        request = DeleteSessionRequest.model_validate(params)
+        store = await self.server.sessions.store()
+        info = await store.info(request.session_id)
+        roots = [str(root.resolve()) for root in self.server.options.roots]
+        if not any(_under(info.cwd, root) for root in roots):
+            raise UnknownSessionError(info.id)
+        if self.server.sessions.get(info.id) is not None:
+            raise RequestError(
+                rpc.SESSION_BUSY,
+                f"session {info.id} is open; close it (session/close) before deleting it",
+            )
+        await store.delete(info.id)
+        return DeleteSessionResponse()
 
     async def _replay(self, session: AcpSession, projection: AcpProjection, until: int) -> None:
         """The log before `until` as `session/load` sends it, a range of `READ_CHUNK` events at a

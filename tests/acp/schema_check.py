@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from acp.schema import (
+    CloseSessionResponse,
     CreateTerminalRequest,
+    DeleteSessionResponse,
     Error,
     InitializeResponse,
     KillTerminalRequest,
@@ -17,6 +19,7 @@ from acp.schema import (
     ReadTextFileRequest,
     ReleaseTerminalRequest,
     RequestPermissionRequest,
+    ResumeSessionResponse,
     SessionNotification,
     SetSessionConfigOptionResponse,
     TerminalOutputRequest,
@@ -29,7 +32,10 @@ ANSWERS: dict[str, type[BaseModel]] = {
     "initialize": InitializeResponse,
     "session/new": NewSessionResponse,
     "session/load": LoadSessionResponse,
+    "session/resume": ResumeSessionResponse,
+    "session/close": CloseSessionResponse,
     "session/list": ListSessionsResponse,
+    "session/delete": DeleteSessionResponse,
     "session/prompt": PromptResponse,
     "session/set_config_option": SetSessionConfigOptionResponse,
 }

@@ -280,6 +280,31 @@ async def test_list_and_load_replay_the_whole_log_in_order(
     )
 
 
+async def test_resume_goes_on_without_a_replay_and_close_lets_go(
+    tmp_path: Path, home: Path, config: Path, workspace: Path
+) -> None:
+    """The `acp` package's client resumes a stored session in a new `trellis acp`: nothing is
+    replayed, a prompt goes on in the same log, and `session/close` ends its use there."""
+    args = script(tmp_path, {"text": "one"}, {"text": "two"})
+    async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
+        session_id = await _open(peer, workspace)
+        await peer.conn.prompt(session_id=session_id, prompt=[text_block("first")])
+    async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
+        await peer.conn.initialize(protocol_version=1)
+        await peer.conn.resume_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        assert peer.text(session_id, "user_message_chunk") == ""
+        assert peer.text(session_id) == ""
+        answer = await peer.conn.prompt(session_id=session_id, prompt=[text_block("second")])
+        assert answer.stop_reason == "end_turn"
+        assert peer.text(session_id) == "one"  # a new process plays its script from the start
+        await peer.conn.close_session(session_id=session_id)
+        with pytest.raises(RequestError) as refused:
+            await peer.conn.prompt(session_id=session_id, prompt=[text_block("third")])
+        assert refused.value.code == -32002
+    events = await _stored(home, session_id)
+    assert [e.data.content for e in events if e.type == "user/message"] == ["first", "second"]
+
+
 async def test_an_mcp_stdio_servers_tool_is_used_in_a_prompt_and_a_broken_one_is_reported(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
