@@ -94,6 +94,10 @@ class _Section(BaseModel):
     # strict: TOML values are typed, so "32768" for a number or `true` for a count is a mistake;
     # built on first validation: with nothing configured, the defaults are built without it
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+    # Empty lists and dicts are plain defaults, which pydantic copies for each instance, not
+    # `default_factory=list`: building the defaults asks for each factory's signature, and
+    # `list`'s is parsed from text by `tokenize`, whose import and patterns cost `trellis run`
+    # about 5 ms (issue 10).
 
 
 class ModelEntry(_Section):
@@ -187,15 +191,15 @@ class McpServer(_Section):
 
     name: str = Field(min_length=1)
     command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = []
+    env: dict[str, str] = {}
 
 
 class AreaEntry(_Section):
     """A user Area class registered by import path, with its constructor's keyword arguments."""
 
     path: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = {}
 
     @field_validator("path")
     @classmethod
@@ -217,9 +221,9 @@ class ServeConfig(_Section):
 
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=8765, ge=0, le=65535)
-    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = []
     """Browser origins (`scheme://host[:port]`) that may connect; empty: no web page may."""
-    roots: list[Annotated[str, AfterValidator(_absolute_root)]] = Field(default_factory=list)
+    roots: list[Annotated[str, AfterValidator(_absolute_root)]] = []
     """Directories a session's cwd must lie under; empty: the directory `serve` started in."""
     token_env: str = "TRELLIS_SERVE_TOKEN"
 
@@ -241,7 +245,7 @@ class AgentConfig(_Section):
     max_steps: PositiveInt = 50
     tool_timeout: PositiveFloat = 120.0
     max_tool_output: PositiveInt = 100_000
-    allow_protected_writes: list[str] = Field(default_factory=list)
+    allow_protected_writes: list[str] = []
     """Paths under `.trellis/`, or the user config, that write_file and edit_file may change:
     relative to the workspace, or absolute (`~` expanded). Protected paths are refused otherwise."""
 
@@ -265,8 +269,8 @@ class Config(_Section):
     default_model: str = BUILTIN_MODEL
     models: dict[str, ModelEntry] = Field(default_factory=_builtin_models)
     context: ContextConfig = Field(default_factory=ContextConfig.model_construct)
-    mcp_servers: list[McpServer] = Field(default_factory=list)
-    areas: list[AreaEntry] = Field(default_factory=list)
+    mcp_servers: list[McpServer] = []
+    areas: list[AreaEntry] = []
     serve: ServeConfig = Field(default_factory=ServeConfig.model_construct)
     agent: AgentConfig = Field(default_factory=AgentConfig.model_construct)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig.model_construct)
