@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,12 +53,86 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="apply the project's .trellis/config.toml whole for this run, without recording trust",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Command)
     config = _config_options()
-
-    run = sub.add_parser(
-        "run", parents=[config], help="run one prompt headless and print the reply"
+    command = sub.add_parser
+    command(
+        "run",
+        parents=[config],
+        setup=_run_options,
+        help="run one prompt headless and print the reply",
     )
+    command("sessions", setup=_sessions_options, help="list stored sessions, newest first")
+    command("show", setup=_show, help="print a stored session's transcript")
+    command("export", setup=_export, help="export a stored session as Markdown, JSON or HTML")
+    command("fork", setup=_fork, help="copy a stored session up to a point; prints the new id")
+    command("delete", setup=_delete, help="delete a stored session (asks first)")
+    command("models", parents=[config], help="list the configured model entries")
+    command(
+        "acp",
+        parents=[config],
+        setup=_acp_options,
+        help="speak ACP (Agent Client Protocol) on stdin/stdout, for editors that launch agents",
+    )
+    command(
+        "store",
+        setup=_store_commands,
+        help="the session store: copy SQLite sessions to PostgreSQL",
+    )
+    command(
+        "replay",
+        parents=[config],
+        setup=_replay_options,
+        help="play a stored session back in the console",
+    )
+    command(
+        "trust",
+        setup=_trust_options,
+        help="trust a project's .trellis/config.toml: all of it applies until the file changes",
+    )
+    command(
+        "serve",
+        parents=[config],
+        setup=_serve_options,
+        help="serve ACP over WebSocket at ws://HOST:PORT/acp",
+    )
+    return parser
+
+
+class _Command(argparse.ArgumentParser):
+    """A command whose own arguments are added when it first parses or shows its help: adding
+    every command's arguments to run one was 2% of `trellis run -p`'s start (issue 10)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        setup: Callable[[argparse.ArgumentParser], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._setup = setup
+
+    def _ready(self) -> None:
+        setup, self._setup = self._setup, None
+        if setup is not None:
+            setup(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._ready()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._ready()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._ready()
+        return super().format_help()
+
+
+def _run_options(run: argparse.ArgumentParser) -> None:
     # argv is bytes: undecodable ones are escaped so the user's words can enter the log
     run.add_argument(
         "-p", "--prompt", required=True, type=storable_os_text, help="the prompt, or a /command"
@@ -87,21 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--deny-all", action="store_true", help="refuse every tool that needs permission"
     )
 
-    sessions = sub.add_parser("sessions", help="list stored sessions, newest first")
+
+def _sessions_options(sessions: argparse.ArgumentParser) -> None:
     sessions.add_argument("--cwd", type=Path, default=None, help="only sessions of this workspace")
     sessions.add_argument("--all", action="store_true", help="sessions of every workspace")
     sessions.add_argument("--limit", type=int, default=20, help="at most this many (1 or more)")
     sessions.add_argument("--json", action="store_true", help="print one JSON array")
     _store_option(sessions)
-    _stored_session_commands(sub)
 
-    sub.add_parser("models", parents=[config], help="list the configured model entries")
 
-    acp = sub.add_parser(
-        "acp",
-        parents=[config],
-        help="speak ACP (Agent Client Protocol) on stdin/stdout, for editors that launch agents",
-    )
+def _acp_options(acp: argparse.ArgumentParser) -> None:
     _model_and_script(acp, "the model entry of new sessions (default: default_model)")
     acp.add_argument(
         "--root",
@@ -112,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a session's cwd must lie under DIR (repeatable; default: the current directory)",
     )
     _store_option(acp)
-    store = sub.add_parser("store", help="the session store: copy SQLite sessions to PostgreSQL")
+
+
+def _store_commands(store: argparse.ArgumentParser) -> None:
     store_sub = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
     copy = store_sub.add_parser(
         "copy", help="copy every SQLite session into a PostgreSQL store, verifying each"
@@ -129,28 +200,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="the SQLite file (default: sessions.sqlite in the data directory)",
     )
 
-    replay = sub.add_parser(
-        "replay", parents=[config], help="play a stored session back in the console"
-    )
+
+def _replay_options(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("id", help="the session id, or a unique prefix of it")
     _store_option(replay)
 
-    trust = sub.add_parser(
-        "trust",
-        help="trust a project's .trellis/config.toml: all of it applies until the file changes",
-    )
+
+def _trust_options(trust: argparse.ArgumentParser) -> None:
     trust.add_argument(
         "dir", nargs="?", type=Path, default=None, help="the project (default: the current one)"
     )
     trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
 
-    serve = sub.add_parser(
-        "serve", parents=[config], help="serve ACP over WebSocket at ws://HOST:PORT/acp"
-    )
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", help="the address to bind (default: [serve] host, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="the port (default: [serve] port, 8765; 0: any)")
     _store_option(serve)
-    return parser
 
 
 def _store_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
@@ -179,12 +245,14 @@ class _PrintVersion(argparse.Action):
         parser.exit(EXIT_OK)
 
 
-def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _show(show: argparse.ArgumentParser) -> None:
     """`show`, `export`, `fork`, `delete`: each takes an id or a unique id prefix, as git does."""
-    show = sub.add_parser("show", help="print a stored session's transcript")
     show.add_argument("id", metavar="ID")
     show.add_argument("--at", type=int, metavar="SEQ", help="the transcript as of this seq")
-    export = sub.add_parser("export", help="export a stored session as Markdown, JSON or HTML")
+    _store_option(show)
+
+
+def _export(export: argparse.ArgumentParser) -> None:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", required=True, metavar="md|json|html")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="(default: stdout)")
@@ -193,14 +261,19 @@ def _stored_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
         metavar="CLASS",
         help="redact everything above public, internal, private or restricted",
     )
-    fork = sub.add_parser("fork", help="copy a stored session up to a point; prints the new id")
+    _store_option(export)
+
+
+def _fork(fork: argparse.ArgumentParser) -> None:
     fork.add_argument("id", metavar="ID")
     fork.add_argument("--at", type=int, metavar="SEQ", help="keep the events before this seq")
-    delete = sub.add_parser("delete", help="delete a stored session (asks first)")
+    _store_option(fork)
+
+
+def _delete(delete: argparse.ArgumentParser) -> None:
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
-    for command in (show, export, fork, delete):
-        _store_option(command)
+    _store_option(delete)
 
 
 def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -210,9 +283,9 @@ def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
     )
 
 
-def _config_options() -> argparse.ArgumentParser:
-    """The options of every command that loads a config."""
-    options = argparse.ArgumentParser(add_help=False)
+def _config_options() -> _Command:
+    """The options of every command that loads a config (a parent of theirs, so a `_Command`)."""
+    options = _Command(add_help=False)
     options.add_argument(
         "--trust-project",
         action="store_true",
