@@ -18,9 +18,9 @@ class BinaryAttachmentError(ValueError):
         super().__init__(f"{shown} is not a text file")
 
 
-def read_attachment(root: Path, shown: str, *, name: str | None = None) -> Attachment:
-    """The file `shown` (relative to `root`, or absolute inside it) with its text, cut after
-    `ATTACHMENT_MAX_BYTES`; named `name` (default: `shown`).
+def read_attachment(root: Path, shown: str) -> Attachment:
+    """The file `shown` (relative to `root`, or absolute inside it), named so, with its text cut
+    after `ATTACHMENT_MAX_BYTES`.
 
     Raises `ValueError` (outside the workspace, a binary file) or `OSError` (missing, not a
     regular file, unreadable), each naming `shown`.
@@ -33,4 +33,4 @@ def read_attachment(root: Path, shown: str, *, name: str | None = None) -> Attac
     body = data[:ATTACHMENT_MAX_BYTES].decode("utf-8", errors="replace")
     if len(data) > ATTACHMENT_MAX_BYTES:
         body += f"\n[attachment cut at {ATTACHMENT_MAX_BYTES} bytes]"
-    return Attachment(name=name if name is not None else shown, uri=path.as_uri(), text=body)
+    return Attachment(name=shown, uri=path.as_uri(), text=body)

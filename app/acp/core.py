@@ -565,8 +565,7 @@ class AcpConnection:
         request = DeleteSessionRequest.model_validate(params)
         store = await self.server.sessions.store()
         info = await store.info(request.session_id)
-        roots = [str(root.resolve()) for root in self.server.options.roots]
-        if not any(_under(info.cwd, root) for root in roots):
+        if not _under(info.cwd, self._served_roots()):
             raise UnknownSessionError(info.id)
         if self.server.sessions.get(info.id) is not None:
             raise RequestError(
@@ -575,6 +574,10 @@ class AcpConnection:
             )
         await store.delete(info.id)
         return DeleteSessionResponse()
+
+    def _served_roots(self) -> list[str]:
+        """The served roots as a stored session's cwd is written: resolved."""
+        return [str(root.resolve()) for root in self.server.options.roots]
 
     async def _replay(self, session: AcpSession, projection: AcpProjection, until: int) -> None:
         """The log before `until` as `session/load` sends it, a range of `READ_CHUNK` events at a
@@ -622,7 +625,7 @@ class AcpConnection:
             page = await store.list(cwd=cwd, limit=LIST_PAGE, cursor=request.cursor)
         except ValueError as error:
             raise RequestError(-32602, f"Invalid params: cursor: {error}") from None
-        roots = [str(root.resolve()) for root in self.server.options.roots]
+        roots = self._served_roots()
         shown = [
             SessionInfo(
                 session_id=info.id,
@@ -631,7 +634,7 @@ class AcpConnection:
                 updated_at=datetime.fromtimestamp(info.updated, UTC).isoformat(),
             )
             for info in page.sessions
-            if any(_under(info.cwd, root) for root in roots)
+            if _under(info.cwd, roots)
         ]
         return ListSessionsResponse(sessions=shown, next_cursor=page.next_cursor)
 
@@ -980,8 +983,9 @@ def _model_options(agent: Agent | None) -> list[Any] | None:
     ]
 
 
-def _under(cwd: str, root: str) -> bool:
-    return cwd == root or cwd.startswith(root.rstrip("/") + "/")
+def _under(cwd: str, roots: Sequence[str]) -> bool:
+    """Whether a stored session's cwd lies under one of `roots` (resolved, as stored)."""
+    return any(cwd == root or cwd.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def _what(message: dict[str, Any]) -> str:

@@ -91,11 +91,12 @@ def _read_link(link: Attachment, workspace: Path) -> Attachment:
         return link
     path = url2pathname(parts.path)
     try:
-        read = read_attachment(workspace, path, name=link.name)
+        text = read_attachment(workspace, path).text
     except (OSError, ValueError) as exc:
         log.info("resource link %s not attached: %s", link.uri, exc)
         return link
-    return link.model_copy(update={"text": read.text, "mime_type": link.mime_type or "text/plain"})
+    # the link's own name and uri stay, as the client sent them
+    return link.model_copy(update={"text": text, "mime_type": link.mime_type or "text/plain"})
 
 
 def _embedded(index: int, resource: TextResourceContents | BlobResourceContents) -> Attachment:
