@@ -5,6 +5,9 @@ Run `python -m tests.bench.tui`. Targets (issue 12):
   turns: 10,000 within 2x of 100, and under 1.5 s; input enabled (the Agent ready) is measured apart;
   and on 100 turns whose last reply is 100 KB of Markdown: within 2x of 100 turns (not an issue
   target: the reply's parts compose as the view comes near them);
+- first paint of a new session (the prompt on screen) and input enabled, with `--before DIR`
+  beside the same on an earlier tree, interleaved (issue 28: the welcome and the model discovery
+  must not slow it);
 - streaming at 5,000 characters a second for 20 s: all text shown, in order, no backlog at the end;
 - a key press echoed in the input while a reply streams: p95 under 50 ms;
 - resident growth from first paint to having scrolled from the end to the start of a 10,000-turn
@@ -114,7 +117,7 @@ class BenchApp(TrellisApp):
 
     CURSOR_BLINK = False
 
-    def __init__(self, store_path: Path, session_id: str, gateway: ScriptedGateway) -> None:
+    def __init__(self, store_path: Path, session_id: str | None, gateway: ScriptedGateway) -> None:
         super().__init__(
             config=Config(),
             cwd=Path(tempfile.gettempdir()),
@@ -228,6 +231,30 @@ async def first_paint(variant: str, db: Path, session_id: str) -> dict[str, Any]
     async with running(app):
         await task
         reached = painted(app, key)
+    return {**watch, "painted": reached}
+
+
+def prompt_shown(app: TrellisApp) -> bool:
+    """The main screen's prompt is laid out on screen (a new session's first paint)."""
+    screen = main_screen(app)
+    prompt = next(iter(screen.query(PromptInput)), None) if screen is not None else None
+    return prompt is not None and bool(prompt.region.height)
+
+
+async def new_session(variant: str, db: Path, _: str) -> dict[str, Any]:
+    """A new session in an empty store: the prompt on screen, then the prompt enabled."""
+    app = BenchApp(db, None, ScriptedGateway([]))
+    start = time.perf_counter()
+    watch: dict[str, float] = {}
+
+    async def observe() -> None:
+        watch["paint_s"] = await until(lambda: prompt_shown(app), start, budget=PAINT_BUDGET_S)
+        watch["ready_s"] = await until(lambda: ready(app), start, budget=PAINT_BUDGET_S)
+
+    task = asyncio.create_task(observe())
+    async with running(app):
+        await task
+        reached = prompt_shown(app) and ready(app)
     return {**watch, "painted": reached}
 
 
@@ -445,7 +472,12 @@ def streaming_reply(screen: Screen[Any]) -> AssistantMessage | None:
     return None
 
 
-SAMPLES = {"first_paint": first_paint, "scroll": scroll_to_start, "streaming": streaming}
+SAMPLES = {
+    "first_paint": first_paint,
+    "new_session": new_session,
+    "scroll": scroll_to_start,
+    "streaming": streaming,
+}
 
 
 # --- the parent: build the sessions, run the samples in child processes, take medians ---------
@@ -524,8 +556,8 @@ def main(
     variants: tuple[str, ...] = STREAM_VARIANTS,
 ) -> dict[str, Any]:
     """Every sample of `only`, `rounds` times, interleaved; with `before` (an earlier source tree)
-    the streaming sample also runs on its code in each round (`streaming.before`); `variants`
-    picks the streaming variants (`tail`, now, always runs)."""
+    the new-session and streaming samples also run on its code in each round (`.before`);
+    `variants` picks the streaming variants (`tail`, now, always runs)."""
     with tempfile.TemporaryDirectory() as tmp:
         earlier = None
         if before is not None:
@@ -538,6 +570,8 @@ def main(
             db = Path(tmp) / "long-reply.sqlite"
             long_reply = (db, asyncio.run(build(db, SIZES[0], last_reply=LONG_REPLY)))
         paints: dict[tuple[str, int | str], list[dict[str, Any]]] = {}
+        fresh: dict[str, list[dict[str, Any]]] = {}
+        fresh_runs = [("now", None)] + ([("before", earlier)] if earlier is not None else [])
         streams: dict[str, list[dict[str, Any]]] = {}
         scrolls: list[dict[str, Any]] = []
         stream_runs = [(v, None) for v in STREAM_VARIANTS if v in {*variants, "tail"}] + (
@@ -553,6 +587,12 @@ def main(
             if "first_paint" in only:
                 paints.setdefault(("tail", LONG_REPLY_KEY), []).append(
                     sample("first_paint", "tail", *long_reply)
+                )
+            for variant, tree in fresh_runs if "new_session" in only else ():
+                # an empty store of its own each time: nothing to resume, nothing cached
+                db = Path(tmp) / f"new-{round_}-{variant}.sqlite"
+                fresh.setdefault(variant, []).append(
+                    sample("new_session", variant, db, "-", tree=tree)
                 )
             for variant, tree in stream_runs if "streaming" in only else ():
                 # a session of its own: a reply streamed into a shared one stays in its tail,
@@ -582,6 +622,12 @@ def main(
         met["paint_within_2x"] = large <= 2 * small
         met["paint_under_1_5_s"] = large < 1.5
         met["long_reply_paint_within_2x"] = long <= 2 * small
+    if fresh:
+        out["new_session"] = {variant: medians(found) for variant, found in fresh.items()}
+        before_paint = out["new_session"].get("before", {}).get("paint_s")
+        if before_paint:
+            now_paint = out["new_session"]["now"].get("paint_s", PAINT_BUDGET_S)
+            out["new_session_paint_ratio_to_before"] = round(now_paint / before_paint, 2)
     if streams:
         stream = {variant: medians(found) for variant, found in streams.items()}
         now = stream["tail"]
@@ -612,7 +658,7 @@ if __name__ == "__main__":
         "--only", nargs="+", choices=tuple(SAMPLES), default=tuple(SAMPLES), help="these samples"
     )
     parser.add_argument(
-        "--before", type=Path, metavar="DIR", help="an earlier source tree, streamed beside"
+        "--before", type=Path, metavar="DIR", help="an earlier source tree, measured beside"
     )
     parser.add_argument(
         "--streams", nargs="+", choices=STREAM_VARIANTS, default=STREAM_VARIANTS, help="variants"
