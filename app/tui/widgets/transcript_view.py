@@ -24,7 +24,7 @@ from textual.widget import AwaitMount, Widget
 
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.entries import AssistantMessage, EntryWidget, widget_for
-from app.tui.widgets.folding import Folds
+from app.tui.widgets.folding import Folds, laid_out
 from app.tui.widgets.settled import Deferred
 from replay.transcript import Change, Transcript
 
@@ -36,6 +36,9 @@ MAX_PUT_OFF = 50
 """Fold passes put off in a row, each to the next refresh, before the view waits for a change of
 size instead: an unfold's layout comes within a few, and a part never laid out must not keep the
 loop spinning."""
+LAYOUT_REFRESHES = 10
+"""Refreshes a page load waits, at most, for an unfolded entry's layout before reading where it
+stands (a part never laid out reads as it is)."""
 
 
 @dataclass(slots=True)
@@ -473,6 +476,7 @@ class TranscriptView(VerticalScroll):
         self.release_anchor()
         shown = self.entry_widgets()
         reference = before if before is not None else shown[-1]
+        await self._until_laid_out(reference)
         offset = self._view_y(reference) - self.scroll_y
         for widget in fresh:
             self._widgets[widget.key] = widget
@@ -486,6 +490,17 @@ class TranscriptView(VerticalScroll):
                 await self._unmount(shown[-extra:] if before is not None else shown[:extra])
         self._hold = (reference, offset)
         self.call_after_refresh(self._restore)
+
+    async def _until_laid_out(self, widget: Widget) -> None:
+        """Wait for the layout that follows an unfold (a few refreshes at most): until then a
+        widget that was folded stands where the fold left it, and an offset read from it put the
+        page's first entry a margin off where the user saw it."""
+        for _ in range(LAYOUT_REFRESHES):
+            if laid_out(widget) or not widget.is_mounted:
+                return
+            refreshed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.call_after_refresh(refreshed.set_result, None)
+            await refreshed
 
     def watch_virtual_size(self) -> None:
         if self._hold is not None:
