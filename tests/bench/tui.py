@@ -556,7 +556,8 @@ def main(
     variants: tuple[str, ...] = STREAM_VARIANTS,
 ) -> dict[str, Any]:
     """Every sample of `only`, `rounds` times, interleaved; with `before` (an earlier source tree)
-    the new-session and streaming samples also run on its code in each round (`.before`);
+    the first-paint (tail), new-session and streaming samples also run on its code in each
+    round (`.before`);
     `variants` picks the streaming variants (`tail`, now, always runs)."""
     with tempfile.TemporaryDirectory() as tmp:
         earlier = None
@@ -588,6 +589,14 @@ def main(
                 paints.setdefault(("tail", LONG_REPLY_KEY), []).append(
                     sample("first_paint", "tail", *long_reply)
                 )
+            if "first_paint" in only and earlier is not None:  # the same on the earlier tree
+                for turns in SIZES:
+                    paints.setdefault(("before", turns), []).append(
+                        sample("first_paint", "tail", *sessions[turns], tree=earlier)
+                    )
+                paints.setdefault(("before", LONG_REPLY_KEY), []).append(
+                    sample("first_paint", "tail", *long_reply, tree=earlier)
+                )
             for variant, tree in fresh_runs if "new_session" in only else ():
                 # an empty store of its own each time: nothing to resume, nothing cached
                 db = Path(tmp) / f"new-{round_}-{variant}.sqlite"
@@ -611,7 +620,8 @@ def main(
     if paints:
         paint = {
             variant: {str(t): medians(found) for (v, t), found in paints.items() if v == variant}
-            for variant in VARIANTS
+            for variant in (*VARIANTS, "before")
+            if any(v == variant for v, _ in paints)
         }
         small = paint["tail"][str(SIZES[0])].get("paint_s", PAINT_BUDGET_S)
         large = paint["tail"][str(SIZES[-1])].get("paint_s", PAINT_BUDGET_S)

@@ -18,7 +18,6 @@ from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.collecting import turns
@@ -480,7 +479,13 @@ class AssistantMessage(EntryWidget):
         Markdown (margins do not collapse across two)."""
         blocks = live.query_children(MarkdownBlock)
         last = blocks.last() if blocks else None
-        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, MarkdownParagraph):
+        paragraphs = live.query_children("MarkdownParagraph")  # Textual exports no class for it
+        if (
+            len(blocks) <= SEAL_BLOCKS
+            or last is None
+            or not paragraphs
+            or paragraphs.last() is not last
+        ):
             return
         live_text = self._written[self._sealed :]
         lines = live_text.splitlines(keepends=True)

@@ -14,10 +14,8 @@ import re
 from itertools import pairwise
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.events import Mount
-from textual.widget import Widget
 from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
 
 REPLY_END = "-reply-end"
 """The class of a reply's last block (no bottom margin)."""
@@ -89,33 +87,27 @@ def _closes(fence: str, line: str) -> bool:
 
 
 class SettledMarkdown(Markdown):
-    """A finished reply's Markdown, its blocks composed with it: one layout for a page of
-    scrollback, where a Markdown mounting its blocks once mounted (each parsing apart, off the
-    loop) laid the window out again as each finished. It updates as any Markdown does. `start`
-    and `end`: it holds the reply's start (its first block is marked `REPLY_START`) or its end
-    (its last block has no bottom margin)."""
+    """A finished reply's Markdown (or a part of a long one). `start` and `end`: it holds the
+    reply's start (its first block is marked `REPLY_START`) or its end (its last block has no
+    bottom margin), marked once its blocks are mounted."""
 
     def __init__(
         self, markdown: str, *, start: bool = True, end: bool = True, id: str | None = None
     ) -> None:
-        super().__init__(id=id)
-        self._markdown = markdown
+        super().__init__(markdown, id=id)
         self._start = start
         self._end = end
 
-    def compose(self) -> ComposeResult:
-        blocks = list(self._build_from_source(self._markdown))
+    def on_markdown_table_of_contents_updated(self, event: Markdown.TableOfContentsUpdated) -> None:
+        """The blocks are mounted (Textual says so with this message after each update)."""
+        if event.markdown is not self:
+            return
+        event.stop()
+        blocks = list(self.query_children(MarkdownBlock))
         if blocks and self._start:
             blocks[0].add_class(REPLY_START)
         if blocks and self._end:
             blocks[-1].add_class(REPLY_END)
-        yield from blocks
-
-    async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Markdown: async
-        """In place of `Markdown`'s, which would replace the composed blocks by an empty
-        document; `Widget`'s still runs."""
-        event.prevent_default()
-        Widget._on_mount(self, event)
 
 
 class Deferred(Static):
