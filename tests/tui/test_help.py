@@ -111,9 +111,9 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
         await replay_opened(pilot)
         text = shown_text(await open_help(pilot))
         for key, what in [
-            ("←/→", "Step"),
+            ("→", "Step forward"),
             ("←", "Step back"),
-            ("[/]", "Speed"),
+            ("]", "Faster"),
             ("[", "Slower"),
             ("T", "Previous turn"),
             ("home", "Start"),
@@ -121,6 +121,8 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
         ]:
             assert lines_with(text, key, what), f"{key} {what}"
         assert not lines_with(text, "bracket"), "keys are shown as the footer shows them"
+        assert not lines_with(text, "Speed"), "each key once, with what it does"
+        assert not lines_with(text, "←/→"), "each key once, with what it does"
         assert not lines_with(text, "In the prompt"), "a replay has no prompt"
 
 

@@ -10,12 +10,11 @@ from typing import Any
 from textual import constants, events
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets._footer import FooterKey
 
 from app.tui.screens.main import MainScreen
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import SessionBrowser
-from app.tui.widgets.key_footer import KeyFooter
+from app.tui.widgets.key_footer import FooterKey, KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent.admission import Next, PromptDecision, PromptSubmission
@@ -123,14 +122,16 @@ async def test_escape_is_offered_and_cancels_while_the_prompt_is_still_admitted(
         await admitting.wait()
         assert not agent.turn_open
         footer = app.main.query_one(KeyFooter)
-        await until(pilot, lambda: "escape" in {key.key for key in footer.query(FooterKey)})
+        await until(pilot, lambda: "escape" in {key.item.key for key in footer.query(FooterKey)})
         await pilot.press("escape")
         admit.set()
         await settle(app, pilot)
         turns = [e for e in app.main.transcript.entries if isinstance(e, TurnEntry)]
         assert [(turn.status, turn.reason) for turn in turns] == [("ended", "cancelled")]
         assert not [e for e in app.main.transcript.entries if isinstance(e, AssistantEntry)]
-        await until(pilot, lambda: "escape" not in {key.key for key in footer.query(FooterKey)})
+        await until(
+            pilot, lambda: "escape" not in {key.item.key for key in footer.query(FooterKey)}
+        )
 
 
 def footer_fits(screen: Screen[Any]) -> bool:
@@ -140,7 +141,7 @@ def footer_fits(screen: Screen[Any]) -> bool:
 
 def footer_style(screen: Screen[Any]) -> tuple[bool, bool]:
     footer = screen.query_one(KeyFooter)
-    return footer.compact, footer.show_command_palette
+    return footer.compact, footer.palette
 
 
 async def styles_across_widths(pilot: Pilot[None]) -> set[tuple[bool, bool]]:
@@ -157,7 +158,7 @@ async def styles_across_widths(pilot: Pilot[None]) -> set[tuple[bool, bool]]:
         style = footer_style(screen)
         where = (type(screen).__name__, width, style, footer.left_out)
         assert footer_fits(screen), where
-        assert "f1" in {key.key for key in footer.query(FooterKey)}, where
+        assert "f1" in {key.item.key for key in footer.query(FooterKey)}, where
         if footer.left_out:
             assert style == (True, False), where
             spare = getattr(screen, "FOOTER_SPARE", ())
@@ -202,12 +203,12 @@ async def test_at_80_columns_every_key_of_a_running_turn_fits_the_footer(
         await until(pilot, lambda: "escape" in app.screen.active_bindings)
         footer = app.main.query_one(KeyFooter)
         # the footer recomposes on the bindings' change, in a later frame when the machine is busy
-        await until(pilot, lambda: "escape" in {key.key for key in footer.query(FooterKey)})
+        await until(pilot, lambda: "escape" in {key.item.key for key in footer.query(FooterKey)})
         await pilot.pause()
         keys = list(footer.query(FooterKey))
-        assert {key.key for key in keys} >= {"escape", "f1", "f2", "f3", "f4", "ctrl+q"}
+        assert {key.item.key for key in keys} >= {"escape", "f1", "f2", "f3", "f4", "ctrl+q"}
         assert all(key.region.right <= footer.region.right for key in keys), [
-            (key.key, key.region) for key in keys
+            (key.item.key, key.region) for key in keys
         ]
         gate.gate.set()
         await settle(app, pilot)

@@ -14,6 +14,7 @@ from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.replay import NO_SEQ, PositionBar, ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from app.tui.widgets.side_panel import SidePanel
+from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import open_agent
 from engine.config import Config
 from engine.context.areas import NoticeArea
@@ -130,8 +131,12 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
             "read notes.txt",
             "anything new?",
         ]
-        await pilot.press("home", "bracketright", "bracketright", "bracketright", "bracketright")
-        await pilot.press("bracketright", "bracketright")  # as fast as it goes
+        # `]` and `[` as Textual names them when a terminal sends them
+        await pilot.press("home", *["right_square_bracket"] * 4)
+        assert screen.player.position == 0
+        assert bar(screen).startswith("‖ 16x")
+        await pilot.press("right_square_bracket", "right_square_bracket")  # as fast as it goes
+        assert bar(screen).startswith("‖ max")
         await pilot.press("space")
         for _ in range(500):
             if screen.player.at_end:
@@ -140,10 +145,27 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
         assert screen.player.at_end
         assert screen.player.position == total
         for _ in range(len(screen.log_events)):  # the slowest speed
-            await pilot.press("bracketleft")
+            await pilot.press("left_square_bracket")
+        assert bar(screen).startswith("‖ 0.5x")
         await pilot.press("home", "space", "space")  # play, then pause at once
         assert not screen.playing
         assert screen.player.position < total
+
+
+async def test_home_and_end_move_the_position_whatever_has_focus(
+    workspace: Path, data: Path
+) -> None:
+    """The transcript's own Home/End scrolled it and left the position where it was."""
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await opened(pilot)
+        screen.query_one(TranscriptView).focus()
+        await pilot.pause()
+        await pilot.press("end")
+        assert screen.player.at_end
+        await pilot.press("home")
+        assert screen.player.position == 0
 
 
 async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(

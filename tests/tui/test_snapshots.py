@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets._footer import FooterKey
 
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.sessions import SessionBrowser
+from app.tui.widgets.key_footer import FooterKey
 from app.tui.widgets.prompt_input import PromptInput
 from engine.config import Config, ContextConfig, ModelEntry
 from engine.gateway.scripted import Reply
@@ -237,7 +237,7 @@ def test_a_turn_in_progress(snap_compare: SnapCompare, make: Callable[..., Conso
         await pilot.press("enter")
         await gate.started.wait()
         for _ in range(500):  # the footer offers Esc once it has recomposed for the open turn
-            if any(key.key == "escape" for key in app.main.query(FooterKey)):
+            if any(key.item.key == "escape" for key in app.main.query(FooterKey)):
                 break
             await pilot.pause(0.01)
         await pilot.pause()

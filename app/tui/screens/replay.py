@@ -40,6 +40,9 @@ from replay.timeline import Timeline, TimelineState
 from replay.transcript import Transcript
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, float("inf"))
+STEP = Binding.Group("Step", compact=True)
+SPEED = Binding.Group("Speed", compact=True)
+"""The footer shows each pair of keys once, under one word (`← → Step`); F1 lists each key."""
 
 
 class PositionBar(Static):
@@ -63,21 +66,23 @@ class ReplayScreen(Screen[None]):
     }
     """
 
-    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("sessions", "speed(1)")
+    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("sessions", "speed(1)", "speed(-1)")
     """What the footer leaves out first when it is narrow (`KeyFooter`): Esc goes back to the
     browser a replay was opened from, and speed is a refinement."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_play", "Play"),
-        # priority: the focused transcript's own Left/Right (scroll sideways) would shadow them
-        Binding("right", "step(1)", "Step", key_display="←/→", priority=True),
-        Binding("left", "step(-1)", "Step back", key_display="←", show=False, priority=True),
+        # priority: the focused transcript's own keys (Left/Right scroll sideways, Home/End to
+        # either end of what is mounted) would shadow them
+        Binding("left", "step(-1)", "Step back", key_display="←", priority=True, group=STEP),
+        Binding("right", "step(1)", "Step forward", key_display="→", priority=True, group=STEP),
         Binding("t", "turn(1)", "Next turn"),
         Binding("T", "turn(-1)", "Previous turn", show=False),
-        Binding("home", "seek_start", "Start", show=False),
-        Binding("end", "seek_end", "End", show=False),
-        Binding("bracketright", "speed(1)", "Speed", key_display="[/]"),
-        Binding("bracketleft", "speed(-1)", "Slower", key_display="[", show=False),
+        Binding("home", "seek_start", "Start", show=False, priority=True),
+        Binding("end", "seek_end", "End", show=False, priority=True),
+        # the names Textual gives the keys `]` and `[`
+        Binding("left_square_bracket", "speed(-1)", "Slower", key_display="[", group=SPEED),
+        Binding("right_square_bracket", "speed(1)", "Faster", key_display="]", group=SPEED),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
         Binding("escape,q", "close", "Close"),
@@ -287,7 +292,7 @@ class ReplayScreen(Screen[None]):
         turn = bisect_right([s for s in self._turn_starts], self.player.position - 1)
         speed = SPEEDS[self.speed_index]
         bar = Text.assemble(
-            ("● live" if self.live else "▶ " if self.playing else "⏸ ", "bold"),
+            ("● live" if self.live else "▶ " if self.playing else "‖ ", "bold"),
             ("" if self.live else "max" if speed == float("inf") else f"{speed:g}x", "bold"),
             f"  seq {_seq_text(seq)}/{_seq_text(total - 1)}  turn {turn}/{turns}  ",
             meter(self.player.position, total, 30),
