@@ -112,6 +112,9 @@ class _Command(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._setup = setup
 
+        self.needed: list[tuple[str, str]] = []
+        """(dest, flags) of the options the command cannot run without (`needed_option`)."""
+
     def _ready(self) -> None:
         setup, self._setup = self._setup, None
         if setup is not None:
@@ -120,8 +123,16 @@ class _Command(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, but a needed option is checked only once every argument is known:
+        argparse checks required options first, and `run --bogus` said "-p/--prompt is
+        required" where the mistake is the unknown `--bogus` (the caller names those)."""
         self._ready()
-        return super().parse_known_args(args, namespace)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not extras:
+            missing = [flags for dest, flags in self.needed if getattr(parsed, dest) is None]
+            if missing:
+                self.error(f"the following arguments are required: {', '.join(missing)}")
+        return parsed, extras
 
     def format_usage(self) -> str:
         self._ready()
@@ -132,10 +143,18 @@ class _Command(argparse.ArgumentParser):
         return super().format_help()
 
 
+def needed_option(parser: argparse.ArgumentParser, *flags: str, **options: Any) -> None:
+    """An option the command cannot run without, checked after the unknown arguments are
+    (`_Command.parse_known_args`)."""
+    action = parser.add_argument(*flags, **options)
+    assert isinstance(parser, _Command)
+    parser.needed.append((action.dest, "/".join(flags)))
+
+
 def _run_options(run: argparse.ArgumentParser) -> None:
     # argv is bytes: undecodable ones are escaped so the user's words can enter the log
-    run.add_argument(
-        "-p", "--prompt", required=True, type=storable_os_text, help="the prompt, or a /command"
+    needed_option(
+        run, "-p", "--prompt", type=storable_os_text, help="the prompt, or a /command (not empty)"
     )
     _model_and_script(run, "a configured model entry (default: the config's default_model)")
     run.add_argument(
@@ -254,7 +273,7 @@ def _show(show: argparse.ArgumentParser) -> None:
 
 def _export(export: argparse.ArgumentParser) -> None:
     export.add_argument("id", metavar="ID")
-    export.add_argument("--format", required=True, metavar="md|json|html")
+    needed_option(export, "--format", metavar="md|json|html")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="(default: stdout)")
     export.add_argument(
         "--max-class",
@@ -299,36 +318,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     log_secrets = _log_to_file()
     try:
-        match args.command:
-            case None | "replay":
-                return _console(args, log_secrets)
-            case "run":
-                return asyncio.run(_run(args, log_secrets))
-            case "sessions":
-                return asyncio.run(_sessions(args))
-            case "show" | "export" | "fork" | "delete":
-                from app import session_commands
-
-                command = getattr(session_commands, args.command)
-                return int(asyncio.run(command(args)))
-            case "models":
-                return _models(args, log_secrets)
-            case "acp":
-                return asyncio.run(_acp(args, log_secrets))
-            case "store":
-                return asyncio.run(_store_copy(args))
-            case "trust":
-                return _trust(args)
-            case "serve":
-                return asyncio.run(_serve(args, log_secrets))
-            case _:
-                parser.error(f"unknown command {args.command}")
+        code = _dispatch(parser, args, log_secrets)
+        # what is still buffered fails here, not in the interpreter's flush at exit (which
+        # reports a closed pipe in no way a caller can see)
+        sys.stdout.flush()
     except TrellisError as exc:  # every error a front end must handle (engine.errors)
         print(f"trellis: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    return EXIT_OK
+    except BrokenPipeError:  # the reader of stdout went away (`| head`)
+        from app.closed_pipe import EXIT_READER_GONE, quiet_stdout
+
+        quiet_stdout()
+        return EXIT_READER_GONE
+    return code
+
+
+def _dispatch(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    log_secrets: RedactingLogFilter | None,
+) -> int:
+    match args.command:
+        case None | "replay":
+            return _console(args, log_secrets)
+        case "run":
+            return asyncio.run(_run(args, log_secrets))
+        case "sessions":
+            return asyncio.run(_sessions(args))
+        case "show" | "export" | "fork" | "delete":
+            from app import session_commands
+
+            command = getattr(session_commands, args.command)
+            return int(asyncio.run(command(args)))
+        case "models":
+            return _models(args, log_secrets)
+        case "acp":
+            return asyncio.run(_acp(args, log_secrets))
+        case "store":
+            return asyncio.run(_store_copy(args))
+        case "trust":
+            return _trust(args)
+        case "serve":
+            return asyncio.run(_serve(args, log_secrets))
+        case _:
+            parser.error(f"unknown command {args.command}")
 
 
 def _log_to_file() -> RedactingLogFilter | None:
@@ -373,6 +408,9 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         from engine.store.settings import chosen_settings
         from engine.tools.permission import HeadlessPolicy
 
+    if not args.prompt.strip():
+        print("trellis: -p/--prompt is empty: give the words to send", file=sys.stderr)
+        return EXIT_USAGE
     cwd = (args.cwd or Path.cwd()).resolve()
     if args.resume is not None and args.cwd is not None:
         print("trellis: --cwd and --resume: a resumed session keeps its workspace", file=sys.stderr)
@@ -402,6 +440,14 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             responder=policy,
         )
         printer = JsonPrinter() if args.json else TextPrinter()
+        printer.out.on_reader_gone = agent.cancel
+        if isinstance(printer, JsonPrinter):
+            printer.session(
+                agent.session_id,
+                cwd=storable_os_text(str(agent.workspace)),
+                model=agent.model.name,
+                resumed=resume is not None,
+            )
         # the events of opening (model/bind, areas) first; a resumed session's from the store
         await agent.subscribe_from(printer, 0)
         # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
@@ -419,6 +465,10 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                 await agent.when_idle()
             finally:
                 await agent.dispose()
+        if printer.out.reader_gone:
+            from app.closed_pipe import EXIT_READER_GONE
+
+            return EXIT_READER_GONE
         if not args.json:
             # a session enters the store with its first message: a command alone stores nothing
             stored = "" if agent.stored else ", not stored: it holds no message"

@@ -7,8 +7,11 @@ event models.
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
 
+from app.closed_pipe import quiet_stdout
 from engine.events import (
     AgentError,
     AssistantDelta,
@@ -21,18 +24,40 @@ from engine.events import (
 )
 
 
+class Output:
+    """Stdout for a printer: when its reader goes away (`trellis run -p ... | head -1`), writes
+    stop, `reader_gone` says so and `on_reader_gone` runs once (the command cancels the turn:
+    no one reads what it would print)."""
+
+    def __init__(self) -> None:
+        self.reader_gone = False
+        self.on_reader_gone: Callable[[], None] | None = None
+
+    def write(self, text: str) -> None:
+        if self.reader_gone:
+            return
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            quiet_stdout()
+            if self.on_reader_gone is not None:
+                self.on_reader_gone()
+
+
 class TextPrinter:
     """Streams the reply to stdout; tool activity and the turn's end to stderr."""
 
     def __init__(self) -> None:
         self.turn_failed = False
+        self.out = Output()
         self._open_line = False
 
     def __call__(self, event: Event | LiveEvent) -> None:
         match event.data:
             case AssistantDelta(text=text) if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
+                self.out.write(text)
                 self._open_line = not text.endswith("\n")
             case ToolCallRecord(name=name, arguments=arguments):
                 self._end_line()
@@ -56,7 +81,7 @@ class TextPrinter:
 
     def _end_line(self) -> None:
         if self._open_line:
-            sys.stdout.write("\n")
+            self.out.write("\n")
             self._open_line = False
 
 
@@ -65,10 +90,16 @@ class JsonPrinter:
 
     def __init__(self) -> None:
         self.turn_failed = False
+        self.out = Output()
+
+    def session(self, session_id: str, *, cwd: str, model: str, resumed: bool) -> None:
+        """The first line: which session the events belong to, so a script can `show`,
+        `export` or `fork` it after (events carry no session id)."""
+        line = {"type": "session", "id": session_id, "cwd": cwd, "model": model}
+        self.out.write(json.dumps({**line, "resumed": resumed}, ensure_ascii=False) + "\n")
 
     def __call__(self, event: Event | LiveEvent) -> None:
-        sys.stdout.write(event.model_dump_json() + "\n")
-        sys.stdout.flush()
+        self.out.write(event.model_dump_json() + "\n")
         match event.data:
             case TurnEnd(reason=reason) if reason != "completed":
                 self.turn_failed = True

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from engine.events import (
     decode_live_event,
 )
 from engine.store.sqlite import SQLiteStore
-from tests.agent.harness import CliRun, payloads, trellis
+from tests.agent.harness import CliRun, payloads, trellis, trellis_argv, trellis_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +140,9 @@ def test_json_prints_every_event(env: Env) -> None:
     assert done.code == 0, done.stderr
     durable: list[Event] = []
     live_types: set[str] = set()
-    for line in done.stdout.splitlines():
+    session, *lines = done.stdout.splitlines()
+    assert json.loads(session)["type"] == "session"  # test_the_first_json_line_names_the_session
+    for line in lines:
         raw = json.loads(line)
         if "seq" in raw:
             durable.append(decode_event(raw))
@@ -402,3 +405,109 @@ def test_cwd_missing(inproc: InProcess) -> None:
     code, _, err = inproc.main("run", "-p", "hi", "--cwd", str(missing))
     assert code == 2
     assert f"--cwd {missing} is not a directory" in err
+
+
+# --- output for scripts and pipes ---------------------------------------------------------
+
+EXIT_READER_GONE = 141
+
+
+def first_line_then_close(env: Env, *args: str) -> tuple[int, str, str]:
+    """`trellis ARGS | head -1`: the first line read, then the pipe closed; the exit status,
+    that line and what was printed on stderr."""
+    child = subprocess.Popen(
+        trellis_argv(list(args)),
+        cwd=env.workspace,
+        env=trellis_env(home=env.home, config=env.config),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    line = child.stdout.readline()
+    child.stdout.close()
+    err = child.stderr.read()
+    return child.wait(timeout=60), line, err
+
+
+def long_reply_script(tmp_path: Path) -> Path:
+    """A reply far longer than a pipe's buffer (64 KiB), so the writer outlives its reader."""
+    text = "\n".join(f"line {i} of a long reply" for i in range(20_000))
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps({"replies": [{"text": text}]}))
+    return path
+
+
+async def many_sessions(home: Path, workspace: Path, count: int) -> None:
+    async with SQLiteStore(home / "sessions.sqlite") as store:
+        for _ in range(count):
+            await store.create(cwd=str(workspace))
+
+
+def test_a_reader_that_stops_reading_ends_each_command_quietly(env: Env, tmp_path: Path) -> None:
+    script = long_reply_script(tmp_path)
+    whole = env.run("run", "-p", "store it", "--script", str(script))
+    assert whole.code == 0, whole.stderr
+    stored = session_of(whole.stderr)[:8]
+    for args in (
+        ["show", stored],
+        ["export", stored, "--format", "md"],
+        ["export", stored, "--format", "json"],
+        ["run", "-p", "go", "--json", "--script", str(script)],
+    ):
+        code, _, err = first_line_then_close(env, *args)
+        # a write the pipe took part of before it closed ends as if it had all gone (0)
+        assert (code in (0, EXIT_READER_GONE), err) == (True, ""), args
+    asyncio.run(many_sessions(env.home, env.workspace, 1_500))
+    for args in (["sessions", "--limit", "2000"], ["sessions", "--limit", "2000", "--json"]):
+        code, _, err = first_line_then_close(env, *args)
+        assert (code in (0, EXIT_READER_GONE), err) == (True, ""), args
+    # no one reads the rest of a reply: the turn is cancelled, and stored as such
+    before = set(env.sessions())
+    code, line, err = first_line_then_close(env, "run", "-p", "go", "--script", str(script))
+    assert (code, line, err.count("Traceback")) == (EXIT_READER_GONE, "line 0 of a long reply\n", 0)
+    (cancelled,) = set(env.sessions()) - before
+    events = env.stored(cancelled)
+    assert [t.reason for t in payloads(events, TurnEnd)] == ["cancelled"]
+    assert [m.content for m in payloads(events, UserMessage)] == ["go"]
+
+
+def test_the_first_json_line_names_the_session(env: Env) -> None:
+    done = env.run("run", "-p", "hi", "--json")
+    assert done.code == 0, done.stderr
+    first, *events = [json.loads(line) for line in done.stdout.splitlines()]
+    (stored,) = env.sessions()
+    assert first == {
+        "type": "session",
+        "id": stored,
+        "cwd": str(env.workspace),
+        "model": "scripted",
+        "resumed": False,
+    }
+    assert events[0]["type"] == "model/bind"
+    assert events[0]["seq"] == 0
+    again = env.run("run", "-p", "and again", "--json", "--resume", stored[:8])
+    assert json.loads(again.stdout.splitlines()[0]) == {**first, "resumed": True}
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--bogus"], "unrecognized arguments: --bogus"),
+        (["run", "-p", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["run"], "the following arguments are required: -p/--prompt"),
+        (["export", "abcd", "--bogus"], "unrecognized arguments: --bogus"),
+        (["export", "abcd"], "the following arguments are required: --format"),
+        (["run", "-p", ""], "-p/--prompt is empty"),
+        (["run", "-p", " \n "], "-p/--prompt is empty"),
+    ],
+)
+def test_an_unknown_argument_is_named_and_an_empty_prompt_refused(
+    env: Env, args: list[str], said: str
+) -> None:
+    done = env.run(*args)
+    assert done.code == 2
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+    assert env.sessions() == []  # nothing stored
