@@ -222,6 +222,16 @@ async def test_escape_cancels_and_gives_undelivered_steering_back(
         assert app.main.query_one(PromptInput).text == "also check the logs"
 
 
+async def armed(pilot: Pilot[None]) -> PermissionDialog:
+    """The permission dialog on top, once it takes answers (it ignores keys at first)."""
+    for _ in range(300):
+        dialog = pilot.app.screen
+        if isinstance(dialog, PermissionDialog) and dialog.armed:
+            return dialog
+        await pilot.pause(0.01)
+    raise AssertionError("the permission dialog never took answers")
+
+
 async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
     app = ConsoleTestApp(
         workspace,
@@ -243,6 +253,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         assert isinstance(app.screen, PermissionDialog)
+        await armed(pilot)
         await pilot.press(key)
         await settle(app, pilot)
         await send(app, pilot, "again")
@@ -252,6 +263,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         if isinstance(app.screen, PermissionDialog):
+            await armed(pilot)
             await pilot.press("r")
         await settle(app, pilot)
         return [e.data.decision for e in app.live.log if isinstance(e.data, PermissionDecision)]

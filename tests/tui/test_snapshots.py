@@ -130,17 +130,37 @@ def test_the_permission_dialog(
         tools=ToolRegistry([FixedTool("danger", needs_permission=True)]),
     )
 
+    assert snap_compare(app, terminal_size=(100, 30), run_before=asked("clean and build"))
+
+
+def asked(prompt: str) -> Scene:
+    """The prompt sent, and the permission dialog it brings taking answers."""
+
     async def run(pilot: Pilot[None]) -> None:
         app = await opened(pilot)
-        app.main.query_one(PromptInput).load_text("clean and build")
+        app.main.query_one(PromptInput).load_text(prompt)
         await pilot.press("enter")
         for _ in range(500):
-            if isinstance(app.screen, PermissionDialog):
+            if isinstance(app.screen, PermissionDialog) and app.screen.armed:
                 break
             await pilot.pause(0.01)
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
+    return run
+
+
+def test_the_permission_dialog_with_a_diff(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp], workspace: Path
+) -> None:
+    """An edit of a file of 40 lines: the change with its line numbers, scrollable."""
+    lines = [f"- [x] step {n}: check the [bold]output[/]\n" for n in range(1, 41)]
+    (workspace / "plan.md").write_text("".join(lines), encoding="utf-8")
+    changed = (
+        "".join(lines).replace("step 20", "step twenty").replace("step 30:", "step 30 (again):")
+    )
+    write = {"path": "plan.md", "content": changed.replace("- [x] step 25", "- [ ] step 25")}
+    app = make([Reply(tool_calls=[ToolCall("w1", "write_file", write)]), Reply(text="ok")])
+    assert snap_compare(app, terminal_size=(100, 30), run_before=asked("update the plan"))
 
 
 def test_a_budget_overflow(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
