@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 
 from app.tui.following import FollowedSession
 from app.tui.palette import TrellisCommands
@@ -89,6 +90,20 @@ class TrellisApp(App[None]):
         self.agent: Agent | None = None
         self.followed: FollowedSession | None = None  # a session another process writes
         self.error: str | None = None  # why the session could not open, shown after exit
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice is shown as written: what Trellis says carries text from the engine, a
+        tool, a file or the model (`/plan` said `-  1. a` for `- [x] 1. a`), so no markup is
+        ever read from it, whoever asks."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     async def on_mount(self) -> None:
         self._apply_theme()

@@ -14,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
@@ -55,6 +56,10 @@ sealed in Markdown widgets of their own that no later write touches (each write 
 hundreds of blocks restyled and laid out all of them: the stream starved the keyboard)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
+
+
+TITLE_MAX = 1_000
+"""A tool card's title holds this much of the call at most: more than any terminal is wide."""
 
 
 def first_line(text: str, width: int = 70) -> str:
@@ -288,7 +293,7 @@ class ContextCard(LongEntry):
         super().show(entry)
         assert isinstance(entry, ContextEntry)
         label = f" · {entry.label.cls.name}" if entry.label is not None else ""
-        self.border_title = f"Injected context · {entry.heading}{label}"
+        self.border_title = Content(f"Injected context · {entry.heading}{label}")
         self.refresh(layout=True)
 
     @property
@@ -516,11 +521,12 @@ TOOL_ICON = {"pending": "…", "running": "⟳", "done": "✓", "error": "✗", 
 def call_summary(entry: ToolEntry) -> str:
     """`read_file(path='a.py')`, or the raw argument text while the call is still streaming."""
     if entry.status == "pending" and not entry.arguments:
-        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, 50)})"
+        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, TITLE_MAX)})"
     shown = ", ".join(
         f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.arguments.items()
     )
-    return f"{entry.name}({first_line(shown, 60)})"
+    # as long as it is: the card's border cuts it at the width the card has
+    return f"{entry.name}({first_line(shown, TITLE_MAX)})"
 
 
 def tool_body(entry: ToolEntry) -> str:
@@ -577,8 +583,8 @@ class ToolCard(LongEntry):
             status_text = f"permission {entry.permission}"
         else:
             status_text = status
-        self.border_title = f"{TOOL_ICON.get(status, '')} {call_summary(entry)}"
-        self.border_subtitle = status_text
+        self.border_title = Content(f"{TOOL_ICON.get(status, '')} {call_summary(entry)}")
+        self.border_subtitle = Content(status_text)
         self.set_class(entry.is_error or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
         self.refresh(layout=True)
