@@ -22,6 +22,7 @@ from engine.os_text import storable_os_text
 
 if TYPE_CHECKING:
     from engine.config import Config, LoadedConfig
+    from engine.events import Attachment
     from engine.redaction import RedactingLogFilter
     from engine.store.settings import StoreSettings
 
@@ -461,7 +462,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                     if not result.ok:
                         return EXIT_USAGE
                 else:
-                    agent.send(args.prompt)
+                    agent.send(args.prompt, await _attached(args.prompt, Path(agent.workspace)))
                 await agent.when_idle()
             finally:
                 await agent.dispose()
@@ -474,6 +475,19 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             stored = "" if agent.stored else ", not stored: it holds no message"
             print(f"[session {agent.session_id}{stored}]", file=sys.stderr)
         return EXIT_TURN_FAILED if printer.turn_failed else EXIT_OK
+
+
+async def _attached(prompt: str, workspace: Path) -> list[Attachment]:
+    """The files the prompt mentions as `@path`, as the console attaches them; one line on
+    stderr for each that cannot be (the prompt is sent all the same)."""
+    if "@" not in prompt:
+        return []
+    from app.attachment_files import attachments_of
+
+    attachments, problems = await asyncio.to_thread(attachments_of, prompt, workspace)
+    for problem in problems:
+        print(f"trellis: not attached: {problem}", file=sys.stderr)
+    return attachments
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")

@@ -1,5 +1,5 @@
 """What the prompt offers while typing: slash commands from the engine's registry and `@path`
-workspace files, plus reading the attached files when the prompt is sent.
+workspace files (`app.attachment_files` reads them when the prompt is sent).
 
 Pure functions over text and the file system (no widgets), so they are tested directly.
 """
@@ -11,9 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.attachment_files import read_attachment
 from engine.commands import Command
-from engine.events import Attachment
 from engine.tools.workspace import relative_to_workspace
 
 MAX_PATHS = 200
@@ -21,7 +19,6 @@ MAX_PATHS = 200
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".trellis"}
 )
-MENTION = re.compile(r"(?:^|\s)@(\S+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,16 +73,3 @@ def complete(text: str, suggestion: Suggestion) -> str:
     if mention is None:
         return text
     return text[: len(text) - len(mention) - 1] + suggestion.replacement
-
-
-def attachments_of(text: str, root: Path) -> tuple[list[Attachment], list[str]]:
-    """The files the prompt mentions as `@path`, read (bounded), and the problems with any that
-    could not be attached (outside the workspace, missing, not a regular file, binary)."""
-    attached: list[Attachment] = []
-    problems: list[str] = []
-    for shown in dict.fromkeys(MENTION.findall(text)):
-        try:
-            attached.append(read_attachment(root, shown))
-        except (OSError, ValueError) as exc:
-            problems.append(f"@{shown}: {exc}")
-    return attached, problems

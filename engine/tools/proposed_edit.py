@@ -63,7 +63,11 @@ def proposed_edit(
         content = arguments.get("content")
         if not isinstance(content, str):
             return None
-        if not target.exists():
+        try:
+            new_file = not target.exists()
+        except OSError as error:
+            return UnshownEdit(relative, f"cannot read {path!r}: {error.strerror or error}")
+        if new_file:
             return ProposedEdit(relative, None, content)
         current = _current_text(target, path)
         if isinstance(current, UnshownEdit):
@@ -82,11 +86,11 @@ def proposed_edit(
 
 
 def _current_text(target: Path, shown: str) -> str | UnshownEdit:
-    if not target.exists():
-        return UnshownEdit(shown, f"file {shown!r} not found")
-    if target.is_dir():
-        return UnshownEdit(shown, f"{shown!r} is a directory")
     try:
+        if not target.exists():
+            return UnshownEdit(shown, f"file {shown!r} not found")
+        if target.is_dir():
+            return UnshownEdit(shown, f"{shown!r} is a directory")
         size = target.stat().st_size
     except OSError as error:
         return UnshownEdit(shown, f"cannot read {shown!r}: {error.strerror or error}")

@@ -511,3 +511,18 @@ def test_an_unknown_argument_is_named_and_an_empty_prompt_refused(
     assert said in done.stderr
     assert "Traceback" not in done.stderr
     assert env.sessions() == []  # nothing stored
+
+
+def test_a_headless_prompt_attaches_the_files_it_mentions(env: Env) -> None:
+    """As the console does: `@path` attaches the file; one line for each that cannot be."""
+    (env.workspace / "README.md").write_text("read me first\n")
+    done = env.run("run", "-p", "explain @README.md, @missing.md and @../up.txt")
+    assert done.code == 0, done.stderr
+    (message,) = payloads(env.stored(session_of(done.stderr)), UserMessage)
+    assert [(a.name, a.text) for a in message.attachments] == [("README.md", "read me first\n")]
+    assert "read me first" in done.stdout  # the offline model shows what it was given
+    problems = [line for line in done.stderr.splitlines() if "not attached" in line]
+    assert problems == [
+        "trellis: not attached: cannot read 'missing.md': No such file or directory",
+        "trellis: not attached: path '../up.txt' is outside the workspace",
+    ]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.attachment_files import attachments_of
 from app.tui.completion import (
-    attachments_of,
     command_suggestions,
     complete,
     current_mention,
@@ -48,9 +48,11 @@ def test_mentioned_files_are_attached_and_escapes_refused(workspace: Path) -> No
         "read @notes.txt and @../secret and @missing.md and @logo.png", workspace
     )
     assert [(a.name, a.text) for a in attached] == [("notes.txt", "hello world\nsecond line\n")]
-    assert len(problems) == 3
-    assert problems[0].startswith("@../secret")
-    assert problems[2] == "@logo.png: logo.png is not a text file"
+    assert problems == [
+        "path '../secret' is outside the workspace",
+        "cannot read 'missing.md': No such file or directory",
+        "'logo.png' is not a text file",
+    ]
 
 
 async def test_the_prompt_offers_and_completes(workspace: Path, data: Path) -> None:

@@ -22,11 +22,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 
+from app.attachment_files import attachments_of
 from app.tui.bridge import EngineEvents, bridge
 from app.tui.collecting import turns
 from app.tui.completion import (
     Suggestion,
-    attachments_of,
     command_suggestions,
     current_mention,
     path_suggestions,

@@ -43,9 +43,9 @@ def _no_answer(ctx: ToolContext) -> str:
 
 def local_text(target: Path, shown: str) -> str | ToolOutput:
     """The UTF-8 text of a regular file on disk, or the error edit_file should return."""
-    if not target.exists():
-        return ToolOutput.error(f"file {shown!r} not found")
     try:
+        if not target.exists():
+            return ToolOutput.error(f"file {shown!r} not found")
         with open_regular(target, shown) as handle:
             data = handle.read()
     except NotRegularFileError as error:

@@ -139,10 +139,13 @@ def _readable_target(ctx: ToolContext, path: str, *, must_exist: bool) -> Confin
     where = confine(ctx, path)
     if isinstance(where, ToolOutput):
         return where
-    if must_exist and not where.target.exists():
-        return ToolOutput.error(f"file {path!r} not found")
-    if where.target.is_dir():
-        return ToolOutput.error(f"{path!r} is a directory; use list_files to see it")
+    try:  # in a folder that cannot be searched, even asking whether it exists fails
+        if must_exist and not where.target.exists():
+            return ToolOutput.error(f"file {path!r} not found")
+        if where.target.is_dir():
+            return ToolOutput.error(f"{path!r} is a directory; use list_files to see it")
+    except OSError as error:
+        return ToolOutput.error(f"cannot read {path!r}: {error.strerror or error}")
     return where
 
 
@@ -246,11 +249,11 @@ class ListFiles(Tool[ListFilesArgs]):
         if isinstance(where, ToolOutput):
             return where
         target = where.target
-        if not target.exists():
-            return ToolOutput.error(f"directory {args.path!r} not found")
-        if not target.is_dir():
-            return ToolOutput.error(f"{args.path!r} is a file, not a directory; use read_file")
         try:
+            if not target.exists():
+                return ToolOutput.error(f"directory {args.path!r} not found")
+            if not target.is_dir():
+                return ToolOutput.error(f"{args.path!r} is a file, not a directory; use read_file")
             entries = sorted(
                 escape_os_text(entry.name) + ("/" if entry.is_dir() else "")
                 for entry in target.iterdir()
@@ -302,9 +305,12 @@ class WriteFile(Tool[WriteFileArgs]):
 
 def _existing_file(target: Path, shown: str) -> bool | ToolOutput:
     """Whether write_file replaces a file (else it creates one); a directory is an error."""
-    if target.is_dir():
-        return ToolOutput.error(f"{shown!r} is a directory")
-    return target.exists()
+    try:
+        if target.is_dir():
+            return ToolOutput.error(f"{shown!r} is a directory")
+        return target.exists()
+    except OSError as error:  # a folder that cannot be searched
+        return ToolOutput.error(f"cannot write {shown!r}: {error.strerror or error}")
 
 
 class EditFileArgs(ToolArgs):
