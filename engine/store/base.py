@@ -100,8 +100,9 @@ class SessionStore(Protocol):
 
     async def resolve(self, id_or_prefix: str) -> SessionInfo:
         """The session with this id, or else the only one whose id starts with it (as git takes
-        a commit prefix). Raises `UnknownSessionError` when none matches (or the text is empty)
-        and `AmbiguousSessionError`, naming the candidates, when several do."""
+        a commit prefix, of at least 4 characters). Raises `UnknownSessionError` when none
+        matches, `ShortPrefixError` for a prefix under 4 characters (or an empty one) and
+        `AmbiguousSessionError`, naming the candidates, when several do."""
         ...
 
     async def list(

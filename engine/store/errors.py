@@ -30,6 +30,10 @@ class AmbiguousSessionError(StoreError, LookupError):
     """An id prefix that more than one session's id starts with."""
 
 
+class ShortPrefixError(StoreError, LookupError):
+    """An id prefix too short to name a session on purpose."""
+
+
 class LeaseError(StoreError):
     """Another live writer holds this session's lease; `holder` names it for a front end that
     shows the session read-only ("" when the error is this writer's own lost lease)."""

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from engine.store.base import SessionInfo
-from engine.store.errors import AmbiguousSessionError, UnknownSessionError
+from engine.store.errors import AmbiguousSessionError, ShortPrefixError, UnknownSessionError
 
 Rows = Sequence[Sequence[Any]]
 Fetch = Callable[[str, Sequence[Any]], Awaitable[Rows]]
@@ -21,6 +21,8 @@ Fetch = Callable[[str, Sequence[Any]], Awaitable[Rows]]
 SELECT_EVENTS = "SELECT seq, time, type, data FROM events WHERE session_id = ?"
 MAX_SEQ = 2**63 - 1
 AMBIGUOUS_SHOWN = 5  # candidates an ambiguous prefix error names
+MIN_PREFIX = 4
+"""Characters of an id a prefix must give: fewer name a session by chance (one in sixteen)."""
 
 # `turns` is counted on the partial index of turn/start rows
 INFO_COLUMNS = (
@@ -66,6 +68,12 @@ async def resolve_session(fetch: Fetch, id_or_prefix: str, where: str) -> Sessio
     exact = await fetch(f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
     if exact:
         return info_of(exact[0])
+    if len(id_or_prefix) < MIN_PREFIX:
+        # `trellis delete 4 --yes` deleted whichever session's id began with a 4
+        raise ShortPrefixError(
+            f"{where}: session id prefix {id_or_prefix!r} is too short: "
+            f"give at least {MIN_PREFIX} characters of the id"
+        )
     # ids sort byte by byte, so those with the prefix follow it directly in the primary key
     rows = await fetch(
         f"SELECT {INFO_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?",

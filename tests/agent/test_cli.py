@@ -526,3 +526,21 @@ def test_a_headless_prompt_attaches_the_files_it_mentions(env: Env) -> None:
         "trellis: not attached: cannot read 'missing.md': No such file or directory",
         "trellis: not attached: path '../up.txt' is outside the workspace",
     ]
+
+
+def test_a_session_id_prefix_needs_four_characters(env: Env) -> None:
+    """`trellis delete 4 --yes` deleted whichever session's id began with a 4."""
+    done = env.run("run", "-p", "keep me")
+    session_id = session_of(done.stderr)
+    for args in (
+        ["delete", session_id[:1], "--yes"],
+        ["show", session_id[:3]],
+        ["export", session_id[:2], "--format", "md"],
+        ["fork", session_id[:3]],
+        ["run", "-p", "more", "--resume", session_id[:3]],
+    ):
+        refused = env.run(*args)
+        assert refused.code == 2, args
+        assert "is too short: give at least 4 characters of the id" in refused.stderr, args
+    assert env.sessions() == [session_id]
+    assert env.run("show", session_id[:4]).code == 0

@@ -24,6 +24,7 @@ from engine.store.errors import (
     ForkPointError,
     LeaseError,
     SequenceError,
+    ShortPrefixError,
     StoreError,
     UnknownSessionError,
 )
@@ -394,19 +395,24 @@ async def test_sessions_count_their_turns(store: SessionStore) -> None:
 
 
 async def test_a_unique_id_prefix_finds_its_session(store: SessionStore) -> None:
-    ids = ["abc123", "abd456", "abd789", "abd7"]
+    ids = ["abcc123", "abdd456", "abdd789", "abdd7", "abc"]
     for sid in ids:
         await store.create(cwd="/w", session_id=sid)
-    assert (await store.resolve("abc")).id == "abc123"
-    assert (await store.resolve("abd45")).id == "abd456"
-    assert (await store.resolve("abd7")).id == "abd7"  # an exact id wins over longer ones
-    assert (await store.resolve("abd78")).id == "abd789"
-    assert await store.resolve("abc123") == await store.info("abc123")
-    with pytest.raises(AmbiguousSessionError, match=r"'abd'.*abd456, abd7, abd789"):
-        await store.resolve("abd")
-    for missing in ("abe", "abc1234", "b", ""):
+    assert (await store.resolve("abcc")).id == "abcc123"
+    assert (await store.resolve("abdd45")).id == "abdd456"
+    assert (await store.resolve("abdd7")).id == "abdd7"  # an exact id wins over longer ones
+    assert (await store.resolve("abdd78")).id == "abdd789"
+    assert await store.resolve("abcc123") == await store.info("abcc123")
+    assert (await store.resolve("abc")).id == "abc"  # a whole id, however short
+    with pytest.raises(AmbiguousSessionError, match=r"'abdd'.*abdd456, abdd7, abdd789"):
+        await store.resolve("abdd")
+    for missing in ("abee", "abcc1234"):
         with pytest.raises(UnknownSessionError, match=repr(missing)):
             await store.resolve(missing)
+    # fewer than 4 characters name a session by chance: `trellis delete a --yes`
+    for short in ("ab", "a", ""):
+        with pytest.raises(ShortPrefixError, match=f"{short!r} is too short: give at least 4"):
+            await store.resolve(short)
 
 
 async def test_unknown_ids_are_named(store: SessionStore) -> None:
