@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.local_servers import SERVERS_ENV
 from tests.local_model_server import ModelListServer
-from tests.terminal import Terminal
+from tests.terminal import KEYS, Terminal
 
 PICKER_HEADER = "name · model"
 
@@ -52,7 +52,8 @@ def test_the_picker_s_keys_and_a_local_server_s_models(tmp_path: Path) -> None:
             terminal.write("/model")
             terminal.press("enter")
             terminal.wait_for(PICKER_HEADER)
-            terminal.press("down", "down", "up", "enter")  # the second row: ollama/qwen3:8b
+            # typed ahead, in one write: Enter comes after the arrows, not before them
+            terminal.write("".join(KEYS[key] for key in ("down", "down", "up", "enter")))
             terminal.wait_gone(PICKER_HEADER)
             terminal.wait_for("model ollama/qwen3:8b from the next turn")
             terminal.write("/model")

@@ -84,6 +84,16 @@ def _toml_string(value: str) -> str:
     return f'"{escaped}"'
 
 
+class ModelTable(DataTable[str | Text]):
+    """The entries, one a row; Enter selects the highlighted one. Enter is the table's own key,
+    not a priority key of the screen: a priority key is taken as it arrives, ahead of the arrow
+    keys typed before it that the table has not handled yet."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Use it"),
+    ]
+
+
 class ModelPicker(ModalScreen[ModelPick | None]):
     """Enter uses the highlighted model, `s` saves it as the default too, Esc closes."""
 
@@ -99,8 +109,7 @@ class ModelPicker(ModalScreen[ModelPick | None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "pick(False)", "Use it", priority=True),
-        Binding("s", "pick(True)", "Use and save as default"),
+        Binding("s", "save", "Use and save as default"),
         Binding("escape", "close", "Back"),
     ]
 
@@ -126,13 +135,15 @@ class ModelPicker(ModalScreen[ModelPick | None]):
         with Vertical() as frame:
             frame.border_title = "Models"
             yield Static(self._title(), id="title")
-            yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
+            yield ModelTable(id="models", cursor_type="row", zebra_stripes=True)
             yield Static(self._servers(), id="servers")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("", "name · model", "provider", "window", "egress", "from")
+        table.add_columns(
+            "", "name · model", "provider", Text("window", justify="right"), "egress", "from"
+        )
         self._fill(self.current)
         self.query_one("#servers", Static).update(self._servers())  # they may have answered
         table.focus()
@@ -189,12 +200,15 @@ class ModelPicker(ModalScreen[ModelPick | None]):
             return None
         return self.choices[min(table.cursor_row, len(self.choices) - 1)]
 
-    def action_pick(self, save: bool) -> None:
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row (or a click on the highlighted one): use it."""
+        if event.row_key.value is not None:
+            self.dismiss(ModelPick(event.row_key.value))
+
+    def action_save(self) -> None:
+        """Use the highlighted model and save it as the default, once confirmed."""
         choice = self._highlighted()
         if choice is None:
-            return
-        if not save:
-            self.dismiss(ModelPick(choice.name))
             return
 
         def confirmed(yes: bool | None) -> None:
