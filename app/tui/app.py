@@ -7,6 +7,7 @@ permission questions with a dialog and reads it only through its events and view
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -175,6 +176,10 @@ class TrellisApp(App[None]):
             self.followed = await FollowedSession.open(self.store, screen, session_id, held)
             return
         self.agent.add_models(self._found)
+        if self._welcome is not None and self._welcome.running is None:
+            name = self.agent.model.name
+            choices = self.agent.model_choices()
+            self._welcome.running = next((c for c in choices if c.name == name), None)
         await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
 
     async def on_main_screen_open_for_writing(self, _: MainScreen.OpenForWriting) -> None:
@@ -318,7 +323,7 @@ class TrellisApp(App[None]):
             self.notify(str(exc), severity="error", title="default_model", markup=False)
             return False
         self._default_model = name
-        self.notify(f"default_model = {name!r} saved in {path}", markup=False)
+        self.notify(f"default_model = {json.dumps(name)} saved in {path}", markup=False)
         try:
             loaded = await asyncio.to_thread(load_config_report, self._cwd)
         except TrellisError:

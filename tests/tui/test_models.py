@@ -15,8 +15,10 @@ from app.tui.screens.model_picker import ConfirmDefault, ModelPicker
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.welcome import Welcome
 from engine import paths
+from engine.config import load_config
 from engine.events import ModelBind
 from engine.gateway.scripted import Reply
+from engine.local_servers import SERVERS_ENV
 from tests.local_model_server import ModelListServer
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_long_session import opened
@@ -109,6 +111,27 @@ async def test_local_servers_asked_at_start_join_the_welcome_and_the_session(
             await until(pilot, lambda: later.paths == ["/v1/models"], "the picker asked all")
             await until(pilot, lambda: "vllm/big-model" in _rows(shown), "listed")
             assert f"vllm at 127.0.0.1:{later.port}: 1 model" in _label(shown, "#servers")
+
+
+async def test_a_default_local_model_is_named_in_the_welcome_once_found(
+    workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = workspace.parent / "user.toml"
+    user.write_text('default_model = "ollama/qwen3:8b"\n', encoding="utf-8")
+    with ModelListServer(["qwen3:8b"]) as ollama:
+        monkeypatch.setenv(SERVERS_ENV, f"ollama={ollama.port}")
+        config = load_config(workspace, user_file=user)
+        app = ConsoleTestApp(workspace, data, [], config=config, local_servers=[ollama.server()])
+        async with app.run_test(size=(120, 30)) as pilot:
+            await opened(app, pilot)
+            assert app.live.model.name == "ollama/qwen3:8b"
+            await until(pilot, lambda: "from ollama at" in welcome_text(app), "named")
+            shown = welcome_text(app)
+            assert (
+                f"ollama/qwen3:8b · openai qwen3:8b · from ollama at 127.0.0.1:{ollama.port}"
+                in shown
+            )
+            assert "offline demo model" not in shown
 
 
 async def test_the_picker_lists_every_entry_and_enter_switches_from_the_next_turn(

@@ -68,6 +68,7 @@ class ConfirmDefault(ModalScreen[bool]):
             with Horizontal():
                 yield Button("Save (y)", id="yes", variant="warning")
                 yield Button("Cancel (n)", id="no")
+        yield KeyFooter()  # this dialog's keys, not the picker's beneath it
 
     def on_mount(self) -> None:
         self.query_one("#yes", Button).focus()

@@ -30,7 +30,8 @@ KEYS = (
 
 
 class Welcome(Static):
-    """Shown on a new session until its first prompt; `found` grows as local servers answer."""
+    """Shown on a new session until its first prompt; `found` grows as local servers answer, and
+    `running` is set once the session opens on a model that had to be found first."""
 
     DEFAULT_CSS = """
     Welcome {
@@ -44,13 +45,15 @@ class Welcome(Static):
     """
 
     found: reactive[tuple[ModelChoice, ...]] = reactive((), layout=True)
+    running: reactive[ModelChoice | None] = reactive(None, layout=True)
+    """The model as the opened session runs it; None until a local server's model is found."""
 
     def __init__(
         self, model: str, running: ModelChoice | None, found: Sequence[ModelChoice] = ()
     ) -> None:
         super().__init__()
         self.model = model
-        self.running = running
+        self.set_reactive(Welcome.running, running)
         self.set_reactive(Welcome.found, tuple(found))
         self.border_title = "Welcome to Trellis"
 
