@@ -167,7 +167,6 @@ class TrellisApp(App[None]):
             scrollback = Scrollback(live, self.store, session_id, end=start)
             screen = MainScreen(live, scrollback, config=self._config)
         await self.push_screen(screen)
-        self._ask_local_servers(everywhere=False)  # after the first paint, never before it
         try:
             self.agent = await self._agent_for(session_id)
         except LeaseError as held:
@@ -181,6 +180,9 @@ class TrellisApp(App[None]):
             choices = self.agent.model_choices()
             self._welcome.running = next((c for c in choices if c.name == name), None)
         await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
+        # once the open session is on screen: importing the HTTP client and asking the servers
+        # must not compete with the first paint or the opening for the interpreter
+        self.call_after_refresh(self._ask_local_servers, everywhere=False)
 
     async def on_main_screen_open_for_writing(self, _: MainScreen.OpenForWriting) -> None:
         """Ctrl+O on a followed session whose writer let go: open it here for writing (followed
