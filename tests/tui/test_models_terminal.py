@@ -47,6 +47,11 @@ def test_the_picker_s_keys_and_a_local_server_s_models(tmp_path: Path) -> None:
             screen = terminal.wait_for(PICKER_HEADER)
             assert f"ollama at 127.0.0.1:{ollama.port}" in screen
             terminal.wait_for(f"ollama at 127.0.0.1:{ollama.port}: 2 models")
+            terminal.press("f1")  # the picker's keys
+            screen = terminal.wait_for("Keys and commands")
+            assert "Use and save as default" in screen
+            terminal.press("escape")
+            terminal.wait_gone("Keys and commands")
             terminal.press("escape")  # closes, nothing changes
             terminal.wait_gone(PICKER_HEADER)
             terminal.write("/model")

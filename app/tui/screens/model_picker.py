@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Label, Static
 
 from app.tui.widgets.key_footer import KeyFooter
@@ -95,13 +95,13 @@ class ModelTable(DataTable[str | Text]):
     ]
 
 
-class ModelPicker(ModalScreen[ModelPick | None]):
-    """Enter uses the highlighted model, `s` saves it as the default too, Esc closes."""
+class ModelPicker(Screen[ModelPick | None]):
+    """Enter uses the highlighted model, `s` saves it as the default too, Esc closes. A screen,
+    not a modal one: the app's keys (F1 lists this screen's keys) work on it."""
 
     DEFAULT_CSS = """
-    ModelPicker { align: center middle; }
     ModelPicker > Vertical {
-        width: 100%; height: 100%; border: round $primary; background: $surface; padding: 0 1;
+        height: 1fr; border: round $primary; background: $surface; padding: 0 1;
         border-title-color: $text; border-title-style: bold;
     }
     ModelPicker #title { height: auto; }
