@@ -68,7 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("export", setup=_export, help="export a stored session as Markdown, JSON or HTML")
     command("fork", setup=_fork, help="copy a stored session up to a point; prints the new id")
     command("delete", setup=_delete, help="delete a stored session (asks first)")
-    command("models", parents=[config], help="list the configured model entries")
+    command(
+        "models",
+        parents=[config],
+        help="list the models: configured, from provider keys, on local servers",
+    )
     command(
         "acp",
         parents=[config],
@@ -668,16 +672,39 @@ async def _store_copy(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """Every entry a session may bind: configured, made by a provider key in the environment,
+    served by a local server (each is asked, on every well-known port); then the servers'
+    answers and the user config's path."""
     from engine.config import load_config_report
+    from engine.local_servers import ServerAnswer, ask, local_servers
+    from engine.model_catalog import (
+        choices_table,
+        local_models,
+        model_choices,
+        with_named_local_models,
+    )
+    from engine.paths import user_config_file
 
     loaded = load_config_report(Path.cwd(), trust_project=args.trust_project)
     config = _reported(loaded, log_secrets)
-    for name, entry in config.models.items():
-        marker = "*" if name == config.default_model else " "
-        target = entry.model or entry.provider
-        print(
-            f"{marker} {name:<16} {entry.provider:<10} {target}  egress<={entry.effective_egress().name}"
-        )
+    servers = local_servers() if config.discovery.local else ()
+    answers: tuple[ServerAnswer, ...] = asyncio.run(ask(servers)) if servers else ()
+    config = config.with_models(local_models(answers))
+    for line in choices_table(model_choices(config), marked=config.default_model):
+        print(line.rstrip())
+    print("\n* default_model")
+    if not config.discovery.local:
+        print("local servers: not asked ([discovery] local = false)")
+    elif not servers:
+        print("local servers: none to ask (TRELLIS_LOCAL_SERVERS is empty)")
+    for answer in answers:
+        print(f"local server {answer.describe()}")
+    print(f"user config: {user_config_file()}")
+    try:
+        asyncio.run(with_named_local_models(config, (config.default_model,), servers))
+    except TrellisError as exc:
+        print(f"trellis: default_model: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

@@ -198,9 +198,15 @@ async def _unpin(agent: Agent, args: str) -> CommandResult:
 
 async def _model(agent: Agent, args: str) -> CommandResult:
     if not args:
-        names = ", ".join(agent.model_names())
+        from engine.model_catalog import choices_table
+
         model = agent.model
-        return CommandResult(f"model: {model.name} ({model.model_id}); configured: {names}")
+        lines = [f"model: {model.name} ({model.model_id})"]
+        if model.next_name != model.name:
+            lines[0] += f"; from the next turn: {model.next_name}"
+        lines += choices_table(agent.model_choices(), marked=model.name)
+        lines.append("* this session's model; /model NAME switches (from the next turn)")
+        return CommandResult("\n".join(lines))
     words = shlex.split(args)
     if len(words) != 1:
         raise REGISTRY_COMMANDS["model"].fail("/model takes one model name")

@@ -26,7 +26,9 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 
 BUILTIN_MODEL = "scripted"
 """The entry that always exists, so a fresh install needs no configuration and no network."""
+BUILTIN_ORIGIN = "built in"
+USER_ORIGIN = "user config"
+PROJECT_ORIGIN = "project config"
 
 PrivacyClassName = Literal["public", "internal", "private", "restricted"]
 Provider = Literal["scripted", "openai", "gemini", "anthropic"]
@@ -250,12 +255,38 @@ class AgentConfig(_Section):
     relative to the workspace, or absolute (`~` expanded). Protected paths are refused otherwise."""
 
 
+class DiscoveryConfig(_Section):
+    """Finding models without a config file (`engine.model_catalog`)."""
+
+    local: bool = True
+    """Ask OpenAI-compatible servers on loopback (Ollama, LM Studio, llama.cpp, vLLM) for their
+    models; false, none is asked and a local server's model cannot be named."""
+
+
 class ConsoleConfig(_Section):
     """The terminal console."""
 
     theme: str | None = None
     """A Textual theme by name (`textual-light`, `nord`, ...); the palette's "Theme" changes it
     for the session."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DetectedModel:
+    """An entry no file defines, found in the environment or on a local server, and where."""
+
+    entry: ModelEntry
+    origin: str
+    """`environment OPENAI_API_KEY`, `ollama at 127.0.0.1:11434`: shown wherever it is listed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Detection:
+    """What validation knows beyond the files: the detected entries' names, and the names of the
+    local servers whose models a `default_model` may name before they are found."""
+
+    detected: frozenset[str] = frozenset()
+    local_servers: frozenset[str] = frozenset()
 
 
 def _builtin_models() -> dict[str, ModelEntry]:
@@ -274,6 +305,9 @@ class Config(_Section):
     serve: ServeConfig = Field(default_factory=ServeConfig.model_construct)
     agent: AgentConfig = Field(default_factory=AgentConfig.model_construct)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig.model_construct)
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig.model_construct)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _detected: frozenset[str] = PrivateAttr(default=frozenset())
 
     @field_validator("models", mode="before")
     @classmethod
@@ -303,13 +337,56 @@ class Config(_Section):
         return value
 
     @model_validator(mode="after")
-    def _default_model_exists(self) -> Config:
-        if self.default_model not in self.models:
-            raise PydanticCustomError(
-                _UNKNOWN_DEFAULT_MODEL,
-                "{name} names no model entry; configured: {configured}",
-                {"name": repr(self.default_model), "configured": ", ".join(sorted(self.models))},
-            )
+    def _default_model_exists(self, info: ValidationInfo) -> Config:
+        """The default names an entry: configured, detected, or a local server's model (found,
+        or reported, when a session opens: `engine.model_catalog.with_named_local_models`)."""
+        detection = info.context if isinstance(info.context, _Detection) else _Detection()
+        name = self.default_model
+        if name in self.models or name in detection.detected:
+            return self
+        server, slash, model = name.partition("/")
+        if slash and model and server in detection.local_servers and self.discovery.local:
+            return self
+        known = ", ".join(sorted(self.models))
+        if detection.detected:
+            known += f"; detected: {', '.join(sorted(detection.detected))}"
+        if slash and not self.discovery.local:
+            known += "; local discovery is off ([discovery] local = false)"
+        elif slash:
+            servers = ", ".join(sorted(detection.local_servers)) or "none"
+            known += f"; local servers (SERVER/MODEL): {servers}"
+        raise PydanticCustomError(
+            _UNKNOWN_DEFAULT_MODEL,
+            "{name} names no model entry; configured: {configured}",
+            {"name": repr(name), "configured": known},
+        )
+
+    def origin(self, name: str) -> str:
+        """Where the entry `name` comes from: `user config`, `project config`, `built in`, or
+        what detected it (`environment OPENAI_API_KEY`, `ollama at 127.0.0.1:11434`)."""
+        found = self._origins.get(name)
+        if found is not None:
+            return found
+        return BUILTIN_ORIGIN if name == BUILTIN_MODEL else "config"
+
+    def with_models(self, found: Mapping[str, DetectedModel]) -> Config:
+        """This configuration with the detected entries it does not define: a configured entry
+        of the same name wins, whole. Itself when there is nothing new."""
+        added = {name: model for name, model in found.items() if name not in self.models}
+        if not added:
+            return self
+        models = {**self.models, **{name: model.entry for name, model in added.items()}}
+        copy = self.model_copy(update={"models": models})
+        copy._origins = {**self._origins, **{name: model.origin for name, model in added.items()}}
+        copy._detected = self._detected | added.keys()
+        return copy
+
+    def detected(self, name: str) -> bool:
+        """Whether the entry `name` was detected rather than configured."""
+        return name in self._detected
+
+    def _labelled(self, origins: Mapping[str, str]) -> Config:
+        self._origins = {**self._origins, **origins}
         return self
 
     def model(self, name: str | None = None) -> tuple[str, ModelEntry]:
@@ -392,6 +469,7 @@ def load_config_report(
     """
     merged: dict[str, Any] = {}
     provenance: dict[Loc, Path] = {}
+    detected, detection = _detected()
     user = _user_layer_file(user_file)
     user_layer: dict[str, Any] = {}
     if user is not None:
@@ -413,24 +491,45 @@ def load_config_report(
         trusted = trust_project or _trusted(trust_store, directory, digest)
         skipped: tuple[SkippedKey, ...] = ()
         if not trusted:
-            layer, skipped = untrusted_subset(layer, _baseline(user_layer))
+            layer, skipped = untrusted_subset(layer, _baseline(user_layer, detection))
         _merge(merged, layer, project, provenance, ())
         report = ProjectLayer(
             directory=directory, file=project, digest=digest, trusted=trusted, skipped=skipped
         )
-    return LoadedConfig(config=_validated(merged, provenance), project=report)
+    config = _validated(merged, provenance, user, detection)
+    return LoadedConfig(config=config.with_models(detected), project=report)
 
 
-def _validated(merged: dict[str, Any], provenance: Mapping[Loc, Path]) -> Config:
-    """The merged layers as a `Config`. Nothing configured (no file, or files without a key) is
-    the defaults, which are the code's own values: constructed without validation, so a run with
-    no configuration never builds the config models (issue 10, start time)."""
+def _detected() -> tuple[dict[str, DetectedModel], _Detection]:
+    """The entries the environment's provider keys make, and what validation may take as named
+    before it is found. Raises `ConfigError` for a `TRELLIS_LOCAL_SERVERS` it cannot read."""
+    from engine.local_servers import local_servers
+    from engine.model_catalog import environment_models
+
+    detected = environment_models(os.environ)
+    servers = frozenset(server.name for server in local_servers())
+    return detected, _Detection(detected=frozenset(detected), local_servers=servers)
+
+
+def _validated(
+    merged: dict[str, Any], provenance: Mapping[Loc, Path], user: Path | None, detection: _Detection
+) -> Config:
+    """The merged layers as a `Config`, each entry labelled with the layer that defined it.
+    Nothing configured (no file, or files without a key) is the defaults, which are the code's
+    own values: constructed without validation, so a run with no configuration never builds the
+    config models (issue 10, start time)."""
     if not merged:
         return Config.model_construct()
     try:
-        return Config.model_validate(merged)
+        config = Config.model_validate(merged, context=detection)
     except ValidationError as exc:
         raise _config_error(exc, provenance) from exc
+    origins: dict[str, str] = {}
+    for name in config.models:
+        file = provenance.get(("models", name))
+        if file is not None:
+            origins[name] = USER_ORIGIN if file == user else PROJECT_ORIGIN
+    return config._labelled(origins)
 
 
 def _store_section(layer: dict[str, Any], file: Path, *, project: bool) -> None:
@@ -467,9 +566,9 @@ def _trusted(store: TrustStore | None, directory: Path, digest: str) -> bool:
         raise ConfigError(exc.problem, file=exc.file) from exc
 
 
-def _baseline(user_layer: Mapping[str, Any]) -> UserBaseline:
-    """What the user's own file puts in force; a section that does not validate counts as the
-    defaults here (the full validation then reports it)."""
+def _baseline(user_layer: Mapping[str, Any], detection: _Detection) -> UserBaseline:
+    """What the user's own file and environment put in force; a section that does not validate
+    counts as the defaults here (the full validation then reports it)."""
     from engine.project_config import UserBaseline
 
     models = user_layer.get("models")
@@ -478,8 +577,17 @@ def _baseline(user_layer: Mapping[str, Any]) -> UserBaseline:
         context = ContextConfig.model_validate(user_layer.get("context", {}))
     except ValidationError:
         context = ContextConfig()
+    try:
+        discovery = DiscoveryConfig.model_validate(user_layer.get("discovery", {}))
+    except ValidationError:
+        discovery = DiscoveryConfig()
     return UserBaseline(
+        # not the entries the environment's provider keys make: a repository must not send the
+        # workspace to a provider the user did not pick (a local server's models stay local)
         models=frozenset({*names, BUILTIN_MODEL}),
+        remote_detected=detection.detected - names,
+        local_servers=detection.local_servers if discovery.local else frozenset(),
+        local_discovery=discovery.local,
         shell_class=context.shell_privacy_class(),
         secret_patterns=frozenset(context.secret_patterns),
         instruction_files=frozenset(context.instruction_files),

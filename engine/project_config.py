@@ -19,7 +19,12 @@ from engine.privacy import PrivacyClass
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _MODEL_ENTRY = "a model entry defined by the project: where requests, your data and keys go"
 _MODEL_FIELD = "changes a model entry you defined: where requests, your data and keys go"
-_UNKNOWN_MODEL = "names a model entry you did not define"
+_UNKNOWN_MODEL = "names a model entry you did not define and that was not detected"
+_REMOTE_MODEL = (
+    "names a provider your environment's key reaches: where your data goes is yours to pick "
+    "(/model, or default_model in your own config)"
+)
+_DISCOVERY_ON = "asks local servers for their models, which your config turned off"
 _SECTIONS = {
     "mcp_servers": "starts programs",
     "areas": "imports and runs Python code",
@@ -44,9 +49,23 @@ class UserBaseline:
     """What the user's own configuration puts in force, against which a project key is judged."""
 
     models: frozenset[str]
+    """The entries the user's file defines, the built-in one and those detected from the user's
+    environment (`engine.model_catalog`)."""
     shell_class: PrivacyClass
     secret_patterns: frozenset[str]
     instruction_files: frozenset[str]
+    local_servers: frozenset[str] = frozenset()
+    """The local servers whose models (`NAME/MODEL`) may be named before they are found: they
+    serve from this machine, so naming one sends nothing anywhere new."""
+    local_discovery: bool = True
+    remote_detected: frozenset[str] = frozenset()
+    """The entries the environment's provider keys make (`openai`, ...): a project may not pick
+    them, since they send requests off this machine."""
+
+    def names_model(self, name: str) -> bool:
+        """Whether a `default_model` of `name` picks one of the user's own destinations."""
+        server, slash, model = name.partition("/")
+        return name in self.models or bool(slash and model and server in self.local_servers)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,8 +103,12 @@ def untrusted_subset(
     skipped: list[SkippedKey] = []
     for key, value in layer.items():
         match key:
-            case "default_model" if isinstance(value, str) and value not in baseline.models:
+            case "default_model" if isinstance(value, str) and value in baseline.remote_detected:
+                skipped.append(SkippedKey(key=key, reason=_REMOTE_MODEL, value=value))
+            case "default_model" if isinstance(value, str) and not baseline.names_model(value):
                 skipped.append(SkippedKey(key=key, reason=_UNKNOWN_MODEL, value=value))
+            case "discovery" if isinstance(value, Mapping):
+                applied[key] = _keep(value, "discovery", _discovery_rule(baseline), skipped)
             case "models":
                 skipped.extend(_model_keys(value, baseline))
             case "context" if isinstance(value, Mapping):
@@ -153,6 +176,15 @@ def _context_rule(baseline: UserBaseline) -> _Rule:
             case _:
                 pass  # a wrong type or an unknown key: validation names it with the file
         return None
+
+    return rule
+
+
+def _discovery_rule(baseline: UserBaseline) -> _Rule:
+    def rule(key: str, value: object) -> str | None:
+        if key == "local" and value is True and not baseline.local_discovery:
+            return _DISCOVERY_ON
+        return None  # turning it off only asks less; a wrong key is named by validation
 
     return rule
 

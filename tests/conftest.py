@@ -3,11 +3,25 @@ the two `trellis serve` processes of the ACP tests)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.pg_cluster import REQUIRE_ENV, Cluster, ClusterUnavailable, required
+
+MACHINE_MODELS = ("OPENAI_BASE_URL",)
+"""Besides every `*_API_KEY`: what would make the machine's models part of a test's config."""
+
+
+@pytest.fixture(autouse=True)
+def no_machine_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees this machine's provider keys or endpoints, nor asks its local servers for
+    models: a test that wants them sets its own (`TRELLIS_LOCAL_SERVERS` names a test server)."""
+    for name in os.environ:
+        if name.endswith("_API_KEY") or name in MACHINE_MODELS:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("TRELLIS_LOCAL_SERVERS", "")
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,10 @@ permission questions with a dialog and reads it only through its events and view
 from __future__ import annotations
 
 import asyncio
+import json
+import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,17 +22,22 @@ from app.tui.following import FollowedSession
 from app.tui.palette import TrellisCommands
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.main import MainScreen
+from app.tui.screens.model_picker import ModelPick, ModelPicker
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.replay_following import replay_log
 from app.tui.screens.sessions import SessionBrowser, SessionChoice
 from app.tui.screens.trust import TrustDialog
 from app.tui.scrollback import Scrollback, tail
+from app.tui.widgets.welcome import Welcome
 from engine.agent import Agent, open_agent
-from engine.config import Config, load_config_report
+from engine.commands import REGISTRY
+from engine.config import Config, DetectedModel, load_config_report
 from engine.errors import TrellisError
 from engine.events import ModelBind
 from engine.gateway.base import Gateway, GatewayType
+from engine.local_servers import LocalServer, ServerAnswer, ask, local_servers
+from engine.model_catalog import ModelChoice, local_models, model_choices
 from engine.os_text import storable_os_text
 from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
@@ -72,6 +79,7 @@ class TrellisApp(App[None]):
         tools: ToolRegistry | None = None,
         replay: str | None = None,
         project: ProjectLayer | None = None,
+        local_servers: Sequence[LocalServer] | None = None,
     ) -> None:
         super().__init__()
         self._config = config
@@ -86,6 +94,12 @@ class TrellisApp(App[None]):
         self._tools = tools
         self._replay = replay
         self._project = project  # the project config as loaded: the trust dialog asks about it
+        self._local_servers = local_servers  # None: the well-known ones, or the environment's
+        self._found: dict[str, DetectedModel] = {}  # the local servers' models found so far
+        self._answers: dict[str, ServerAnswer] = {}  # each server's latest answer, by name
+        self._default_model = config.default_model  # what the picker shows; saving changes it
+        self._welcome: Welcome | None = None
+        self._picker: ModelPicker | None = None
         self.store: Store | None = None
         self.agent: Agent | None = None
         self.followed: FollowedSession | None = None  # a session another process writes
@@ -160,7 +174,8 @@ class TrellisApp(App[None]):
         (`app.tui.scrollback`). A session another process writes is followed read-only instead
         (`app.tui.following`)."""
         assert self.store is not None
-        screen = MainScreen(config=self._config)
+        self._welcome = self._welcome_of_new_session() if session_id is None else None
+        screen = MainScreen(config=self._config, welcome=self._welcome)
         if session_id is not None:
             shown = await tail(self.store, session_id)
             start = shown[0].seq if shown else 0
@@ -175,7 +190,15 @@ class TrellisApp(App[None]):
                 raise
             self.followed = await FollowedSession.open(self.store, screen, session_id, held)
             return
+        self.agent.add_models(self._found)
+        if self._welcome is not None and self._welcome.running is None:
+            name = self.agent.model.name
+            choices = self.agent.model_choices()
+            self._welcome.running = next((c for c in choices if c.name == name), None)
         await screen.attach(self.agent, from_seq=screen.transcript.last_seq + 1)
+        # once the open session is on screen: importing the HTTP client and asking the servers
+        # must not compete with the first paint or the opening for the interpreter
+        self.call_after_refresh(self._ask_local_servers, everywhere=False)
 
     async def on_main_screen_open_for_writing(self, _: MainScreen.OpenForWriting) -> None:
         """Ctrl+O on a followed session whose writer let go: open it here for writing (followed
@@ -200,6 +223,7 @@ class TrellisApp(App[None]):
             responder=self.ask_permission,
             clock=self._clock,
             tools=self._tools,
+            local_servers=self._local_servers,
         )
 
     async def _open_replay(self, session_id: str) -> None:
@@ -221,6 +245,115 @@ class TrellisApp(App[None]):
                 followed=loaded.followed,
             )
         )
+
+    # --- models ------------------------------------------------------------------------------------
+
+    def _welcome_of_new_session(self) -> Welcome:
+        name = self._model or self._config.default_model
+        choices = self._choices()
+        running = next((choice for choice in choices if choice.name == name), None)
+        return Welcome(name, running, [choice for choice in choices if choice.detected])
+
+    def _choices(self) -> tuple[ModelChoice, ...]:
+        """Every entry a session may switch to, those found on local servers included."""
+        if self.agent is not None:
+            return self.agent.model_choices()
+        return model_choices(self._config.with_models(self._found))
+
+    def _ask_local_servers(self, *, everywhere: bool) -> None:
+        """Ask the local servers for their models in the background (a worker): at the start
+        those asked then (`LocalServer.at_start`), for the picker all of them."""
+        servers = self._servers_to_ask(everywhere=everywhere)
+        if servers:
+            self.run_worker(self._asked(servers), group="local-servers")
+
+    def _servers_to_ask(self, *, everywhere: bool) -> list[LocalServer]:
+        if not self._config.discovery.local:
+            return []
+        try:
+            servers = self._local_servers
+            servers = local_servers() if servers is None else servers
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return []
+        return [server for server in servers if everywhere or server.at_start]
+
+    async def _asked(self, servers: Sequence[LocalServer]) -> None:
+        answers = await ask(servers)
+        self._answers.update((answer.server.name, answer) for answer in answers)
+        found = local_models(answers)
+        self._found.update(found)
+        if self.agent is not None:
+            self.agent.add_models(found)
+        choices = self._choices()
+        if self._welcome is not None and self._welcome.is_attached:
+            self._welcome.found = tuple(choice for choice in choices if choice.detected)
+        if self._picker is not None:
+            self._picker.offer(choices, tuple(self._answers.values()))
+
+    async def action_pick_model(self) -> None:
+        """`/model` without a name: the picker, while every local server is asked again."""
+        if self.agent is None or (self._picker is not None and self._picker.is_attached):
+            return
+        from engine.paths import user_config_file
+
+        servers = self._servers_to_ask(everywhere=True)
+        self._picker = ModelPicker(
+            self.agent.model_choices(),
+            current=self.agent.model.next_name,
+            default=self._default_model,
+            config_file=await asyncio.to_thread(user_config_file),
+            asking=[server.describe() for server in servers],
+        )
+        if servers:
+            self.run_worker(self._asked(servers), group="local-servers")
+        await self.push_screen(self._picker, callback=self._picked)
+
+    async def _picked(self, pick: ModelPick | None) -> None:
+        """Use the picked model from the next turn (as `/model NAME` does), after saving it as
+        `default_model` when asked to."""
+        self._picker = None
+        agent = self.agent
+        if pick is None or agent is None:
+            return
+        if pick.save and not await self._save_default(pick.name):
+            return
+        if pick.name == agent.model.next_name:
+            if not pick.save:
+                self.notify(f"{pick.name} is this session's model already", markup=False)
+            return
+        result = await REGISTRY.run(agent, f"/model {shlex.quote(pick.name)}")
+        self.notify(
+            result.text,
+            severity="information" if result.ok else "error",
+            title="/model",
+            markup=False,
+        )
+
+    async def _save_default(self, name: str) -> bool:
+        """`default_model = name` in the user config; says where, and when this project's own
+        config names another default, which wins here."""
+        from engine.config_writer import save_default_model
+
+        try:
+            path = await asyncio.to_thread(save_default_model, name)
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title="default_model", markup=False)
+            return False
+        self._default_model = name
+        self.notify(f"default_model = {json.dumps(name)} saved in {path}", markup=False)
+        try:
+            loaded = await asyncio.to_thread(load_config_report, self._cwd)
+        except TrellisError:
+            return True  # the next start reports it
+        if loaded.config.default_model != name and loaded.project is not None:
+            self.notify(
+                f"{loaded.project.file} sets default_model = {loaded.config.default_model!r}, "
+                "which wins in this project",
+                severity="warning",
+                markup=False,
+            )
+        return True
 
     # --- the session browser ---------------------------------------------------------------------
 

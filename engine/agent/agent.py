@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,7 +44,9 @@ from engine.session import STREAM_QUEUE_SIZE, Immediate, Subscriber
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
     from engine.agent.compactor import CompactionResult
     from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
+    from engine.config import DetectedModel
     from engine.context import UnrestorableArea
+    from engine.model_catalog import ModelChoice
 
 __all__ = ["Agent", "AgentClosedError", "ModelChange", "ToolHook"]
 
@@ -223,6 +225,18 @@ class Agent:
 
     def model_names(self) -> list[str]:
         return list(self._rt.assembler.config.models)
+
+    def model_choices(self) -> tuple[ModelChoice, ...]:
+        """Every entry this session may switch to, with where each comes from."""
+        from engine.model_catalog import model_choices
+
+        return model_choices(self._rt.assembler.config)
+
+    def add_models(self, found: Mapping[str, DetectedModel]) -> None:
+        """Entries found after opening (a local server's models): `request_model` may name them
+        from now on. An entry of the same name this session knows stays as it is."""
+        assembler = self._rt.assembler
+        assembler.config = assembler.config.with_models(found)
 
     @property
     def secret_patterns(self) -> tuple[str, ...]:

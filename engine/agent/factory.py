@@ -33,6 +33,7 @@ from engine.tools.permission import HeadlessPolicy, PermissionBroker, Permission
 
 if TYPE_CHECKING:
     from engine.context import ContextReplayer, RebuiltContext
+    from engine.local_servers import LocalServer
 
 
 def held_secrets(config: Config) -> Redactor:
@@ -73,6 +74,7 @@ async def open_agent(
     clock: Callable[[], float] = time.time,
     extra_secrets: Sequence[str] = (),
     front_end: FrontEndLender | None = None,
+    local_servers: Sequence[LocalServer] | None = None,
 ) -> Agent:
     """A ready Agent. With `session_id` the stored session is loaded (its writer lease taken, its
     tail repaired) and its Context rebuilt from the log; otherwise a new session is opened, which
@@ -83,15 +85,18 @@ async def open_agent(
     it is not from the environment), redacted as API keys are.
     `front_end` says, for each tool call, which files and terminal a front end lends the tools
     (an ACP editor's buffers and terminal); without it they use the local disk and processes.
-    Raises ConfigError for an unknown model, StoreError for store problems, AreaLoadError for a
+    A model a local server serves (`ollama/qwen3:8b`), named by `model`, the default or the
+    stored session, is asked of that server first (`local_servers`: default, the well-known ones
+    or those `TRELLIS_LOCAL_SERVERS` names).
+    Raises ConfigError for an unknown model or a local one that is not served, StoreError for store problems, AreaLoadError for a
     configured Area that cannot be loaded, McpServerError for a configured MCP server that fails
     to start (a broken server is reported, not silently dropped).
     """
 
     secrets = held_secrets(config).with_secrets(*extra_secrets)
 
-    def gateway_for(name: str) -> tuple[Gateway, str]:
-        _, entry = config.model(name)
+    def gateway_for(name: str, known: Config | None = None) -> tuple[Gateway, str]:
+        _, entry = (config if known is None else known).model(name)
         made = make_gateway(
             name,
             entry,
@@ -113,12 +118,14 @@ async def open_agent(
             info = await store.acquire(session_id)  # the log itself is streamed below
             opened.push_async_callback(store.release, session_id)
             stored_model = info.model
+            config = await _with_local_model(config, model or stored_model or None, local_servers)
             workspace = await asyncio.to_thread(stored_os_path, info.cwd)
             kinds = restorable_kinds(entry.path for entry in config.areas)
             mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
             opened.push_async_callback(mcp.aclose)
         else:
             workspace = await asyncio.to_thread(cwd.resolve)
+            config = await _with_local_model(config, model or config.default_model, local_servers)
             name, _ = config.model(model)
             if gateway is None:
                 made = (name, *gateway_for(name))
@@ -207,7 +214,9 @@ async def open_agent(
             assembler=assembler,
             rebuilt=rebuilt,
             area_kinds=kinds,
-            gateway_factory=gateway_for,
+            # models found after opening (a local server's, `Agent.add_models`) are the
+            # assembler's: a switch to one makes its gateway from there
+            gateway_factory=lambda name: gateway_for(name, assembler.config),
             redact=secrets,
             front_end=front_end,
             options=options or agent_options(config, binding.entry.max_retries),
@@ -225,3 +234,16 @@ async def open_agent(
         await session.flush()
         opened.pop_all()
         return agent
+
+
+async def _with_local_model(
+    config: Config, name: str | None, servers: Sequence[LocalServer] | None
+) -> Config:
+    """`config` knowing `name` when it is a model a local server serves (asked of that server)."""
+    if name is None or name in config.models:
+        return config
+    from engine.local_servers import local_servers
+    from engine.model_catalog import with_named_local_models
+
+    chosen = local_servers() if servers is None else servers
+    return await with_named_local_models(config, (name,), chosen)

@@ -163,20 +163,28 @@ def trellis_argv(args: Sequence[str]) -> list[str]:
 
 
 def trellis_env(*, home: Path, config: Path) -> dict[str, str]:
-    """This environment without Trellis settings or API keys, with TRELLIS_HOME and
-    TRELLIS_CONFIG in the test's temp dir."""
+    """This environment without Trellis settings, API keys or a provider's endpoint, with
+    TRELLIS_HOME and TRELLIS_CONFIG in the test's temp dir and no local server asked for its
+    models (a test that wants one names its own: `TRELLIS_LOCAL_SERVERS`)."""
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith("TRELLIS_") and not key.endswith("_API_KEY")
+        if not key.startswith("TRELLIS_")
+        and not key.endswith("_API_KEY")
+        and key not in PROVIDER_ENDPOINTS
     }
     env.update(
         TRELLIS_HOME=str(home),
         TRELLIS_CONFIG=str(config),
+        TRELLIS_LOCAL_SERVERS="",
         PYTHONPATH=str(REPO_ROOT),
         NO_COLOR="1",
     )
     return env
+
+
+PROVIDER_ENDPOINTS = ("OPENAI_BASE_URL",)
+"""Variables that move a provider's endpoint: a test never inherits the machine's."""
 
 
 def trellis(

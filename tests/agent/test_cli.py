@@ -350,9 +350,14 @@ def test_models_lists_the_configured_entries(env: Env) -> None:
     done = env.run("models")
     assert done.code == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert any(ln.startswith("* local") and "qwen3:8b" in ln for ln in lines)
-    assert any("cloud" in ln and "egress<=internal" in ln for ln in lines)
-    assert any("scripted" in ln and "egress<=restricted" in ln for ln in lines)
+    assert lines[0].split() == ["name", "provider", "model", "window", "egress", "from"]
+    rows = {ln[2:].split()[0]: (ln[:1].strip(), ln[2:].split()[1:]) for ln in lines[1:4]}
+    assert rows == {
+        "scripted": ("", ["scripted", "scripted", "-", "restricted", "built", "in"]),
+        "local": ("*", ["openai", "qwen3:8b", "?", "restricted", "user", "config"]),
+        "cloud": ("", ["anthropic", "claude-x", "?", "internal", "user", "config"]),
+    }
+    assert f"user config: {env.config}" in lines
 
 
 def test_bad_config_names_file_and_key(env: Env) -> None:
@@ -375,7 +380,8 @@ def test_bad_project_config_names_file_and_key(inproc: InProcess) -> None:
     # untrusted, the model entry is skipped (and named); a key that applies is still checked
     code, out, err = inproc.main("models")
     assert code == 0
-    assert "local" not in out
+    assert [line.split()[0] for line in out.splitlines()[:2]] == ["name", "*"]
+    assert "scripted" in out.splitlines()[1]
     assert "skipped models.local " in err
     project.write_text("[context]\nchar_cap = 0\n")
     code, _, err = inproc.main("models")

@@ -241,8 +241,14 @@ async def test_model(tmp_path: Path) -> None:
         switched = await REGISTRY.run(run.agent, "/model beta")
         events = tuple(run.agent.log)  # logged; stored with the session's first message
     assert shown.ok
-    assert "alpha (alpha-1)" in shown.text
-    assert "beta" in shown.text
+    lines = shown.text.splitlines()
+    assert lines[0] == "model: alpha (alpha-1)"
+    assert lines[1].split() == ["name", "provider", "model", "window", "egress", "from"]
+    assert [line.split()[:3] for line in lines[2:5]] == [
+        ["scripted", "scripted", "scripted"],
+        ["*", "alpha", "scripted"],
+        ["beta", "scripted", "beta-1"],
+    ]
     assert not unknown.ok
     assert "unknown model 'gamma'" in unknown.text
     assert switched.ok

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from app.tui.screens.main import MainScreen
 from engine.agent import Agent
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.local_servers import LocalServer
 from engine.project_config import ProjectLayer
 from engine.store.settings import StoreSettings
 from engine.tools import ToolRegistry
@@ -45,7 +46,8 @@ def fixed_clock(start: float = 1_796_000_000.0) -> Callable[[], float]:
 
 
 class ConsoleTestApp(TrellisApp):
-    """The console with a scripted model, a fixed clock and no cursor blink."""
+    """The console with a scripted model, a fixed clock and no cursor blink; no local server is
+    asked for its models unless `local_servers` names a test's own."""
 
     CURSOR_BLINK = False
 
@@ -60,6 +62,7 @@ class ConsoleTestApp(TrellisApp):
         tools: ToolRegistry | None = None,
         project: ProjectLayer | None = None,
         store: StoreSettings | None = None,
+        local_servers: Sequence[LocalServer] = (),
     ) -> None:
         self.gateway = ScriptedGateway(replies)
         super().__init__(
@@ -72,6 +75,7 @@ class ConsoleTestApp(TrellisApp):
             clock=fixed_clock(),
             tools=tools,
             project=project,
+            local_servers=local_servers,
         )
 
     @property

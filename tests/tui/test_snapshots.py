@@ -15,13 +15,16 @@ import pytest
 from textual.app import App
 from textual.pilot import Pilot
 
+from app.tui.screens.model_picker import ModelPicker
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.sessions import SessionBrowser
 from app.tui.widgets.key_footer import FooterKey
 from app.tui.widgets.prompt_input import PromptInput
-from engine.config import Config, ContextConfig, ModelEntry
+from engine.config import Config, ContextConfig, ModelEntry, load_config
 from engine.gateway.scripted import Reply
+from engine.local_servers import WELL_KNOWN, LocalModel, ServerAnswer
 from engine.message import ToolCall
+from engine.model_catalog import local_models
 from engine.store.base import SessionInfo
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
@@ -190,6 +193,49 @@ def test_an_egress_refusal(
 
 def test_help(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:
     assert snap_compare(make([]), terminal_size=(100, 30), run_before=scene(keys=("f1",)))
+
+
+def test_the_welcome_at_80_by_24_with_a_key_found(
+    snap_compare: SnapCompare,
+    make: Callable[..., ConsoleTestApp],
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-snapshot")
+    app = make([], config=load_config(workspace, user_file=workspace / "no-config.toml"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=scene())
+
+
+def test_the_model_picker(
+    snap_compare: SnapCompare,
+    make: Callable[..., ConsoleTestApp],
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-snapshot")
+    user = workspace / "user.toml"
+    user.write_text(
+        '[models.work]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n', encoding="utf-8"
+    )
+    ollama = ServerAnswer(
+        server=WELL_KNOWN[0],
+        models=(LocalModel(id="qwen3:8b"), LocalModel(id="gpt-oss:20b", context_window=131072)),
+    )
+    config = load_config(workspace, user_file=user).with_models(local_models([ollama]))
+
+    async def run(pilot: Pilot[None]) -> None:
+        app = await opened(pilot)
+        app.main.query_one(PromptInput).load_text("/model")
+        await pilot.press("enter")
+        for _ in range(500):
+            if isinstance(app.screen, ModelPicker):
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
+
+    assert snap_compare(make([], config=config), terminal_size=(100, 30), run_before=run)
 
 
 def test_80_by_24(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:

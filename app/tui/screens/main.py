@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 
 from app.attachment_files import attachments_of
 from app.tui.bridge import EngineEvents, bridge
@@ -56,6 +57,7 @@ from engine.events import (
     SteerDropped,
     StepEnd,
     StepStart,
+    UserMessage,
 )
 from engine.gateway.base import GatewayType
 from engine.session import READ_CHUNK, Session
@@ -103,9 +105,11 @@ class MainScreen(Screen[None]):
         scrollback: Scrollback | None = None,
         *,
         config: Config | None = None,
+        welcome: Widget | None = None,
     ) -> None:
         super().__init__()
         self.agent: Agent | None = None  # set by `attach` once the session is open
+        self._welcome = welcome  # above the conversation until its first prompt
         self.transcript = transcript if transcript is not None else Transcript()
         self._scrollback = scrollback
         self._config = config
@@ -118,6 +122,8 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
             with Vertical(id="conversation"):
+                if self._welcome is not None:
+                    yield self._welcome
                 yield TranscriptView(self.transcript, scrollback=self._scrollback, id="transcript")
                 yield CompletionHint(id="hint")
                 prompt = PromptInput(id="prompt")
@@ -228,6 +234,9 @@ class MainScreen(Screen[None]):
         """One event of the Agent, or of the followed session (stored events only, no Agent:
         what needs the Agent's state is left as it is)."""
         agent = self.agent
+        if self._welcome is not None and type(event.data) is UserMessage:
+            self._welcome.remove()  # the first prompt: the conversation takes its place
+            self._welcome = None
         change = self.transcript.apply(event)
         if change:
             self._view.apply(change)
@@ -321,6 +330,9 @@ class MainScreen(Screen[None]):
             return
         if text.strip() == "/help":  # the help screen lists the commands with the keys
             self.run_worker(self.app.run_action("help"), group="commands")
+            return
+        if text.strip() == "/model":  # the picker lists the models with what they are
+            self.run_worker(self.app.run_action("pick_model"), group="commands")
             return
         if REGISTRY.is_command(text):
             self._run_command(text)
