@@ -147,12 +147,15 @@ def test_fork_prints_the_new_id_and_delete_asks_first(
 
 def test_bad_ids_formats_classes_and_fork_points_are_one_line(trellis: Cli) -> None:
     session = trellis.session("hello there")
-    trellis.create("abc1")
-    trellis.create("abc2")
+    trellis.create("abcd1")
+    trellis.create("abcd2")
     for command in (["show"], ["export", "--format", "md"], ["fork"], ["delete", "--yes"]):
-        assert "no session with id 'zzz'" in trellis.fails(*command[:1], "zzz", *command[1:])
-        assert "'abc' is ambiguous: abc1, abc2" in trellis.fails(*command[:1], "abc", *command[1:])
-    assert "ambiguous" in trellis.fails("run", "--resume", "abc", "-p", "hi")
+        assert "no session with id 'zzzz'" in trellis.fails(*command[:1], "zzzz", *command[1:])
+        assert "'abcd' is ambiguous: abcd1, abcd2" in trellis.fails(
+            *command[:1], "abcd", *command[1:]
+        )
+        assert "'abc' is too short" in trellis.fails(*command[:1], "abc", *command[1:])
+    assert "ambiguous" in trellis.fails("run", "--resume", "abcd", "-p", "hi")
     assert "--format 'pdf'" in trellis.fails("export", session, "--format", "pdf")
     assert "--max-class" in trellis.fails(
         "export", session, "--format", "md", "--max-class", "secret"
@@ -162,10 +165,10 @@ def test_bad_ids_formats_classes_and_fork_points_are_one_line(trellis: Cli) -> N
 
 
 def sessions_with_prefixes(trellis: Cli) -> str:
-    """A session to open by a prefix of its id, and two ids that share the prefix `abc`."""
+    """A session to open by a prefix of its id, and two ids that share the prefix `abcd`."""
     session = trellis.session("hello there")
-    trellis.create("abc1")
-    trellis.create("abc2")
+    trellis.create("abcd1")
+    trellis.create("abcd2")
     return session
 
 
@@ -179,7 +182,7 @@ def test_the_console_resumes_a_session_by_a_prefix_of_its_id(
     monkeypatch.setattr(TrellisApp, "run", lambda app: opened.append(app._session_id))
     assert trellis("--resume", session[:8])[0] == 0
     assert opened == [session]
-    assert "'abc' is ambiguous: abc1, abc2" in trellis.fails("--resume", "abc")
+    assert "'abcd' is ambiguous: abcd1, abcd2" in trellis.fails("--resume", "abcd")
 
 
 def test_replay_takes_a_prefix_and_refuses_an_unknown_id_before_the_console_starts(
@@ -194,8 +197,8 @@ def test_replay_takes_a_prefix_and_refuses_an_unknown_id_before_the_console_star
     )
     assert trellis("replay", session[:8])[0] == 0
     assert opened == [(session, None)]
-    assert "'abc' is ambiguous: abc1, abc2" in trellis.fails("replay", "abc")
-    assert "no session with id 'zzz'" in trellis.fails("replay", "zzz")
+    assert "'abcd' is ambiguous: abcd1, abcd2" in trellis.fails("replay", "abcd")
+    assert "no session with id 'zzzz'" in trellis.fails("replay", "zzzz")
     assert len(opened) == 1  # the refused ones never took the terminal
 
 
