@@ -141,28 +141,50 @@ async def _unwatch(agent: Agent, args: str) -> CommandResult:
     return CommandResult(f"{path} is not being watched", ok=False)
 
 
-async def _plan(agent: Agent, args: str) -> CommandResult:
-    plan = next(
-        (
-            a
-            for a in (agent.area(view.id) for view in agent.areas)
-            if isinstance(a, PlanArea) and a.life_state is AreaLifeState.retain
-        ),
-        None,
+def _open_plan(agent: Agent) -> tuple[str, PlanArea] | None:
+    """The session's plan that is not closed, with its Area id."""
+    for view in agent.areas:
+        area = agent.area(view.id)
+        if isinstance(area, PlanArea) and area.life_state is AreaLifeState.retain:
+            return view.id, area
+    return None
+
+
+def _plan_changed(agent: Agent, plan_id: str, plan: PlanArea) -> None:
+    """Record the change now (a resume restores the plan as it is), and tell the model when the
+    plan cannot render: an Area holding the cursor exclusively (a subtask) keeps every other
+    Area from rendering until it yields. The note is appended while that Area holds the cursor,
+    so it is its chatter, reclaimed with it; the plan then renders itself."""
+    agent.area_changed(plan_id)
+    holder = agent.cursor_holder
+    if holder is None or holder == plan_id:
+        return
+    text = (
+        f"The user changed the plan:\n{plan.text()}"
+        if plan.life_state is AreaLifeState.retain
+        else "The user closed the plan."
     )
+    agent.inject(AdditionalContext(text, Source("command", "plan")))
+
+
+async def _plan(agent: Agent, args: str) -> CommandResult:
+    found = _open_plan(agent)
     words = args.split(maxsplit=1)
     verb = words[0] if words else "show"
     rest = words[1] if len(words) > 1 else ""
     if verb == "add":
         if not rest:
             raise REGISTRY_COMMANDS["plan"].fail("/plan add needs the item's text")
-        if plan is None:
+        if found is None:
             plan = PlanArea()
-            agent.register_area(plan)
+            found = agent.register_area(plan), plan
+        plan_id, plan = found
         plan.add(rest)
+        _plan_changed(agent, plan_id, plan)
         return CommandResult(plan.text())
-    if plan is None:
+    if found is None:
         return CommandResult("there is no plan; start one with /plan add TEXT", ok=False)
+    plan_id, plan = found
     if verb == "show":
         return CommandResult(plan.text())
     if verb in ("check", "uncheck", "remove"):
@@ -174,9 +196,11 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
             raise REGISTRY_COMMANDS["plan"].fail(
                 f"/plan {verb} needs an item number (items: {numbers})"
             ) from None
+        _plan_changed(agent, plan_id, plan)
         return CommandResult(plan.text())
     if verb == "close":
         plan.close()
+        _plan_changed(agent, plan_id, plan)
         return CommandResult("plan closed; it is reclaimed at the next request")
     raise REGISTRY_COMMANDS["plan"].fail(f"unknown /plan action {verb!r}")
 

@@ -234,6 +234,12 @@ class Agent:
                 return area
         return None
 
+    @property
+    def cursor_holder(self) -> str | None:
+        """The id of the Area holding the cursor exclusively (a subtask at work), else None:
+        while one does, no other Area renders (spec: exclusive keeps the cursor)."""
+        return self._rt.coop.holder
+
     def area(self, area_id: str) -> ContextAreaImplementation:
         """The registered Area with this id; raises KeyError naming it."""
         try:
@@ -395,6 +401,13 @@ class Agent:
             self._rt.offer_subtask_done(area)
         self._save_when_idle()
         return area_id
+
+    def area_changed(self, area_id: str) -> None:
+        """An Area was changed outside a render (a command edited it): its state is recorded
+        now, so a resume restores it as it is, and saved at once between turns."""
+        self._check_open()
+        self._rt.coop.report_state(self.area(area_id))
+        self._save_when_idle()
 
     def pin(self, text: str) -> str:
         """Pin a note into the stable floor (karma); it is part of every request from next turn."""
