@@ -26,6 +26,7 @@ from engine.context.areas import SubtaskArea
 from engine.errors import TrellisError
 from engine.events import (
     AgentState,
+    AssistantMessage,
     Attachment,
     Event,
     LiveEvent,
@@ -33,18 +34,22 @@ from engine.events import (
     PinRemove,
     SessionTitle,
     SteerDropped,
+    StepEnd,
+    StepStart,
     TurnEndReason,
     TurnStart,
 )
 from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.session import STREAM_QUEUE_SIZE, Immediate, Subscriber
+from engine.session import READ_CHUNK, STREAM_QUEUE_SIZE, Immediate, Subscriber
 
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
     from engine.agent.compactor import CompactionResult
     from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
     from engine.context import UnrestorableArea
+    from engine.context.budget import Budget
+    from engine.context.usage import ContextUsage
 
 __all__ = ["Agent", "AgentClosedError", "ModelChange", "ToolHook"]
 
@@ -220,6 +225,35 @@ class Agent:
             next_name=upcoming.model if upcoming is not None else binding.name,
             egress=binding.entry.effective_egress(),
         )
+
+    @property
+    def budget(self) -> Budget:
+        """The governors of the next request to the bound entry: its window, the effective
+        character cap (`cap`) and where that comes from (`cap_source`)."""
+        return self._rt.assembler.budget()
+
+    async def last_request(self) -> tuple[StepStart, ContextUsage] | None:
+        """The last request's `step/start` and its tokens (reported, else estimated), read from
+        the log, a resumed session's too; None before the first request."""
+        from engine.context.usage import UsageTally
+
+        end = self._rt.session.next_seq
+        after: list[Event] = []  # what the chunks read so far hold of the last step
+        while end > 0:
+            start = max(0, end - READ_CHUNK)
+            chunk = await self.read_log(start, end)
+            for index in range(len(chunk) - 1, -1, -1):
+                data = chunk[index].data
+                if type(data) is StepStart:  # by exact class (see `Payload`)
+                    tally = UsageTally()
+                    for event in (*chunk[index:], *after):
+                        tally.take(event.data)
+                    usage = tally.current()
+                    assert usage is not None
+                    return data, usage
+            after = [e for e in chunk if type(e.data) in (AssistantMessage, StepEnd)] + after
+            end = start
+        return None
 
     def model_names(self) -> list[str]:
         return list(self._rt.assembler.config.models)
