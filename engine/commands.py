@@ -392,7 +392,7 @@ for _command in (
     Command(
         "context",
         USAGE["context"],
-        "the context's size against the model's window, and its cap",
+        "context size, the model's window and the cap",
         _context,
     ),
 ):
