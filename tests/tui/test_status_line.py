@@ -15,10 +15,13 @@ from app.tui.widgets.status_line import (
     status_fields,
     status_layout,
 )
+from engine.agent import open_agent
+from engine.commands import REGISTRY
 from engine.config import Config, ModelEntry
 from engine.context.usage import ContextUsage
 from engine.events import Event
-from engine.gateway.scripted import Reply
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.store.sqlite import SQLiteStore
 from replay.acp import AcpProjection
 from tests.terminal import Terminal
 from tests.tui.conftest import ConsoleTestApp
@@ -183,3 +186,37 @@ def test_the_console_shows_the_configured_cap_and_context_reports_it(tmp_path: P
         terminal.press("ctrl+q")
     assert "60,000 chars" in screen
     assert "window 200,000 tokens" in screen
+
+
+async def test_a_resumed_session_shows_its_last_request_against_the_entry_bound_now(
+    workspace: Path, data: Path
+) -> None:
+    """The last request was made on `wide`; `/model narrow` came after it: the resumed console
+    measures it against `narrow`'s window, as the live one did after the switch."""
+    config = Config(
+        default_model="wide",
+        models={
+            "wide": ModelEntry(provider="scripted", context_window=200_000),
+            "narrow": ModelEntry(provider="scripted", context_window=8_192),
+        },
+    )
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        agent = await open_agent(
+            config=config,
+            cwd=workspace,
+            store=store,
+            gateway=ScriptedGateway([Reply(text="hello")]),
+        )
+        try:
+            agent.send("hi")
+            await agent.when_idle()
+            assert (await REGISTRY.run(agent, "/model narrow")).ok
+            session_id = agent.session_id
+        finally:
+            await agent.dispose()
+    app = ConsoleTestApp(workspace, data, [], config=config, session_id=session_id)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await opened(app, pilot)
+        text = await status_text(app)
+    assert "│ narrow │" in text
+    assert "/8.2k tok" in text

@@ -158,6 +158,8 @@ class MainScreen(Screen[None]):
         if self._tally.figures is None:  # no request yet: nothing used of the bound window
             budget = agent.budget
             status.usage = context_usage(Figures(cap=budget.cap, window=budget.window))
+        else:  # the last request, against the entry bound now (a `/model` may have followed it)
+            self._rebase_usage(agent)
         self._refresh_panel()
         prompt = self.query_one(PromptInput)
         prompt.placeholder = PROMPT_PLACEHOLDER if agent.status == "idle" else STEER_PLACEHOLDER
@@ -276,8 +278,8 @@ class MainScreen(Screen[None]):
         status.session_estimated = tally.session_estimated
 
     def _rebase_usage(self, agent: Agent) -> None:
-        """The model changed: the last figures, against the window of the entry now bound (the
-        same while a turn runs: a binding made then takes effect at the next turn)."""
+        """The last figures, against the window of the entry now bound (after a `/model`, or on
+        a resume; while a turn runs a binding waits for the next turn, so nothing changes)."""
         usage = self._status.usage
         if usage is None:
             return
