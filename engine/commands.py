@@ -10,17 +10,21 @@ import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.config import ConfigError
 from engine.context.area import AreaLifeState
 from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
+from engine.counts import counted
 from engine.errors import TrellisError
 from engine.message import AdditionalContext, Source
 
 if TYPE_CHECKING:
     from engine.agent.agent import Agent
+    from engine.context.budget import Budget
+    from engine.context.usage import ContextUsage
+    from engine.events import StepStart
 
 
 class CommandUsageError(TrellisError, ValueError):
@@ -141,28 +145,50 @@ async def _unwatch(agent: Agent, args: str) -> CommandResult:
     return CommandResult(f"{path} is not being watched", ok=False)
 
 
-async def _plan(agent: Agent, args: str) -> CommandResult:
-    plan = next(
-        (
-            a
-            for a in (agent.area(view.id) for view in agent.areas)
-            if isinstance(a, PlanArea) and a.life_state is AreaLifeState.retain
-        ),
-        None,
+def _open_plan(agent: Agent) -> tuple[str, PlanArea] | None:
+    """The session's plan that is not closed, with its Area id."""
+    for view in agent.areas:
+        area = agent.area(view.id)
+        if isinstance(area, PlanArea) and area.life_state is AreaLifeState.retain:
+            return view.id, area
+    return None
+
+
+def _plan_changed(agent: Agent, plan_id: str, plan: PlanArea) -> None:
+    """Record the change now (a resume restores the plan as it is), and tell the model when the
+    plan cannot render: an Area holding the cursor exclusively (a subtask) keeps every other
+    Area from rendering until it yields. The note is appended while that Area holds the cursor,
+    so it is its chatter, reclaimed with it; the plan then renders itself."""
+    agent.area_changed(plan_id)
+    holder = agent.cursor_holder
+    if holder is None or holder == plan_id:
+        return
+    text = (
+        f"The user changed the plan:\n{plan.text()}"
+        if plan.life_state is AreaLifeState.retain
+        else "The user closed the plan."
     )
+    agent.inject(AdditionalContext(text, Source("command", "plan")))
+
+
+async def _plan(agent: Agent, args: str) -> CommandResult:
+    found = _open_plan(agent)
     words = args.split(maxsplit=1)
     verb = words[0] if words else "show"
     rest = words[1] if len(words) > 1 else ""
     if verb == "add":
         if not rest:
             raise REGISTRY_COMMANDS["plan"].fail("/plan add needs the item's text")
-        if plan is None:
+        if found is None:
             plan = PlanArea()
-            agent.register_area(plan)
+            found = agent.register_area(plan), plan
+        plan_id, plan = found
         plan.add(rest)
+        _plan_changed(agent, plan_id, plan)
         return CommandResult(plan.text())
-    if plan is None:
+    if found is None:
         return CommandResult("there is no plan; start one with /plan add TEXT", ok=False)
+    plan_id, plan = found
     if verb == "show":
         return CommandResult(plan.text())
     if verb in ("check", "uncheck", "remove"):
@@ -174,9 +200,11 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
             raise REGISTRY_COMMANDS["plan"].fail(
                 f"/plan {verb} needs an item number (items: {numbers})"
             ) from None
+        _plan_changed(agent, plan_id, plan)
         return CommandResult(plan.text())
     if verb == "close":
         plan.close()
+        _plan_changed(agent, plan_id, plan)
         return CommandResult("plan closed; it is reclaimed at the next request")
     raise REGISTRY_COMMANDS["plan"].fail(f"unknown /plan action {verb!r}")
 
@@ -217,6 +245,58 @@ async def _model(agent: Agent, args: str) -> CommandResult:
     return CommandResult(
         f"model {change.model} from the next turn (grant epoch {change.grant_epoch})"
     )
+
+
+async def _context(agent: Agent, args: str) -> CommandResult:
+    if args:
+        raise REGISTRY_COMMANDS["context"].fail("/context takes no arguments")
+    return CommandResult(context_report(agent.model.name, agent.budget, await agent.last_request()))
+
+
+def context_report(model: str, budget: Budget, last: tuple[StepStart, ContextUsage] | None) -> str:
+    """What `/context` says, in short lines (a console shows it in a narrow notice): the bound
+    model's window, the effective cap and where it comes from, the history window, and the last
+    request in tokens, as the status line shows it."""
+    lines = [f"model {model}: {_window_text(budget)}"]
+    cap, per_token = budget.cap, budget.chars_per_token
+    cap_text = f"cap {cap:,} chars (~{cap // per_token:,} tokens)"
+    match budget.cap_source:
+        case "window":
+            lines += [
+                f"{cap_text}, from the window:",
+                f"  {budget.output_reserve:,} tokens kept for the reply, {per_token} chars a token",
+            ]
+        case "configured":
+            lines.append(f"{cap_text}, from [context] char_cap")
+            if budget.window_cap is not None:
+                lines.append(f"  (the window would allow {budget.window_cap:,} chars)")
+        case "default":
+            lines.append(f"{cap_text}: the default, the window being unknown")
+        case _:
+            assert_never(budget.cap_source)
+    lines.append(f"history: at most {counted(max(budget.turn_window, 0), 'past turn')}")
+    if last is None:
+        lines.append("last request: none yet")
+        return "\n".join(lines)
+    start, usage = last
+    size = f"{usage.size:,}" if usage.window is not None else f"~{usage.size:,}"
+    how = "estimated from chars" if usage.estimated else "reported"
+    figures = start.figures
+    lines += [
+        f"last request, turn {start.turn} step {start.step}: {usage.used:,} of {size} tokens",
+        f"  {how}: {usage.input_tokens:,} in, {usage.output_tokens:,} out",
+        f"  {figures.chars:,} chars sent; past turns kept {figures.groups_kept}, "
+        f"dropped {figures.groups_dropped}",
+    ]
+    return "\n".join(lines)
+
+
+def _window_text(budget: Budget) -> str:
+    if budget.generation_window is not None:
+        return f"window {budget.generation_window:,} tokens (generation_window)"
+    if budget.context_window is not None:
+        return f"window {budget.context_window:,} tokens (context_window)"
+    return "window unknown (no context_window)"
 
 
 async def _compact(agent: Agent, args: str) -> CommandResult:
@@ -266,6 +346,7 @@ USAGE = {
     "model": "/model [NAME]",
     "fork": "/fork",
     "compact": "/compact [KEEP]",
+    "context": "/context",
 }
 
 REGISTRY = CommandRegistry()
@@ -313,6 +394,12 @@ for _command in (
         "summarize older turns to free the context",
         _compact,
         "turns to keep",
+    ),
+    Command(
+        "context",
+        USAGE["context"],
+        "context size, the model's window and the cap",
+        _context,
     ),
 ):
     REGISTRY.register(_command)

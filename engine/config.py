@@ -174,7 +174,9 @@ InstructionFile = Annotated[str, AfterValidator(_inside_workspace)]
 class ContextConfig(_Section):
     """The orchestrator's governors and the privacy defaults (DESIGN.md, "Orchestrator")."""
 
-    char_cap: PositiveInt = 96_000
+    char_cap: PositiveInt | None = None
+    """Characters one request may carry; unset: derived from the model entry's window (three
+    characters a token, less the reply's reserve), else 96,000 (`engine.context.budget`)."""
     turn_window: int = 20  # 0 or less keeps no history group
     instruction_files: list[InstructionFile] = Field(
         default_factory=lambda: ["AGENTS.md", "TRELLIS.md"]

@@ -116,13 +116,16 @@ class Usage(_Model):
 
 
 class Figures(_Model):
-    """The budget figures of one request (context-orchestration governors)."""
+    """The budget figures of one request (context-orchestration governors): `chars` of `cap`
+    characters, and `window`, the bound model's window in tokens (None when its entry declares
+    none), so a viewer of the log alone can show the request against the window."""
 
     chars: int = 0
     cap: int = 0
     groups_kept: int = 0
     groups_dropped: int = 0
     reserved: int = 0
+    window: int | None = None
 
 
 class Attachment(_Model):

@@ -12,8 +12,9 @@ they make, as the `acp` package's schema models:
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
   -> `tool_call_update` with its final status and the result.
-- `step/end` -> `usage_update` (tokens as reported, else characters / 3); `retry` -> a thought
-  saying so; `session/title` -> `session_info_update`.
+- `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else characters / 3,
+  against the model's window, else the cap / 3); `retry` -> a thought saying so;
+  `session/title` -> `session_info_update`.
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
 tool result, diff or input that alone exceeds the limit is cut with a marker (the full text stays
@@ -29,12 +30,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from engine.context.usage import context_usage, reply_chars
 from engine.events import (
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
     Attachment,
     Event,
+    Figures,
     LiveEvent,
     Payload,
     PermissionDecision,
@@ -60,9 +63,6 @@ and the session id around it."""
 
 OUTPUT_TAIL = 64 * 1024
 """Characters of a running tool's output shown while it runs (its latest part)."""
-
-CHARS_PER_TOKEN = 3
-"""Usage when the endpoint reported no tokens: characters / 3 (DESIGN.md)."""
 
 TITLE_ARGUMENT_CHARS = 80
 
@@ -145,8 +145,7 @@ class _Step:
     # delta to a str copied the reply so far, once per delta)
     texts: list[str] = field(default_factory=list)
     reasonings: list[str] = field(default_factory=list)
-    figures_chars: int = 0
-    figures_cap: int = 0
+    figures: Figures = field(default_factory=Figures.model_construct)
     output_chars: int = 0
 
 
@@ -194,7 +193,7 @@ class AcpProjection:
         return updates
 
     def _step_start(self, start: StepStart) -> list[AcpUpdate]:
-        self._step = _Step(figures_chars=start.figures.chars, figures_cap=start.figures.cap)
+        self._step = _Step(figures=start.figures)
         return []
 
     def _delta(self, delta: AssistantDelta) -> list[AcpUpdate]:
@@ -222,9 +221,7 @@ class AcpProjection:
             text = _unstreamed(text, "".join(step.texts))
             step.texts.clear()
             step.reasonings.clear()
-        step.output_chars += len(message.content) + len(message.reasoning)
-        for call in message.tool_calls:
-            step.output_chars += len(json.dumps(call.arguments))
+        step.output_chars += reply_chars(message)
         if not reasoning:  # the usual reply: text alone
             return self._chunks("agent_message_chunk", text)
         return [
@@ -275,13 +272,13 @@ class AcpProjection:
 
     def _usage(self, end: StepEnd) -> list[AcpUpdate]:
         step = self._step
-        reported = end.usage.input_tokens + end.usage.output_tokens
-        used = reported or (step.figures_chars + step.output_chars) // CHARS_PER_TOKEN
-        size = max(used, step.figures_cap // CHARS_PER_TOKEN)
+        counted = context_usage(step.figures, end.usage, output_chars=step.output_chars)
+        used = counted.used
+        size = max(used, counted.size)  # ACP's `used` may not exceed `size`
         usage = {
             "input_tokens": end.usage.input_tokens,
             "output_tokens": end.usage.output_tokens,
-            "estimated": not reported,
+            "estimated": counted.estimated,
             "turn": end.turn,
             "step": end.step,
         }

@@ -26,6 +26,7 @@ from engine.context.areas import SubtaskArea
 from engine.errors import TrellisError
 from engine.events import (
     AgentState,
+    AssistantMessage,
     Attachment,
     Event,
     LiveEvent,
@@ -33,19 +34,23 @@ from engine.events import (
     PinRemove,
     SessionTitle,
     SteerDropped,
+    StepEnd,
+    StepStart,
     TurnEndReason,
     TurnStart,
 )
 from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.session import STREAM_QUEUE_SIZE, Immediate, Subscriber
+from engine.session import READ_CHUNK, STREAM_QUEUE_SIZE, Immediate, Subscriber
 
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
     from engine.agent.compactor import CompactionResult
     from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
     from engine.config import DetectedModel
     from engine.context import UnrestorableArea
+    from engine.context.budget import Budget
+    from engine.context.usage import ContextUsage
     from engine.model_catalog import ModelChoice
 
 __all__ = ["Agent", "AgentClosedError", "ModelChange", "ToolHook"]
@@ -223,6 +228,35 @@ class Agent:
             egress=binding.entry.effective_egress(),
         )
 
+    @property
+    def budget(self) -> Budget:
+        """The governors of the next request to the bound entry: its window, the effective
+        character cap (`cap`) and where that comes from (`cap_source`)."""
+        return self._rt.assembler.budget()
+
+    async def last_request(self) -> tuple[StepStart, ContextUsage] | None:
+        """The last request's `step/start` and its tokens (reported, else estimated), read from
+        the log, a resumed session's too; None before the first request."""
+        from engine.context.usage import UsageTally
+
+        end = self._rt.session.next_seq
+        after: list[Event] = []  # what the chunks read so far hold of the last step
+        while end > 0:
+            start = max(0, end - READ_CHUNK)
+            chunk = await self.read_log(start, end)
+            for index in range(len(chunk) - 1, -1, -1):
+                data = chunk[index].data
+                if type(data) is StepStart:  # by exact class (see `Payload`)
+                    tally = UsageTally()
+                    for event in (*chunk[index:], *after):
+                        tally.take(event.data)
+                    usage = tally.current()
+                    assert usage is not None
+                    return data, usage
+            after = [e for e in chunk if type(e.data) in (AssistantMessage, StepEnd)] + after
+            end = start
+        return None
+
     def model_names(self) -> list[str]:
         return list(self._rt.assembler.config.models)
 
@@ -247,6 +281,12 @@ class Agent:
             if isinstance(area, SubtaskArea) and area.active:
                 return area
         return None
+
+    @property
+    def cursor_holder(self) -> str | None:
+        """The id of the Area holding the cursor exclusively (a subtask at work), else None:
+        while one does, no other Area renders (spec: exclusive keeps the cursor)."""
+        return self._rt.coop.holder
 
     def area(self, area_id: str) -> ContextAreaImplementation:
         """The registered Area with this id; raises KeyError naming it."""
@@ -409,6 +449,13 @@ class Agent:
             self._rt.offer_subtask_done(area)
         self._save_when_idle()
         return area_id
+
+    def area_changed(self, area_id: str) -> None:
+        """An Area was changed outside a render (a command edited it): its state is recorded
+        now, so a resume restores it as it is, and saved at once between turns."""
+        self._check_open()
+        self._rt.coop.report_state(self.area(area_id))
+        self._save_when_idle()
 
     def pin(self, text: str) -> str:
         """Pin a note into the stable floor (karma); it is part of every request from next turn."""

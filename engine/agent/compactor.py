@@ -48,6 +48,9 @@ async def compact(
     """Summarize all but the newest `keep_groups` groups; None when there is nothing to compact."""
     if turn_open:
         raise CompactionError("cannot compact while a turn is running")
+    # a `/model` made since the last turn: the summary is asked of the entry now bound, whose
+    # egress is the one checked below
+    await rt.bind_for_turn()
     context = rt.context
     barrier = min((r.earliest for r in rt.coop.ranges.values()), default=len(context))
     plan = plan_compaction(context.provenance_view, keep_groups=keep_groups, barrier=barrier)
@@ -99,6 +102,8 @@ async def _summary(rt: Runtime, request: ModelRequest) -> str:
         return "".join(parts)
 
     try:
-        return await with_retries(attempt, rt.options)
+        return await with_retries(
+            attempt, max_retries=rt.max_retries, backoff=rt.options.retry_backoff
+        )
     except GatewayError as exc:
         raise CompactionError(f"the model could not summarize: {exc}") from exc

@@ -48,10 +48,11 @@ def held_secrets(config: Config) -> Redactor:
     )
 
 
-def agent_options(config: Config, max_retries: int) -> AgentOptions:
+def agent_options(config: Config) -> AgentOptions:
+    """The loop's limits from the config; retries follow the bound model entry (`max_retries`
+    left unset)."""
     return AgentOptions(
         max_steps=config.agent.max_steps,
-        max_retries=max_retries,
         tool_timeout=config.agent.tool_timeout,
         max_tool_output=config.agent.max_tool_output,
         protected_paths=(user_config_file(), trust_file_path()),
@@ -219,7 +220,7 @@ async def open_agent(
             gateway_factory=lambda name: gateway_for(name, assembler.config),
             redact=secrets,
             front_end=front_end,
-            options=options or agent_options(config, binding.entry.max_retries),
+            options=options or agent_options(config),
         )
         agent = Agent(
             runtime,

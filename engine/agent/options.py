@@ -15,8 +15,9 @@ class AgentOptions:
 
     max_steps: int = 50
     """A turn that reaches this many steps ends with `max_steps`."""
-    max_retries: int = 3
-    """Transient gateway failures (timeouts, 429, 5xx) retried per request."""
+    max_retries: int | None = None
+    """Transient gateway failures (timeouts, 429, 5xx) retried per request; None: the
+    `max_retries` of the model entry the request goes to, so `/model` brings its own."""
     retry_backoff: float = 0.5
     """First retry delay in seconds; doubles with each attempt."""
     tool_timeout: float = 120.0

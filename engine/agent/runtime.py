@@ -330,7 +330,9 @@ class Runtime:
     # --- the model binding -----------------------------------------------------------------------
 
     async def bind_for_turn(self) -> None:
-        """Apply a model binding made since the last turn: new gateway, Context rebound."""
+        """Apply a model binding made since the last turn: new gateway, Context rebound. Every
+        request goes through it first (a turn's, `/compact`'s), so a request never goes to the
+        gateway of an entry the session is no longer bound to."""
         grants = self.assembler.grants
         # A binding made while idle is active at once (nothing is staged), so compare the grant
         # the turn will run with to the entry the gateway was made for.
@@ -350,6 +352,15 @@ class Runtime:
             self.context.rebind(gateway.gateway_type, replayed.context.entries())
             self.assembler.orchestrator.note_detached(0)
         await old.aclose()
+
+    @property
+    def max_retries(self) -> int:
+        """How often a request to the gateway is retried: the options' figure when given, else
+        the `max_retries` of the model entry the gateway was made for."""
+        if self.options.max_retries is not None:
+            return self.options.max_retries
+        _, entry = self.assembler.config.model(self._gateway_model)
+        return entry.max_retries
 
     async def close_gateway(self) -> None:
         await self.gateway.aclose()

@@ -233,7 +233,13 @@ class Turn:
                 Retry(turn=self.number, step=self.step, attempt=number, reason=str(exc))
             )
 
-        return await with_retries(lambda: self._stream(request), self.rt.options, retrying)
+        rt = self.rt
+        return await with_retries(
+            lambda: self._stream(request),
+            max_retries=rt.max_retries,
+            backoff=rt.options.retry_backoff,
+            on_retry=retrying,
+        )
 
     def _record_reply(
         self, reply: _Reply, calls: list[tuple[ToolCall, str | None]], finish: Finish

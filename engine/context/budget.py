@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from engine.errors import TrellisError
 from engine.gateway.base import NativeContent
@@ -17,14 +18,24 @@ DEFAULT_TURN_WINDOW = 20
 """At most this many complete past-turn groups enter one request."""
 
 DEFAULT_CHAR_CAP = 96_000
-"""The character cap when the model's window is unknown or larger."""
+"""The character cap when the model's window is unknown and none is configured."""
 
 CHARS_PER_TOKEN = 3
 """The window-derived cap counts three characters per model token (conservative by design)."""
 
+OUTPUT_RESERVE_TOKENS = 4_096
+"""Tokens of the window kept for the model's reply when the cap derives from the window: what a
+gateway asks for when a request names no output limit (Anthropic's `max_tokens`)."""
+
+OUTPUT_RESERVE_SHARE = 0.25
+"""At most this part of a small window is kept for the reply, so its input still has room."""
+
 TOOL_OUTPUT_SHARE = 0.25
 """The part of the cap one batch of tool results may fill, so that a default read never breaks the
 turn and leaves room for the next step."""
+
+CapSource = Literal["window", "configured", "default"]
+"""Where the effective cap comes from: the model's window, the user's `char_cap`, or neither."""
 
 
 def item_text(item: NativeContent) -> str:
@@ -39,16 +50,17 @@ def item_chars(item: NativeContent) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Budget:
-    """The governors of one request; `generation_window` narrows `context_window` when both are known."""
+    """The governors of one request; `generation_window` narrows `context_window` when both are
+    known. `char_cap` is the user's own cap (`[context] char_cap`), None when not configured."""
 
     turn_window: int = DEFAULT_TURN_WINDOW  # 0 or less keeps no past turn
-    char_cap: int = DEFAULT_CHAR_CAP
+    char_cap: int | None = None
     context_window: int | None = None
     generation_window: int | None = None
     chars_per_token: int = CHARS_PER_TOKEN
 
     def __post_init__(self) -> None:
-        if self.char_cap <= 0:
+        if self.char_cap is not None and self.char_cap <= 0:
             raise ValueError(f"char_cap must be positive, got {self.char_cap}")
         if self.chars_per_token <= 0:
             raise ValueError(f"chars_per_token must be positive, got {self.chars_per_token}")
@@ -67,12 +79,38 @@ class Budget:
         return self.context_window
 
     @property
-    def cap(self) -> int:
-        """`min(char_cap, chars_per_token x window)`, or `char_cap` when no window is known."""
+    def output_reserve(self) -> int:
+        """Tokens of the window kept for the reply: `OUTPUT_RESERVE_TOKENS`, or a quarter of a
+        small window; 0 when no window is known."""
         window = self.window
         if window is None:
-            return self.char_cap
-        return min(self.char_cap, self.chars_per_token * window)
+            return 0
+        return min(OUTPUT_RESERVE_TOKENS, int(window * OUTPUT_RESERVE_SHARE))
+
+    @property
+    def window_cap(self) -> int | None:
+        """What the window allows the input: `chars_per_token x (window - output_reserve)`."""
+        window = self.window
+        if window is None:
+            return None
+        return self.chars_per_token * (window - self.output_reserve)
+
+    @property
+    def cap(self) -> int:
+        """The window's cap, or the configured `char_cap` when it is smaller; with no window,
+        the configured cap, else `DEFAULT_CHAR_CAP`."""
+        derived = self.window_cap
+        if derived is None:
+            return DEFAULT_CHAR_CAP if self.char_cap is None else self.char_cap
+        return derived if self.char_cap is None else min(self.char_cap, derived)
+
+    @property
+    def cap_source(self) -> CapSource:
+        """Which rule gave `cap`."""
+        derived = self.window_cap
+        if self.char_cap is not None and (derived is None or self.char_cap <= derived):
+            return "configured"
+        return "default" if derived is None else "window"
 
     def tool_output_limit(self, tool_limit: int, batch_size: int) -> int:
         """Characters one result of a batch of `batch_size` calls may carry: the tool's own limit,

@@ -206,9 +206,12 @@ class CoopContext:
         return slot.id
 
     def report_state(self, area: ContextAreaImplementation) -> None:
-        """Record the Area's current life and flow (`area/state` when they changed since last
-        reported): resume retires an Area it could not restore this way, in the log too."""
-        self._report(self._slots[area])
+        """Record the Area's current life, flow and (a restorable one's) state: `area/state`
+        when any changed since last reported. Resume retires an Area it could not restore this
+        way, in the log too; an Area changed between renders (a command edited it) is recorded
+        at once, so a resume restores it as it is now."""
+        slot = self._slots[area]
+        self._note(slot, self._life(slot), self._flow(slot), check_snapshot=True)
 
     def adopt(
         self,

@@ -440,6 +440,7 @@ class ContextOrchestrator:
                 groups_kept=kept,
                 groups_dropped=start - kept,
                 reserved=reserved_total,
+                window=budget.window,
             ),
             groups_kept=kept,
             groups_dropped=start - kept,

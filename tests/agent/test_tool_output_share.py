@@ -68,7 +68,8 @@ async def test_reading_a_big_file_completes_with_a_marker_that_continues_it(
 async def test_the_cut_is_proportional_to_the_batch_and_the_bound_window(
     tmp_path: Path, big: str
 ) -> None:
-    entry = ModelEntry(provider="scripted", context_window=10_000)  # cap 30,000 characters
+    # cap 3 x (10,000 less 2,500 for the reply) = 22,500 characters
+    entry = ModelEntry(provider="scripted", context_window=10_000)
     config = Config(default_model="small", models={"small": entry})
     script = [
         Reply(tool_calls=[read("a1")]),
@@ -82,7 +83,7 @@ async def test_the_cut_is_proportional_to_the_batch_and_the_bound_window(
         events = await run.events()
     assert [end.reason for end in payloads(events, TurnEnd)] == ["completed", "completed"]
     results = {r.call_id: body(r) for r in payloads(events, ToolResultRecord)}
-    single = 30_000 // 4
+    single = 22_500 // 4
     assert single - 6 < len(results["a1"]) <= single  # lines of at most 6 characters
     for call_id in ("b1", "b2", "b3"):
         assert single // 3 - 6 < len(results[call_id]) <= single // 3
@@ -93,5 +94,5 @@ def test_the_limit_is_the_smaller_of_the_tools_and_the_batchs_share() -> None:
     assert budget.tool_output_limit(100_000, 1) == 24_000
     assert budget.tool_output_limit(100_000, 4) == 6_000
     assert budget.tool_output_limit(5_000, 1) == 5_000
-    assert Budget(context_window=1_000).tool_output_limit(100_000, 2) == 375
+    assert Budget(context_window=1_000).tool_output_limit(100_000, 2) == 3 * 750 // 4 // 2
     assert Budget(char_cap=3).tool_output_limit(100_000, 10) == 1  # never zero

@@ -144,28 +144,44 @@ def test_an_oversized_current_turn_raises_with_the_needed_size() -> None:
     assert f"Context index {big}" in str(error)
 
 
-def test_the_window_derived_cap_prefers_the_generation_window() -> None:
-    assert Budget().cap == 96_000
-    assert Budget(context_window=32_768).cap == 96_000  # 3 x 32,768 = 98,304 > 96,000
-    assert Budget(context_window=8_192).cap == 24_576
-    assert Budget(context_window=32_768, generation_window=4_096).cap == 12_288
-    assert Budget(context_window=8_192, generation_window=40_000).cap == 96_000
+def test_the_cap_derives_from_the_window_less_the_reply_unless_configured() -> None:
+    """No window: the configured cap, else 96,000. A window: three characters a token of the
+    window less the reply's reserve (4,096 tokens, at most a quarter of the window), or the
+    configured cap when it is smaller."""
+    assert (Budget().cap, Budget().cap_source) == (96_000, "default")
+    assert (Budget(char_cap=50_000).cap, Budget(char_cap=50_000).cap_source) == (
+        50_000,
+        "configured",
+    )
+    assert Budget(context_window=32_768).cap == 3 * (32_768 - 4_096)
+    wide = Budget(context_window=200_000)
+    assert (wide.cap, wide.cap_source) == (3 * (200_000 - 4_096), "window")
+    assert wide.cap > 96_000  # a large window is not held to the default cap
+    assert Budget(context_window=8_192).cap == 3 * (8_192 - 2_048)
+    assert Budget(context_window=32_768, generation_window=4_096).cap == 3 * (4_096 - 1_024)
+    assert Budget(context_window=8_192, generation_window=40_000).cap == 3 * (40_000 - 4_096)
     assert Budget(context_window=8_192, generation_window=40_000).window == 40_000
+    smaller = Budget(char_cap=50_000, context_window=200_000)
+    assert (smaller.cap, smaller.cap_source) == (50_000, "configured")
+    larger = Budget(char_cap=900_000, context_window=200_000)
+    assert (larger.cap, larger.cap_source) == (3 * (200_000 - 4_096), "window")
 
 
 def test_the_window_derived_cap_bounds_history() -> None:
     session = past_turns(5)
     session.add("now", turn=6)
     orchestrator = ContextOrchestrator()
-    by_context = assemble(orchestrator, session, current_turn=6, budget=Budget(context_window=50))
-    # cap 150: 16 + 31 reserved, one 75-character group fits (122), a second does not (197)
+    by_context = assemble(orchestrator, session, current_turn=6, budget=Budget(context_window=66))
+    # cap 3 x (66 - 16) = 150: 16 + 31 reserved, one 75-character group fits (122), a second
+    # does not (197)
     assert (by_context.figures.cap, by_context.groups_kept) == (150, 1)
-    assert by_context.context_window == 50
+    assert by_context.context_window == 66
+    assert by_context.figures.window == 66
     by_generation = assemble(
         orchestrator,
         session,
         current_turn=6,
-        budget=Budget(context_window=1_000, generation_window=30),
+        budget=Budget(context_window=1_000, generation_window=40),
     )
     assert (by_generation.figures.cap, by_generation.groups_kept) == (90, 0)
     assert by_generation.groups_dropped == 5

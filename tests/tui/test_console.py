@@ -15,8 +15,9 @@ from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, Use
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
 from app.tui.widgets.status_line import StatusLine
-from engine.context.budget import item_text
-from engine.events import PermissionDecision, TurnEnd
+from engine.context.budget import CHARS_PER_TOKEN, item_text
+from engine.context.usage import context_usage
+from engine.events import PermissionDecision, StepEnd, TurnEnd
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
 from engine.tools import ToolRegistry
@@ -381,7 +382,9 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         assembly = app.live.last_assembly
         assert assembly is not None
         status = app.main.query_one(StatusLine)
-        assert (status.chars, status.cap) == (assembly.figures.chars, assembly.figures.cap)
+        (*_, end) = [e.data for e in await app.live.read_log() if isinstance(e.data, StepEnd)]
+        assert status.usage == context_usage(assembly.figures, end.usage)
+        assert status.usage.cap_tokens == assembly.figures.cap // CHARS_PER_TOKEN
         await pilot.press("f3")
         await pilot.pause()
         inspector = app.screen

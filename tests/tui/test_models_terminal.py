@@ -60,7 +60,7 @@ def test_the_picker_s_keys_and_a_local_server_s_models(tmp_path: Path) -> None:
             # typed ahead, in one write: Enter comes after the arrows, not before them
             terminal.write("".join(KEYS[key] for key in ("down", "down", "up", "enter")))
             terminal.wait_gone(PICKER_HEADER)
-            terminal.wait_for("ollama/qwen3:8b [restricted]")  # the status line names it
+            terminal.wait_for("│ ollama/qwen3:8b │")  # the status line names it
             terminal.write("/model")
             terminal.press("enter")
             terminal.wait_for(PICKER_HEADER)
@@ -68,7 +68,7 @@ def test_the_picker_s_keys_and_a_local_server_s_models(tmp_path: Path) -> None:
             terminal.wait_for("as your default model?")
             terminal.press("y")
             terminal.wait_gone(PICKER_HEADER)
-            terminal.wait_for("ollama/llama3.2 [restricted]")
+            terminal.wait_for("│ ollama/llama3.2 │")
     assert (home / "config.toml").read_text(encoding="utf-8") == (
         'default_model = "ollama/llama3.2"\n'
     )

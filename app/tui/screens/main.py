@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -44,6 +45,8 @@ from engine.agent import Agent
 from engine.agent.views import AssemblyView
 from engine.commands import REGISTRY
 from engine.config import Config
+from engine.context.budget import CHARS_PER_TOKEN
+from engine.context.usage import UsageTally, context_usage
 from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
@@ -55,7 +58,6 @@ from engine.events import (
     ModelBind,
     OutboxChanged,
     SteerDropped,
-    StepEnd,
     StepStart,
     UserMessage,
 )
@@ -116,7 +118,7 @@ class MainScreen(Screen[None]):
         # the log holds a request this run did not make (a resumed session's): F3 rebuilds it
         self._stored_request = False
         self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
-        self._session_tokens = 0
+        self._tally = UsageTally()  # the status line's token figures, folded from the events
         self._let_go = False  # a followed session's writer gave it back
 
     def compose(self) -> ComposeResult:
@@ -159,6 +161,11 @@ class MainScreen(Screen[None]):
         status.egress = model.egress.name
         status.status = agent.status
         await self._catch_up(agent.read_log, from_seq)
+        if self._tally.figures is None:  # no request yet: nothing used of the bound window
+            budget = agent.budget
+            status.usage = context_usage(Figures(cap=budget.cap, window=budget.window))
+        else:  # the last request, against the entry bound now (a `/model` may have followed it)
+            self._rebase_usage(agent)
         self._refresh_panel()
         prompt = self.query_one(PromptInput)
         prompt.placeholder = PROMPT_PLACEHOLDER if agent.status == "idle" else STEER_PLACEHOLDER
@@ -197,17 +204,15 @@ class MainScreen(Screen[None]):
     ) -> None:
         """What the status line and the GC log show of the events before `end`, which are not
         bridged: folded a chunk at a time (the whole log is never held), each widget set once."""
-        totals = _CatchUp()
+        totals = _CatchUp(self._tally)
         for start in range(0, end, READ_CHUNK):
             totals.take(await read(start, min(end, start + READ_CHUNK)))
         status = self.query_one(StatusLine)
         if totals.model and not status.model:  # a followed session's: no Agent names it
             status.model = totals.model
-        self._session_tokens += totals.session_tokens
-        if totals.figures is not None:
-            status.chars, status.cap = totals.figures.chars, totals.figures.cap
+        if self._tally.figures is not None:
             self._stored_request = True
-        status.step_tokens, status.session_tokens = totals.step_tokens, self._session_tokens
+            self._show_usage()
         if totals.collections:
             self.query_one(SidePanel).collections = tuple(totals.collections)
 
@@ -241,6 +246,8 @@ class MainScreen(Screen[None]):
         if change:
             self._view.apply(change)
         status, panel = self._status, self._panel
+        if self._tally.take(event.data):
+            self._show_usage()
         match event.data:
             case AgentStatus(status=state):
                 status.status = state
@@ -254,19 +261,13 @@ class MainScreen(Screen[None]):
                         PROMPT_PLACEHOLDER if state == "idle" else STEER_PLACEHOLDER
                     )
                 self.refresh_bindings()  # Esc cancels only while a turn is open
-            case StepStart(figures=figures):
-                status.chars, status.cap = figures.chars, figures.cap
-                if agent is not None:
-                    self._note_assembly()
-            case StepEnd(usage=usage):
-                tokens = usage.input_tokens + usage.output_tokens
-                status.step_tokens = tokens
-                self._session_tokens += tokens
-                status.session_tokens = self._session_tokens
+            case StepStart() if agent is not None:
+                self._note_assembly()
             case ModelBind(model=model):
                 status.model = model
                 if agent is not None:
                     status.egress = agent.model.egress.name
+                    self._rebase_usage(agent)
             case OutboxChanged() if agent is not None:
                 panel.outbox = agent.outbox
             case SteerDropped(text=text):
@@ -278,6 +279,23 @@ class MainScreen(Screen[None]):
                 pass
         if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:
             panel.areas = agent.areas
+
+    def _show_usage(self) -> None:
+        status, tally = self._status, self._tally
+        status.usage = tally.current()
+        status.session_tokens = tally.session_tokens
+        status.session_estimated = tally.session_estimated
+
+    def _rebase_usage(self, agent: Agent) -> None:
+        """The last figures, against the window of the entry now bound (after a `/model`, or on
+        a resume; while a turn runs a binding waits for the next turn, so nothing changes)."""
+        usage = self._status.usage
+        if usage is None:
+            return
+        budget = agent.budget
+        self._status.usage = replace(
+            usage, window=budget.window, cap_tokens=budget.cap // CHARS_PER_TOKEN
+        )
 
     def _note_assembly(self) -> None:
         assert self.agent is not None
@@ -436,26 +454,22 @@ class MainScreen(Screen[None]):
 
 
 class _CatchUp:
-    """The token totals, the last request's figures, the model bound last and every collection
-    of the events a screen did not bridge, folded one chunk of the log at a time."""
+    """The token figures (into the screen's tally), the model bound last and every collection of
+    the events a screen did not bridge, folded one chunk of the log at a time."""
 
-    def __init__(self) -> None:
-        self.figures: Figures | None = None
+    def __init__(self, tally: UsageTally) -> None:
+        self.tally = tally
         self.model = ""
-        self.step_tokens = 0
-        self.session_tokens = 0
         self.collections: list[GcRow] = []
 
     def take(self, events: Sequence[Event]) -> None:
+        tally = self.tally
         for event in events:
             # by exact class (see `Payload`)
             data = event.data
-            if type(data) is StepStart:
-                self.figures = data.figures
-            elif type(data) is StepEnd:
-                self.step_tokens = data.usage.input_tokens + data.usage.output_tokens
-                self.session_tokens += self.step_tokens
-            elif type(data) is GcCollect:
+            if tally.take(data):
+                continue
+            if type(data) is GcCollect:
                 self.collections.append(GcRow.of(data))
             elif type(data) is ModelBind:
                 self.model = data.model

@@ -219,7 +219,7 @@ class SidePanel(Widget):
         text = Text()
         text.append("used ")
         text.append_text(meter(figures.chars, figures.cap, 16))
-        text.append(f" {compact_number(figures.chars)}/{compact_number(figures.cap)}\n")
+        text.append(f" {compact_number(figures.chars)}/{compact_number(figures.cap)} chars\n")
         text.append(f"groups kept {figures.groups_kept}, dropped {figures.groups_dropped}\n")
         text.append(f"reserved {compact_number(figures.reserved)} chars\n")
         text.append(f"digest {assembly.prefix_digest[:12]}\n", style="dim")

@@ -1,10 +1,23 @@
-"""The status line: model and egress class, agent status, the context meter and token counts."""
+"""The status line: the agent's status, the model, the context against the model's window, tokens.
+
+Every figure carries its label and the fields are separated, so no two words run together at any
+width. The line is laid out by `status_layout`, a pure function of the fields and the width: each
+field has a need (`Need`), and when the line is too narrow the least needed fields go first, in
+one fixed order, so a new field (a mode, a cost) only has to say how much it is needed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
+
+from engine.context.usage import ContextUsage
 
 METER_WIDTH = 12
 STATUS_STYLE = {
@@ -14,6 +27,33 @@ STATUS_STYLE = {
     "following": "bold cyan",
     "let go": "bold",
 }
+SEPARATOR = " │ "
+ESTIMATED = "~"
+"""Marks a token figure estimated from characters (the provider reported none)."""
+
+
+class Need(IntEnum):
+    """How much a field is needed: at a narrow width the lowest go first."""
+
+    meter = 10
+    cap = 20
+    egress = 30
+    step = 40
+    session = 50
+    context = 60
+    note = 70
+    model = 80
+    status = 90
+
+
+@dataclass(frozen=True, slots=True)
+class StatusField:
+    """One field of the status line, in display order."""
+
+    text: Text
+    need: Need
+    attached: bool = False
+    """Follows the field before it after one space, not a separator (the context's meter)."""
 
 
 def compact_number(value: int) -> str:
@@ -35,6 +75,101 @@ def meter(used: int, cap: int, width: int = METER_WIDTH) -> Text:
     return Text.assemble(("█" * filled, style), ("░" * (width - filled), "dim"))
 
 
+def tokens(value: int, estimated: bool) -> str:
+    """`1.2k`, or `~1.2k` when estimated (0 is never marked: nothing was sent yet)."""
+    return f"{ESTIMATED if estimated and value else ''}{compact_number(value)}"
+
+
+def _width(field: StatusField) -> int:
+    return cell_len(field.text.plain)
+
+
+def status_layout(fields: Sequence[StatusField], width: int) -> Text:
+    """The fields in their order, joined by `SEPARATOR` (an attached one by a space); while they
+    do not fit in `width` cells the least needed is dropped, and a single field still too wide
+    is cut with an ellipsis."""
+    kept = list(fields)
+
+    def total() -> int:
+        return sum(_width(f) for f in kept) + sum(
+            1 if f.attached else len(SEPARATOR) for f in kept[1:]
+        )
+
+    while len(kept) > 1 and total() > width:
+        kept.remove(min(kept, key=lambda f: f.need))
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for index, field in enumerate(kept):
+        if index:
+            line.append(" " if field.attached else SEPARATOR, style="dim")
+        line.append_text(field.text)
+    if line.cell_len > width > 0:
+        line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def status_fields(
+    *,
+    status: str,
+    model: str,
+    egress: str,
+    usage: ContextUsage | None,
+    session_tokens: int,
+    session_estimated: bool,
+    note: str,
+) -> list[StatusField]:
+    """What the status line says, as fields in display order."""
+    fields = [
+        StatusField(Text(f"● {status}", style=STATUS_STYLE.get(status, "")), Need.status),
+        StatusField(Text(model or "…", style="bold"), Need.model),
+    ]
+    if egress:
+        fields.append(StatusField(Text.assemble(("egress ", "dim"), egress), Need.egress))
+    if usage is not None:
+        size = compact_number(usage.size) if usage.window is not None else tokens(usage.size, True)
+        fields.append(
+            StatusField(
+                Text.assemble(
+                    ("ctx ", "dim"),
+                    f"{tokens(usage.used, usage.estimated)}/{size}",
+                    (" tok", "dim"),
+                ),
+                Need.context,
+            )
+        )
+        fields.append(StatusField(meter(usage.used, usage.size), Need.meter, attached=True))
+        if usage.window is not None and usage.cap_tokens < usage.window:
+            # the history is cut before the window is full: say where
+            fields.append(
+                StatusField(
+                    Text.assemble(("cap ", "dim"), compact_number(usage.cap_tokens)), Need.cap
+                )
+            )
+        if usage.used:
+            fields.append(
+                StatusField(
+                    Text.assemble(
+                        ("in ", "dim"),
+                        tokens(usage.input_tokens, usage.estimated),
+                        (" out ", "dim"),
+                        tokens(usage.output_tokens, usage.estimated),
+                    ),
+                    Need.step,
+                )
+            )
+    if session_tokens:
+        fields.append(
+            StatusField(
+                Text.assemble(
+                    ("session ", "dim"), tokens(session_tokens, session_estimated), (" tok", "dim")
+                ),
+                Need.session,
+            )
+        )
+    if note:
+        fields.append(StatusField(Text(note, style="italic dim"), Need.note))
+    return fields
+
+
 class StatusLine(Widget):
     """Always visible; every field is a reactive the screen sets from the event stream."""
 
@@ -50,25 +185,20 @@ class StatusLine(Widget):
     model: reactive[str] = reactive("")
     egress: reactive[str] = reactive("")
     status: reactive[str] = reactive("idle")
-    chars: reactive[int] = reactive(0)
-    cap: reactive[int] = reactive(0)
-    step_tokens: reactive[int] = reactive(0)
+    usage: reactive[ContextUsage | None] = reactive(None)
+    """The last step's tokens against the model's window (None: not known yet)."""
     session_tokens: reactive[int] = reactive(0)
+    session_estimated: reactive[bool] = reactive(False)
     note: reactive[str] = reactive("")
 
     def render(self) -> Text:
-        status = Text(f"● {self.status}", style=STATUS_STYLE.get(self.status, ""))
-        parts: list[Text | str | tuple[str, str]] = [
-            (self.model or "…", "bold"),
-            (f" [{self.egress}]" if self.egress else "", "dim"),
-            "  ",
-            status,
-            "  ctx ",
-            meter(self.chars, self.cap),
-            f" {compact_number(self.chars)}/{compact_number(self.cap) if self.cap else '?'}",
-            ("  tok ", "dim"),
-            f"{compact_number(self.step_tokens)}/{compact_number(self.session_tokens)}",
-        ]
-        if self.note:
-            parts += ["  ", (self.note, "italic dim")]
-        return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+        fields = status_fields(
+            status=self.status,
+            model=self.model,
+            egress=self.egress,
+            usage=self.usage,
+            session_tokens=self.session_tokens,
+            session_estimated=self.session_estimated,
+            note=self.note,
+        )
+        return status_layout(fields, self.content_size.width)

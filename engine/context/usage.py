@@ -1,0 +1,115 @@
+"""How much of the model's window a request used, in tokens: as the provider reported it, else
+estimated from characters.
+
+The one place the figure is computed, so the console's status line, `/context` and ACP's
+`usage_update` say the same number for the same step. The estimate counts the orchestrator's
+characters at `CHARS_PER_TOKEN` (context-orchestration: three characters a token, conservative).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from engine.context.budget import CHARS_PER_TOKEN
+from engine.events import AssistantMessage, Figures, Payload, StepEnd, StepStart, Usage
+
+
+def estimated_tokens(chars: int) -> int:
+    """Tokens for `chars` characters at `CHARS_PER_TOKEN`, rounded up (a non-empty text is never
+    0 tokens)."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def reply_chars(message: AssistantMessage) -> int:
+    """What a reply adds to the context, in characters: its text, its reasoning and the
+    arguments of its tool calls."""
+    chars = len(message.content) + len(message.reasoning)
+    for call in message.tool_calls:
+        chars += len(json.dumps(call.arguments))
+    return chars
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextUsage:
+    """One step's tokens against the model's window."""
+
+    input_tokens: int
+    output_tokens: int
+    estimated: bool
+    """No provider report: the tokens are `estimated_tokens` of the characters."""
+    window: int | None
+    """The bound model's window in tokens; None when its entry declares none."""
+    cap_tokens: int
+    """The request's character cap in tokens (`cap / CHARS_PER_TOKEN`)."""
+
+    @property
+    def used(self) -> int:
+        """Tokens in the context after the step: the request and the reply."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def size(self) -> int:
+        """What `used` is measured against: the model's window, else the cap in tokens."""
+        return self.window if self.window is not None else self.cap_tokens
+
+
+def context_usage(
+    figures: Figures, usage: Usage | None = None, *, output_chars: int = 0
+) -> ContextUsage:
+    """The step whose request had `figures`: the provider's `usage` when it reported any tokens,
+    else estimated from the request's characters and the reply's (`output_chars`)."""
+    reported = usage is not None and (usage.input_tokens > 0 or usage.output_tokens > 0)
+    if usage is not None and reported:
+        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+    else:
+        input_tokens, output_tokens = (
+            estimated_tokens(figures.chars),
+            estimated_tokens(output_chars),
+        )
+    return ContextUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        estimated=not reported,
+        window=figures.window,
+        cap_tokens=figures.cap // CHARS_PER_TOKEN,
+    )
+
+
+@dataclass(slots=True)
+class UsageTally:
+    """A session's token figures, folded from its events in log order: the last step's usage
+    and the session's total (what every step used, each as `context_usage` gives it)."""
+
+    figures: Figures | None = None
+    """The last request's figures; None before the first."""
+    usage: Usage | None = None
+    """The last step's reported usage, once its `step/end` came."""
+    output_chars: int = 0
+    session_tokens: int = 0
+    session_estimated: bool = False
+    """Some step of the total reported no tokens: its share is estimated."""
+
+    def take(self, data: Payload) -> bool:
+        """Fold one event's payload; True when the figures changed."""
+        # by exact class (see `Payload`)
+        if type(data) is StepStart:
+            self.figures, self.usage, self.output_chars = data.figures, None, 0
+            return True
+        if type(data) is AssistantMessage:
+            self.output_chars += reply_chars(data)
+            return False
+        if type(data) is StepEnd and self.figures is not None:
+            self.usage = data.usage
+            step = context_usage(self.figures, data.usage, output_chars=self.output_chars)
+            self.session_tokens += step.used
+            self.session_estimated = self.session_estimated or step.estimated
+            return True
+        return False
+
+    def current(self) -> ContextUsage | None:
+        """The last step's usage (its request's estimate until the step ends); None before the
+        first request."""
+        if self.figures is None:
+            return None
+        return context_usage(self.figures, self.usage, output_chars=self.output_chars)

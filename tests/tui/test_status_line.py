@@ -1,0 +1,222 @@
+"""The status line (issue 28, item 11): tokens against the model's window, every figure labelled,
+fields that never run together, and one fixed order in which they drop at narrow widths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+
+from app.tui.widgets.status_line import (
+    Need,
+    StatusField,
+    StatusLine,
+    status_fields,
+    status_layout,
+)
+from engine.agent import open_agent
+from engine.commands import REGISTRY
+from engine.config import Config, ModelEntry
+from engine.context.usage import ContextUsage
+from engine.events import Event
+from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.store.sqlite import SQLiteStore
+from replay.acp import AcpProjection
+from tests.terminal import Terminal
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import send, settle
+from tests.tui.test_long_session import opened
+
+USAGE = ContextUsage(
+    input_tokens=1_234, output_tokens=51, estimated=False, window=200_000, cap_tokens=195_904
+)
+FIELDS = status_fields(
+    status="running",
+    model="claude-sonnet",
+    egress="internal",
+    usage=USAGE,
+    session_tokens=19_400,
+    session_estimated=False,
+    note="",
+)
+
+
+def shown(width: int) -> str:
+    return status_layout(FIELDS, width).plain
+
+
+def test_every_figure_is_labelled_at_full_width() -> None:
+    assert shown(200) == (
+        "● running │ claude-sonnet │ egress internal │ ctx 1.3k/200k tok ░░░░░░░░░░░░ │ "
+        "cap 195k │ in 1.2k out 51 │ session 19k tok"
+    )
+
+
+@pytest.mark.parametrize(
+    ("width", "line"),
+    [
+        (80, "● running │ claude-sonnet │ ctx 1.3k/200k tok │ in 1.2k out 51 │ session 19k tok"),
+        (60, "● running │ claude-sonnet │ ctx 1.3k/200k tok"),
+        (40, "● running │ claude-sonnet"),
+        (20, "● running"),
+    ],
+)
+def test_narrow_widths_drop_the_least_needed_fields_first(width: int, line: str) -> None:
+    assert shown(width) == line
+
+
+def test_the_fields_drop_in_one_fixed_order_and_never_run_together() -> None:
+    """At every width the line is the fields less the k least needed, for a k that only grows as
+    the width shrinks, each field whole and apart from its neighbours."""
+    by_need = sorted(FIELDS, key=lambda f: f.need)
+    dropped_before = 0
+    for width in range(200, 24, -1):
+        line = shown(width)
+        assert len(line) <= width
+        dropped = next(
+            k
+            for k in range(len(FIELDS))
+            if line == status_layout([f for f in FIELDS if f not in by_need[:k]], 10_000).plain
+        )
+        assert dropped >= dropped_before
+        dropped_before = dropped
+    assert dropped_before == len(FIELDS) - 2  # the status and the model stay longest
+
+
+def test_a_new_field_slots_in_by_its_need() -> None:
+    """A later field (a mode, a cost) is placed where it is shown and drops by its need alone."""
+    mode = StatusField(Text("mode plan"), Need.model)
+    fields = [*FIELDS[:2], mode, *FIELDS[2:]]
+    assert status_layout(fields, 40).plain == "● running │ claude-sonnet │ mode plan"
+    assert "mode plan │ ctx" in status_layout(fields, 60).plain
+
+
+def test_an_estimate_is_marked_and_an_unknown_window_is_the_cap() -> None:
+    estimated = ContextUsage(
+        input_tokens=400, output_tokens=17, estimated=True, window=None, cap_tokens=32_000
+    )
+    fields = status_fields(
+        status="idle",
+        model="scripted",
+        egress="",
+        usage=estimated,
+        session_tokens=900,
+        session_estimated=True,
+        note="",
+    )
+    line = status_layout(fields, 200).plain
+    assert "ctx ~417/~32k tok" in line
+    assert "in ~400 out ~17" in line
+    assert "session ~900 tok" in line
+    assert "cap" not in line  # the cap is the size shown
+
+
+async def status_text(app: ConsoleTestApp) -> str:
+    return app.main.query_one(StatusLine).render().plain
+
+
+async def test_the_console_shows_tokens_against_the_entrys_window_as_acp_does(
+    workspace: Path, data: Path
+) -> None:
+    config = Config(
+        default_model="wide",
+        models={"wide": ModelEntry(provider="scripted", context_window=200_000)},
+    )
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello there")], config=config)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await opened(app, pilot)
+        assert "ctx 0/200k tok" in await status_text(app)
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        usage = app.main.query_one(StatusLine).usage
+        events: list[Event] = list(await app.live.read_log())
+        text = await status_text(app)
+    assert usage is not None
+    (acp,) = [
+        u
+        for u in AcpProjection(str(workspace)).replay(events)
+        if u["sessionUpdate"] == "usage_update"
+    ]
+    assert (acp["used"], acp["size"]) == (usage.used, usage.size) == (usage.used, 200_000)
+    assert f"ctx {usage.used}/200k tok" in text
+    assert "cap 195k" in text
+
+
+@pytest.mark.parametrize("width", [80, 60, 40])
+async def test_the_console_status_line_fits_each_width(
+    workspace: Path, data: Path, width: int
+) -> None:
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello there")])
+    async with app.run_test(size=(width, 24)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        text = await status_text(app)
+    assert len(text) <= width - 2  # the line's padding
+    assert text.startswith("● idle │ scripted │ ctx ")
+    assert "…" not in text
+    for word in ("idlectx", "idle ctx", "tokin", "toksession"):
+        assert word not in text
+
+
+def test_the_console_shows_the_configured_cap_and_context_reports_it(tmp_path: Path) -> None:
+    """In the real `trellis` at 80 x 24: a cap the user set below the window's is the one the
+    status line names, and `/context` says where it comes from."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'default_model = "wide"\n'
+        "[models.wide]\n"
+        'provider = "scripted"\n'
+        "context_window = 200000\n"
+        "[context]\n"
+        "char_cap = 60000\n",
+        encoding="utf-8",
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with Terminal(
+        [], home=tmp_path / "home", cwd=workspace, config=config, rows=24, columns=80
+    ) as terminal:
+        screen = terminal.wait_for("ctx 0/200k tok")
+        assert "cap 20k" in screen
+        terminal.write("/context")
+        terminal.press("enter")
+        screen = terminal.wait_for("char_cap")
+        terminal.press("ctrl+q")
+    assert "60,000 chars" in screen
+    assert "window 200,000 tokens" in screen
+
+
+async def test_a_resumed_session_shows_its_last_request_against_the_entry_bound_now(
+    workspace: Path, data: Path
+) -> None:
+    """The last request was made on `wide`; `/model narrow` came after it: the resumed console
+    measures it against `narrow`'s window, as the live one did after the switch."""
+    config = Config(
+        default_model="wide",
+        models={
+            "wide": ModelEntry(provider="scripted", context_window=200_000),
+            "narrow": ModelEntry(provider="scripted", context_window=8_192),
+        },
+    )
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        agent = await open_agent(
+            config=config,
+            cwd=workspace,
+            store=store,
+            gateway=ScriptedGateway([Reply(text="hello")]),
+        )
+        try:
+            agent.send("hi")
+            await agent.when_idle()
+            assert (await REGISTRY.run(agent, "/model narrow")).ok
+            session_id = agent.session_id
+        finally:
+            await agent.dispose()
+    app = ConsoleTestApp(workspace, data, [], config=config, session_id=session_id)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await opened(app, pilot)
+        text = await status_text(app)
+    assert "│ narrow │" in text
+    assert "/8.2k tok" in text
