@@ -96,9 +96,9 @@ def command_table(commands: Sequence[Command]) -> Table:
         if len(command.usage) > KEY_WIDTH:
             name, _, arguments = command.usage.partition(" ")
             table.add_row(Text(name, style="bold"), Text(arguments, style="bold"))
-            table.add_row("", command.description)
+            table.add_row("", Text(command.description))
         else:
-            table.add_row(Text(command.usage, style="bold"), command.description)
+            table.add_row(Text(command.usage, style="bold"), Text(command.description))
     return table
 
 

@@ -144,7 +144,7 @@ class ContextInspector(Screen[None]):
 
     def _show(self, detail: RowDetail) -> None:
         self.shown = detail
-        self.query_one("#detail-title", Static).update(detail.title)
+        self.query_one("#detail-title", Static).update(Text(detail.title))
         self.query_one("#detail-body", Static).update(detail.body())
         self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
 
@@ -201,7 +201,7 @@ class ContextInspector(Screen[None]):
             )
             table.add_row(
                 str(item.index),
-                provenance_of(item) + reserved,
+                Text(provenance_of(item) + reserved),
                 "" if item.turn is None else str(item.turn),
                 "" if item.seq is None else str(item.seq),
                 item.label.cls.name,

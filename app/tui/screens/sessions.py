@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label
@@ -70,8 +71,8 @@ class ConfirmDelete(ModalScreen[bool]):
                 )
             )
             with Horizontal():
-                yield Button("[y] Delete", id="yes", variant="error")
-                yield Button("[n] Keep", id="no")
+                yield Button(Content("[y] Delete"), id="yes", variant="error")
+                yield Button(Content("[n] Keep"), id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
@@ -155,10 +156,10 @@ class SessionBrowser(Screen[SessionChoice | None]):
         for info in self._shown:
             when = datetime.fromtimestamp(info.updated).strftime("%Y-%m-%d %H:%M")
             table.add_row(
-                info.title or Text("(untitled)", style="dim"),
+                Text(info.title) if info.title else Text("(untitled)", style="dim"),
                 when,
                 str(info.turns),
-                info.model,
+                Text(info.model),
                 info.id[:8],
                 key=info.id,
             )

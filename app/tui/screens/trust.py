@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
@@ -53,8 +54,8 @@ class TrustDialog(ModalScreen[bool]):
             with VerticalScroll(id="skipped"):
                 yield Static(listing)
             with Horizontal():
-                yield Button("[t] Trust this file", id="trust", variant="warning")
-                yield Button("[c] Continue without them", id="continue", variant="primary")
+                yield Button(Content("[t] Trust this file"), id="trust", variant="warning")
+                yield Button(Content("[c] Continue without them"), id="continue", variant="primary")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "trust")

@@ -2,7 +2,8 @@
 
 User words, injected context, assistant replies, tool cards, turn rules, and compact notes for Area
 renders, collections, compaction, retries and errors are visually distinct, so injected context never
-looks like the user's words.
+looks like the user's words. What the model, a tool or a file wrote is shown as written: it reaches
+Textual as `Text` or `Content`, never as a string Textual would read as markup (`[x]`, `[/]`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
@@ -289,7 +291,7 @@ class ContextCard(LongEntry):
         super().show(entry)
         assert isinstance(entry, ContextEntry)
         label = f" · {entry.label.cls.name}" if entry.label is not None else ""
-        self.border_title = f"Injected context · {entry.heading}{label}"
+        self.border_title = Content(f"Injected context · {entry.heading}{label}")
         self.refresh(layout=True)
 
     @property
@@ -572,8 +574,8 @@ class ToolCard(LongEntry):
             status_text = f"permission {entry.permission}"
         else:
             status_text = status
-        self.border_title = f"{TOOL_ICON.get(status, '')} {call_summary(entry)}"
-        self.border_subtitle = status_text
+        self.border_title = Content(f"{TOOL_ICON.get(status, '')} {call_summary(entry)}")
+        self.border_subtitle = Content(status_text)
         self.set_class(entry.is_error or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
         self.refresh(layout=True)

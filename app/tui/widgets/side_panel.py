@@ -79,7 +79,7 @@ class AreasTable(DataTable[Text | str]):
         rows = [
             (
                 Text("▶", style="bold yellow") if view.cursor else Text(" "),
-                view.id,
+                Text(view.id),
                 _range(view),
                 Text(view.life.value, style="dim" if view.life.value == "retired" else "green"),
                 Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else ""),
