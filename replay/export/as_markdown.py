@@ -17,6 +17,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -31,6 +32,7 @@ from replay.wording import (
     model_line,
     retry_line,
     tool_state,
+    turn_end_line,
     turn_line,
     when,
 )
@@ -75,7 +77,9 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
     """The Markdown blocks of one entry."""
     match entry:
         case TurnEntry():
-            return [f"## {turn_line(entry)}", *([entry.message] if entry.message else [])]
+            return [f"## {turn_line(entry)}"]
+        case TurnEndEntry():
+            return [f"**{turn_end_line(entry)}**"]
         case UserEntry():
             blocks = ["**User**", quote(entry.content)]
             if entry.original is not None:

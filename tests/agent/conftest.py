@@ -263,15 +263,20 @@ class GateTool(Tool[NoArgs]):
     description = "Waits for the test."
     args_model = NoArgs
 
-    def __init__(self, name: str = "gate", output: ToolOutput | None = None) -> None:
+    def __init__(
+        self, name: str = "gate", output: ToolOutput | None = None, *, streams: str = ""
+    ) -> None:
         # Built-in tools name themselves per class; a test names each instance.
         self.name = name  # type: ignore[misc]
         self.started = asyncio.Event()
         self.gate = asyncio.Event()
         self.cancelled = False
         self._output = output or ToolOutput(f"{name} done")
+        self._streams = streams  # live output sent before it waits, as a command prints
 
     async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+        if self._streams and ctx.on_output is not None:
+            ctx.on_output(self._streams)
         self.started.set()
         try:
             await self.gate.wait()

@@ -44,6 +44,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -120,6 +121,9 @@ class LineEntry(EntryWidget):
         color: $error;
         margin: 0 0 1 0;
     }
+    LineEntry.turn-end {
+        margin: 0 0 1 0;
+    }
     LineEntry.note {
         color: $text-muted;
     }
@@ -162,6 +166,11 @@ class LineEntry(EntryWidget):
                 return Text.assemble(("↻ ", "yellow"), retry_line(entry))
             case ErrorEntry():
                 return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
+            case TurnEndEntry():
+                # the turn's rule names the reason; its words come after all the turn showed
+                if entry.reason in ("cancelled", "disposed"):
+                    return Text.assemble(("⊘ ", "bold yellow"), (entry.message, "yellow"))
+                return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
             case ModelEntry():
                 return Text(model_line(entry), style="dim")
             case _:
@@ -185,12 +194,7 @@ def turn_rule(entry: TurnEntry) -> Text:
         "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
     )
     label = " · ".join(parts)
-    rule = Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
-    if entry.status == "ended" and entry.reason != "completed" and entry.message:
-        # why the turn did not complete, in place: the refused item, the budget's numbers, ...
-        rule.append("\n")
-        rule.append(f"✗ {entry.message}", style="red")
-    return rule
+    return Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
 
 
 class UserMessage(EntryWidget):
@@ -555,7 +559,9 @@ class ToolCard(LongEntry):
         entry = self.entry
         assert isinstance(entry, ToolEntry)
         shown = collapsed(tool_body(entry), self.expanded)
-        return Text(shown, style="red" if entry.is_error else "")
+        # a cancelled call's output is what the command printed, not an error it reported
+        failed = entry.is_error and entry.status != "cancelled"
+        return Text(shown, style="red" if failed else "")
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """No output yet: the borders alone (an empty text would still take a line)."""
@@ -576,7 +582,7 @@ class ToolCard(LongEntry):
             status_text = status
         self.border_title = Content(f"{TOOL_ICON.get(status, '')} {call_summary(entry)}")
         self.border_subtitle = Content(status_text)
-        self.set_class(entry.is_error or status == "error", "-error")
+        self.set_class((entry.is_error and status != "cancelled") or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
         self.refresh(layout=True)
 
@@ -607,6 +613,10 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
         case ErrorEntry():
             line = LineEntry(entry)
             line.add_class("error")
+            return line
+        case TurnEndEntry():
+            line = LineEntry(entry)
+            line.add_class("turn-end")
             return line
         case _:
             line = LineEntry(entry)
