@@ -59,6 +59,10 @@ sealed in Markdown widgets of their own that no later write touches (each write 
 hundreds of blocks restyled and laid out all of them: the stream starved the keyboard)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
+LINE_CHARS = 500
+"""A tool card's title or a one-line note is cut here, wider than any terminal: the border or the
+line's `text-overflow` cuts it again, with an ellipsis, to the width it has (a written file's
+content can be megabytes)."""
 
 
 def first_line(text: str, width: int = 70) -> str:
@@ -112,6 +116,8 @@ class LineEntry(EntryWidget):
     LineEntry.turn-rule {
         margin: 1 0 0 0;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     LineEntry.note {
         text-wrap: nowrap;
@@ -130,7 +136,10 @@ class LineEntry(EntryWidget):
     """
 
     def render(self) -> Text:
-        return self._text(self.entry)
+        entry = self.entry
+        if isinstance(entry, TurnEntry):
+            return turn_rule(entry, self.content_size.width)
+        return self._text(entry)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -152,7 +161,10 @@ class LineEntry(EntryWidget):
                     (area_line(entry), "magenta"),
                     (f" [{entry.earliest}..{entry.latest}]", "dim"),
                     "  ",
-                    (first_line(entry.messages[0].content, 50) if entry.messages else "", "dim"),
+                    (
+                        first_line(entry.messages[0].content, LINE_CHARS) if entry.messages else "",
+                        "dim",
+                    ),
                 )
             case GcEntry():
                 return Text.assemble(("♻ ", "green"), (gc_line(entry), "green"))
@@ -160,7 +172,7 @@ class LineEntry(EntryWidget):
                 return Text.assemble(
                     ("⊟ ", "yellow"),
                     compact_line(entry),
-                    (f" — {first_line(entry.summary, 60)}" if entry.summary else "", "dim"),
+                    (f" — {first_line(entry.summary, LINE_CHARS)}" if entry.summary else "", "dim"),
                 )
             case RetryEntry():
                 return Text.assemble(("↻ ", "yellow"), retry_line(entry))
@@ -177,8 +189,9 @@ class LineEntry(EntryWidget):
                 return Text(type(entry).__name__)
 
 
-def turn_rule(entry: TurnEntry) -> Text:
-    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs."""
+def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
+    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs; in
+    fewer than its cells (`width`), its dashes go first (the line never wraps: it is cut)."""
     parts = [f"turn {entry.number}"]
     if entry.status == "running":
         parts.append("running")
@@ -194,6 +207,8 @@ def turn_rule(entry: TurnEntry) -> Text:
         "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
     )
     label = " · ".join(parts)
+    if width is not None and len(label) + 6 > width:
+        return Text(label, style=style)
     return Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
 
 
@@ -515,13 +530,14 @@ TOOL_ICON = {"pending": "…", "running": "⟳", "done": "✓", "error": "✗", 
 
 
 def call_summary(entry: ToolEntry) -> str:
-    """`read_file(path='a.py')`, or the raw argument text while the call is still streaming."""
+    """`read_file(path='a.py')`, or the raw argument text while the call is still streaming; one
+    line of at most `LINE_CHARS` (the card's border cuts it to the width it has)."""
     if entry.status == "pending" and not entry.arguments:
-        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, 50)})"
+        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, LINE_CHARS)})"
     shown = ", ".join(
         f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.arguments.items()
     )
-    return f"{entry.name}({first_line(shown, 60)})"
+    return f"{entry.name}({first_line(shown, LINE_CHARS)})"
 
 
 def tool_body(entry: ToolEntry) -> str:
