@@ -219,15 +219,16 @@ class Turn:
             # 3. assemble the request (budget and egress may end the turn here)
             assembled = rt.assemble(self.number)
             egress = rt.assembler.binding.entry.effective_egress()
-            rt.session.append(assembled.step_start(turn=self.number, step=self.step, egress=egress))
+            tools = rt.tool_specs()
+            offered = rt.offer_tools(tools)
+            rt.session.append(
+                assembled.step_start(turn=self.number, step=self.step, egress=egress, tools=offered)
+            )
             self._step_open = True
             self._label = assembled.label
             await rt.session.flush()  # checkpoint: before a model request
             request = ModelRequest(
-                model=rt.model_id,
-                system=assembled.system,
-                items=assembled.items,
-                tools=rt.tool_specs(),
+                model=rt.model_id, system=assembled.system, items=assembled.items, tools=tools
             )
             reply = await self._request(request)
             calls = reply.tool_calls(self.number, self.step)

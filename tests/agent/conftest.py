@@ -210,9 +210,17 @@ def of_type(events: Iterable[Event | LiveEvent], kind: type[P]) -> list[P]:
 
 
 def turn_shape(events: Iterable[Event]) -> list[str]:
-    """The log with the bookkeeping left out (model binding, floor, title), each user/message as
-    `user/message:<source>:<content>`: short enough to compare whole in an assertion."""
-    skip = {"model/bind", "floor/block", "session/title", "area/register", "area/state"}
+    """The log with the bookkeeping left out (model binding, floor, tool definitions, title), each
+    user/message as `user/message:<source>:<content>`: short enough to compare whole in an
+    assertion."""
+    skip = {
+        "model/bind",
+        "floor/block",
+        "tool/define",
+        "session/title",
+        "area/register",
+        "area/state",
+    }
     shape: list[str] = []
     for event in events:
         if event.type in skip:
