@@ -10,12 +10,11 @@ from typing import Any
 from textual import constants, events
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets._footer import FooterKey
 
 from app.tui.screens.main import MainScreen
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import SessionBrowser
-from app.tui.widgets.key_footer import KeyFooter
+from app.tui.widgets.key_footer import FooterKey, KeyFooter
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent.admission import Next, PromptDecision, PromptSubmission

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets._footer import FooterKey
 
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.sessions import SessionBrowser
+from app.tui.widgets.key_footer import FooterKey
 from app.tui.widgets.prompt_input import PromptInput
 from engine.config import Config, ContextConfig, ModelEntry
 from engine.gateway.scripted import Reply

@@ -20,7 +20,6 @@ from textual.geometry import Size
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownParagraph
 from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.collecting import turns
@@ -501,7 +500,8 @@ class AssistantMessage(EntryWidget):
         Markdown (margins do not collapse across two)."""
         blocks = live.query_children(MarkdownBlock)
         last = blocks.last() if blocks else None
-        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, MarkdownParagraph):
+        paragraph = live.get_block_class("paragraph_open")
+        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, paragraph):
             return
         live_text = self._written[self._sealed :]
         lines = live_text.splitlines(keepends=True)

@@ -1,5 +1,5 @@
-"""A finished reply's Markdown: composed with its widget, and, when long, in parts of which only
-those near the view are composed.
+"""A finished reply's Markdown: its blocks mounted as it mounts, and, when long, in parts of which
+only those near the view are composed.
 
 A resumed session whose last reply was 91 KB composed, styled and laid out some 5,000 widgets
 before its first paint: 18 s of a blank screen (the entry window bounds entries, not what one
@@ -14,10 +14,9 @@ import re
 from itertools import pairwise
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.events import Mount
-from textual.widget import Widget
+from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
 
 REPLY_END = "-reply-end"
 """The class of a reply's last block (no bottom margin)."""
@@ -89,33 +88,34 @@ def _closes(fence: str, line: str) -> bool:
 
 
 class SettledMarkdown(Markdown):
-    """A finished reply's Markdown, its blocks composed with it: one layout for a page of
-    scrollback, where a Markdown mounting its blocks once mounted (each parsing apart, off the
-    loop) laid the window out again as each finished. It updates as any Markdown does. `start`
-    and `end`: it holds the reply's start (its first block is marked `REPLY_START`) or its end
-    (its last block has no bottom margin)."""
+    """A finished reply's Markdown (or a part of one), given its source as it is built: Textual's
+    `Markdown` parses it and mounts its blocks while it mounts, so a widget that mounts it (a
+    page of scrollback, `AssistantMessage.compose_next`) has its blocks once the mount is
+    awaited. `start` and `end`: it holds the reply's start (its first block is marked
+    `REPLY_START`) or its end (its last block is marked `REPLY_END`)."""
 
     def __init__(
         self, markdown: str, *, start: bool = True, end: bool = True, id: str | None = None
     ) -> None:
-        super().__init__(id=id)
-        self._markdown = markdown
+        super().__init__(markdown, id=id)
         self._start = start
         self._end = end
 
-    def compose(self) -> ComposeResult:
-        blocks = list(self._build_from_source(self._markdown))
-        if blocks and self._start:
-            blocks[0].add_class(REPLY_START)
-        if blocks and self._end:
-            blocks[-1].add_class(REPLY_END)
-        yield from blocks
+    def update(self, markdown: str) -> AwaitComplete:
+        """Textual's update, then the reply's ends marked on the blocks it mounted. The first
+        (`Markdown`'s, as it mounts) is an append: parsed on the loop, not in a thread."""
+        fresh = not self.source and not self.children
+        updating = self.append(markdown) if fresh else super().update(markdown)
 
-    async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Markdown: async
-        """In place of `Markdown`'s, which would replace the composed blocks by an empty
-        document; `Widget`'s still runs."""
-        event.prevent_default()
-        Widget._on_mount(self, event)
+        async def marked() -> None:
+            await updating
+            blocks = self.query_children(MarkdownBlock)
+            if blocks and self._start:
+                blocks.first().add_class(REPLY_START)
+            if blocks and self._end:
+                blocks.last().add_class(REPLY_END)
+
+        return AwaitComplete(marked())
 
 
 class Deferred(Static):
