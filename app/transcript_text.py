@@ -16,6 +16,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -27,6 +28,7 @@ from replay.wording import (
     model_line,
     retry_line,
     tool_line,
+    turn_end_line,
     turn_line,
 )
 
@@ -76,8 +78,8 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
         case TurnEntry():
             yield ""
             yield f"{s.heading}{turn_line(entry)}{s.reset}"
-            if entry.message:
-                yield f"{s.dim}{entry.message}{s.reset}"
+        case TurnEndEntry():
+            yield f"{s.error}{turn_end_line(entry)}{s.reset}"
         case UserEntry():
             yield f"{s.who}User{s.reset}"
             yield from _indented(entry.content)

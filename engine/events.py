@@ -199,7 +199,8 @@ class StepStart(Payload, event="step/start", scope=Scope.turn):
     """What a viewer needs to show this step's request from the log alone.
 
     `kept` holds the first seq of each history group the request kept; `egress` is the highest
-    class the endpoint accepts and `label` the joined label of the request.
+    class the endpoint accepts and `label` the joined label of the request; `tools` the hashes of
+    the tool definitions it offered (`tool/define`).
     """
 
     turn: int
@@ -210,6 +211,7 @@ class StepStart(Payload, event="step/start", scope=Scope.turn):
     kept: tuple[int, ...] = ()
     egress: ClassField | None = None
     label: PrivatizationLabel | None = None
+    tools: tuple[str, ...] = ()  # the hashes of the `tool/define`s the request offered, in order
 
 
 class StepEnd(Payload, event="step/end", scope=Scope.turn):
@@ -319,6 +321,17 @@ class FloorBlock(Payload, event="floor/block", scope=Scope.session):
     hash: str
     layer: int
     key: str
+    text: str
+    label: PrivatizationLabel | None = None
+
+
+class ToolDefinition(Payload, event="tool/define", scope=Scope.session):
+    """A tool as requests offer it to the model: its name, description and argument schema as
+    compact JSON (`text`, what its cost counts), logged once and addressed by its hash; each
+    `step/start` names those its request carried (`tools`)."""
+
+    hash: str
+    name: str
     text: str
     label: PrivatizationLabel | None = None
 

@@ -79,6 +79,17 @@ class TurnEntry:
 
 
 @entry
+class TurnEndEntry:
+    """Why a turn did not complete (`turn/end`'s message), after everything the turn showed."""
+
+    key: str
+    seq: int
+    turn: int
+    reason: TurnEndReason
+    message: str
+
+
+@entry
 class UserEntry:
     """The user's own words; `original` is what they typed when a listener rewrote it."""
 
@@ -223,6 +234,7 @@ class ErrorEntry:
 
 TranscriptEntry = (
     TurnEntry
+    | TurnEndEntry
     | UserEntry
     | ContextEntry
     | AssistantEntry

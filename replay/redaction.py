@@ -26,6 +26,7 @@ from engine.events import (
     PinAdd,
     SessionTitle,
     ToolCallRecord,
+    ToolDefinition,
     ToolResultRecord,
     UserMessage,
 )
@@ -56,6 +57,7 @@ def content_class(payload: Payload) -> PrivacyClass | None:
             | AreaRender(label=label)
             | GcCollect(label=label)
             | FloorBlock(label=label)
+            | ToolDefinition(label=label)
             | CompactSummary(label=label)
             | SessionTitle(label=label)
         ):
@@ -121,7 +123,7 @@ def _without_content(payload: Payload, marker: str) -> Payload:
             update = {"messages": tuple(_message(m, marker) for m in payload.messages)}
         case GcCollect():
             update = {"promoted": tuple(_message(m, marker) for m in payload.promoted)}
-        case FloorBlock() | PinAdd():
+        case FloorBlock() | PinAdd() | ToolDefinition():
             update = {"text": marker}
         case SessionTitle():
             update = {"title": marker}

@@ -26,6 +26,7 @@ from engine.agent.views import (
     ModelView,
     PinView,
     RequestItemView,
+    tool_views,
 )
 from engine.config import Config
 from engine.context import Context, ContextReplayer, Provenance, ReplayMark
@@ -43,6 +44,7 @@ from engine.events import (
     GcCollect,
     ModelBind,
     StepStart,
+    ToolDefinition,
     TurnEnd,
     TurnStart,
 )
@@ -168,6 +170,7 @@ class Timeline:
         self._collection_seqs: list[int] = []
         self._step_seqs: list[int] = []
         self._floor: dict[str, FloorBlock] = {}
+        self._tools: dict[str, ToolDefinition] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
         # the Context of the last checkpoint restored, gathered from the checkpoints' pieces:
         # stepping back within one checkpoint's span restores it again and again
@@ -221,6 +224,8 @@ class Timeline:
             self._step_seqs.append(event.seq)
         elif type(data) is FloorBlock:
             self._floor[data.hash] = data
+        elif type(data) is ToolDefinition:
+            self._tools[data.hash] = data
         if len(self._events) % self._every == 0:
             self._checkpoint()
 
@@ -278,6 +283,7 @@ class Timeline:
             kept_groups=step.kept,
             egress=egress,
             label=step.label if step.label is not None else _FLOOR_DEFAULT_LABEL,
+            tools=tool_views(self._tools[h] for h in step.tools),
         )
 
     def _cursor_at(self, seq: int) -> _Cursor:

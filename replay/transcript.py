@@ -52,6 +52,7 @@ from replay.entries import (
     ToolEntry,
     ToolStatus,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
     evolve,
@@ -73,13 +74,15 @@ __all__ = [
     "ToolEntry",
     "Transcript",
     "TranscriptEntry",
+    "TurnEndEntry",
     "TurnEntry",
     "UserEntry",
     "is_live_only",
     "transcript_of",
 ]
 
-# engine/agent/turn.py writes this result for a call its turn ended before it finished
+# engine/agent/turn.py writes this result (after what the call streamed, if anything) for a call
+# its turn ended before it finished
 CANCELLED_RESULT = "Cancelled: the turn ended before this tool call finished."
 
 
@@ -230,17 +233,37 @@ class Transcript:
         if turn is None:
             return NO_CHANGE
         values = data.__dict__
-        reason = values["reason"]
-        return self._replace(
+        reason, message = values["reason"], values["message"]
+        change = self._replace(
             evolve(
                 turn,
                 status="ended",
                 reason=reason,
-                message=values["message"],
+                message=message,
                 end=time,
                 repaired=reason == "interrupted",
             )
         )
+        if reason == "completed" or not message:
+            return change
+        # why it did not complete stands after what the turn showed, once: the live notice of
+        # the same words (`agent/error`) gives way to it
+        said = self._errors_of(turn.number, message) if self._live_seen else []
+        end = TurnEndEntry(
+            key=f"end:{turn.number}", seq=seq, turn=turn.number, reason=reason, message=message
+        )
+        return _merge(change, self._remove(said), self._add(end))
+
+    def _errors_of(self, turn: int, message: str) -> list[str]:
+        """The keys of the live error entries of `turn` that say `message`."""
+        keys: list[str] = []
+        for index in range(len(self._order) - 1, -1, -1):
+            entry = self._entries[self._order[index]]
+            if isinstance(entry, TurnEntry) and entry.number == turn:
+                break
+            if isinstance(entry, ErrorEntry) and entry.turn == turn and entry.message == message:
+                keys.append(entry.key)
+        return keys
 
     def _turn(self) -> TurnEntry | None:
         """The open turn's entry (None between turns)."""
@@ -402,7 +425,7 @@ class Transcript:
             return NO_CHANGE
         status: ToolStatus = "done"
         is_error, content = values["is_error"], values["content"]
-        if tool.permission == "cancelled" or (is_error and content == CANCELLED_RESULT):
+        if tool.permission == "cancelled" or (is_error and _cancelled(content)):
             status = "cancelled"
         elif is_error:
             status = "error"
@@ -608,6 +631,14 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
 """What each durable payload class does to the transcript; the rest (area registration and
 state, cursor moves, floor blocks, pins, permission rules, step starts) shape the Context, not
 what a reader reads."""
+
+
+def _cancelled(content: str) -> bool:
+    """Whether a result is the one the engine writes for a call its turn ended before it
+    finished: the cancellation alone, or after the output the call streamed."""
+    return content.endswith(CANCELLED_RESULT) and (
+        len(content) == len(CANCELLED_RESULT) or content[-len(CANCELLED_RESULT) - 1] == "\n"
+    )
 
 
 def _plus(total: Usage, more: Usage) -> Usage:

@@ -14,6 +14,7 @@ from replay.entries import (
     ModelEntry,
     RetryEntry,
     ToolEntry,
+    TurnEndEntry,
     TurnEntry,
 )
 
@@ -37,6 +38,11 @@ def turn_line(turn: TurnEntry) -> str:
     if usage.input_tokens or usage.output_tokens:
         parts.append(f"{usage.input_tokens} in / {usage.output_tokens} out tokens")
     return " · ".join(parts)
+
+
+def turn_end_line(end: TurnEndEntry) -> str:
+    """`Turn 2 ended (cancelled): Cancelled by the user.`"""
+    return f"Turn {end.turn} ended ({end.reason}): {end.message}"
 
 
 def cut_short(reply: AssistantEntry) -> str | None:

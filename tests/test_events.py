@@ -50,6 +50,7 @@ from engine.events import (
     StepStart,
     StreamOverflow,
     ToolCallRecord,
+    ToolDefinition,
     ToolOutputDelta,
     ToolPending,
     ToolResultRecord,
@@ -75,7 +76,17 @@ from engine.privacy import PrivacyClass, PrivatizationLabel
 
 # DESIGN.md, "Events": each type with the fields the design names for it.
 DESIGN_TURN_LEVEL: dict[str, set[str]] = {
-    "step/start": {"turn", "step", "prefix_digest", "floor", "figures", "kept", "egress", "label"},
+    "step/start": {
+        "turn",
+        "step",
+        "prefix_digest",
+        "floor",
+        "figures",
+        "kept",
+        "egress",
+        "label",
+        "tools",
+    },
     "step/end": {"turn", "step", "usage"},
     "assistant/message": {
         "turn",
@@ -104,6 +115,7 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "area/register": {"area", "kind", "name", "state"},
     "area/state": {"area", "life", "flow", "state"},
     "floor/block": {"hash", "layer", "key", "text", "label"},
+    "tool/define": {"hash", "name", "text", "label"},
     "pin/add": set(),
     "pin/remove": set(),
     "model/bind": {"model", "grant_epoch"},
@@ -166,6 +178,7 @@ DURABLE_SAMPLES: list[Payload] = [
         kept=(4, 9),
         egress=PrivacyClass.private,
         label=LABEL,
+        tools=("t1", "t2"),
     ),
     StepEnd(turn=2, step=3, usage=Usage(input_tokens=11, output_tokens=7)),
     AssistantMessage(
@@ -203,6 +216,7 @@ DURABLE_SAMPLES: list[Payload] = [
     AreaRegister(area="a1", kind="watch", name="watch a.py", state={"path": "a.py"}),
     AreaState(area="a1", life="retired", flow="exclusive", state={"done": True}),
     FloorBlock(hash="ff" * 32, layer=2, key="AGENTS.md", text="be careful", label=LABEL),
+    ToolDefinition(hash="ee" * 32, name="look", text='{"name":"look"}', label=LABEL),
     PinAdd(pin_id="p1", text="remember"),
     PinRemove(pin_id="p1"),
     ModelBind(model="local", grant_epoch=2),

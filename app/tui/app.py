@@ -148,6 +148,7 @@ class TrellisApp(App[None]):
                 f"console.theme: no theme named {theme!r}; one of {known}",
                 severity="error",
                 timeout=30,
+                markup=False,
             )
 
     async def _trusted(self, trust: bool | None) -> None:
@@ -159,7 +160,7 @@ class TrellisApp(App[None]):
                 loaded = await asyncio.to_thread(load_config_report, project.directory)
                 self._config = loaded.config
                 self._apply_theme()
-                self.notify(f"trusted {project.file}")
+                self.notify(f"trusted {project.file}", markup=False)
             await self._open_session(self._session_id)
         except TrellisError as exc:
             self.error = str(exc)
@@ -208,7 +209,7 @@ class TrellisApp(App[None]):
         try:
             await self._switch_to(self.followed.session_id)
         except TrellisError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
 
     async def _agent_for(self, session_id: str | None) -> Agent:
         """The session's Agent, as every front end opens it (a resumed one loads its whole log)."""
@@ -389,15 +390,15 @@ class TrellisApp(App[None]):
                     await self._switch_to(fork.id)
                 case "export":
                     path = await self._export(info)
-                    self.notify(f"exported to {path}")
+                    self.notify(f"exported to {path}", markup=False)
                 case "delete":
                     if info.id == current:
                         self.notify("the open session cannot be deleted", severity="error")
                         return
                     await self.store.delete(info.id)
-                    self.notify(f"deleted {info.title or info.id[:8]}")
+                    self.notify(f"deleted {info.title or info.id[:8]}", markup=False)
         except TrellisError as exc:
-            self.notify(str(exc), severity="error", title=choice.action)
+            self.notify(str(exc), severity="error", title=choice.action, markup=False)
 
     async def _switch_to(self, session_id: str) -> None:
         """Close the open session (its lease given back) and open another live."""

@@ -11,6 +11,14 @@ from app.tui.widgets.prompt_input import PromptInput
 from engine.commands import REGISTRY
 
 
+def literal(text: str) -> str:
+    """`text` as Textual markup that reads as `text` itself: the palette reads a hit's help as
+    markup, where `[KEEP]` is a style (`textual.markup.escape` leaves brackets of capitals and
+    digits alone). In that markup a backslash escapes the bracket after it and any before it stand
+    as written."""
+    return text.replace("[", "\\[")
+
+
 class TrellisCommands(Provider):
     """A slash command puts itself in the prompt (with its usage hint); a screen opens."""
 
@@ -42,7 +50,7 @@ class TrellisCommands(Provider):
             entries.append(
                 (
                     f"/{command.name}",
-                    f"{command.usage} — {command.description}",
+                    literal(f"{command.usage} — {command.description}"),
                     partial(self._prefill, command.name),
                 )
             )

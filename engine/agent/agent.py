@@ -182,7 +182,7 @@ class Agent:
     @property
     def last_assembly(self) -> AssemblyView | None:
         """The last request assembled in this process (None before the first step)."""
-        from engine.agent.views import assembly_view, dropped_views
+        from engine.agent.views import assembly_view, dropped_views, tool_views
 
         assembled = self._rt.last_assembly
         if assembled is None:
@@ -194,6 +194,7 @@ class Agent:
             dropped=dropped_views(
                 self._rt.context, assembled.indices, self._rt.last_assembly_length
             ),
+            tools=tool_views(self._rt.last_tools),
         )
 
     @property

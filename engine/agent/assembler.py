@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.agent.tool_definitions import DefinitionLog
 from engine.config import Config, ModelEntry
 from engine.context import Context
 from engine.context.orchestrator import (
@@ -30,7 +31,7 @@ from engine.context.orchestrator import (
     PinBoard,
     environment_block,
 )
-from engine.events import Event, FloorBlock, ModelBind, Payload, PinAdd, PinRemove
+from engine.events import Event, FloorBlock, ModelBind, Payload, PinAdd, PinRemove, ToolDefinition
 from engine.os_text import storable_os_text
 from engine.privacy import PrivacyClass
 
@@ -72,6 +73,7 @@ class Assembler:
         self.grants = GrantTracker()
         self.snapshots = EnvironmentSnapshots()
         self.floor_log = FloorLog()
+        self.tool_log = DefinitionLog()
         self.pins = PinBoard()
         self._floor: tuple[Block, ...] = ()
         self._lease: EnvironmentLease | None = None
@@ -80,7 +82,7 @@ class Assembler:
             self.follow(event.data)
 
     def follow(self, payload: Payload) -> None:
-        """Keep grants, pins and the floor log in step with the session log."""
+        """Keep grants, pins and the floor and tool logs in step with the session log."""
         # by exact class (see `Payload`)
         if type(payload) is ModelBind:
             self.grants.apply(payload)
@@ -93,6 +95,8 @@ class Assembler:
                 self._pin_serial = max(self._pin_serial, int(pin_id[3:]))
         elif type(payload) is FloorBlock:
             self.floor_log.note(payload)
+        elif type(payload) is ToolDefinition:
+            self.tool_log.note(payload)
 
     @property
     def binding(self) -> Binding:

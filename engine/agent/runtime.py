@@ -17,6 +17,7 @@ from engine.agent.assembler import Assembler
 from engine.agent.options import AgentOptions
 from engine.agent.outbox import Outbox, Steering
 from engine.agent.subtask import SubtaskDoneTool
+from engine.agent.tool_definitions import tool_definition
 from engine.context import Context, CoopContext, emplace_event
 from engine.context.area import AreaLifeState, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, SubtaskArea
@@ -33,6 +34,7 @@ from engine.events import (
     OutboxChanged,
     Payload,
     SteerDropped,
+    ToolDefinition,
     ToolResultRecord,
     TurnEndReason,
     UserMessage,
@@ -125,6 +127,7 @@ class Runtime:
         self.queued: Callable[[], tuple[str, ...]] = tuple  # the sends waiting (the Agent's inbox)
         self.last_assembly: AssembledContext | None = None
         self.last_assembly_length = 0  # how many items the Context held at that assembly
+        self.last_tools: tuple[ToolDefinition, ...] = ()  # the tools that request offered
         self.status: AgentState = "idle"
         self._waiting = 0  # tool calls waiting for a permission answer
         # The names of the calls made since the session was opened: a result follows its call
@@ -288,6 +291,15 @@ class Runtime:
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         return tuple(self.tools.specs())
+
+    def offer_tools(self, specs: tuple[ToolSpec, ...]) -> tuple[str, ...]:
+        """The hashes of `specs`' definitions, for the step's `step/start`; the definitions not
+        in the log yet are appended (`tool/define`), and kept as the last request's."""
+        definitions = tuple(map(tool_definition, specs))
+        for fresh in self.assembler.tool_log.new(definitions):
+            self.session.append(fresh)
+        self.last_tools = definitions
+        return tuple(definition.hash for definition in definitions)
 
     def tool_context(
         self, call_id: str, batch_size: int, on_output: Callable[[str], None] | None = None

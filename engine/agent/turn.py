@@ -46,7 +46,7 @@ from engine.gateway.base import (
 )
 from engine.invariants import UnstorableEventError
 from engine.message import ToolCall
-from engine.privacy import PrivatizationLabel
+from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.tools import ToolOutput, unstorable_output
 from engine.tools.permission import PermissionQuestion
 
@@ -56,6 +56,31 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED_TOOL_RESULT = "Cancelled: the turn ended before this tool call finished."
+
+
+@dataclass(slots=True)
+class _Streamed:
+    """What a running call has streamed (`tool/output`), its first `limit` characters kept: a call
+    cancelled before it finished returns them, so the model, the log and every view keep what the
+    command printed before it was stopped."""
+
+    limit: int
+    parts: list[str] = field(default_factory=list)
+    kept: int = 0
+    total: int = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+
+    def text(self) -> str:
+        kept = "".join(self.parts).rstrip("\n")
+        if self.total > self.kept:
+            kept += f"\n[output truncated: {self.kept} of {self.total} characters shown]"
+        return kept
 
 
 @dataclass(slots=True)
@@ -118,6 +143,7 @@ class Turn:
         self._step_open = False
         self._pending: list[ToolCall] = []  # tool calls of the open step without a result yet
         self._tasks: dict[str, asyncio.Task[ToolOutput]] = {}
+        self._streamed: dict[str, _Streamed] = {}  # by call id: the output each call streamed
         self._asking: set[str] = set()  # calls waiting for a permission answer
         self.end_reason: TurnEndReason = "completed"
         self.end_message = ""
@@ -193,15 +219,16 @@ class Turn:
             # 3. assemble the request (budget and egress may end the turn here)
             assembled = rt.assemble(self.number)
             egress = rt.assembler.binding.entry.effective_egress()
-            rt.session.append(assembled.step_start(turn=self.number, step=self.step, egress=egress))
+            tools = rt.tool_specs()
+            offered = rt.offer_tools(tools)
+            rt.session.append(
+                assembled.step_start(turn=self.number, step=self.step, egress=egress, tools=offered)
+            )
             self._step_open = True
             self._label = assembled.label
             await rt.session.flush()  # checkpoint: before a model request
             request = ModelRequest(
-                model=rt.model_id,
-                system=assembled.system,
-                items=assembled.items,
-                tools=rt.tool_specs(),
+                model=rt.model_id, system=assembled.system, items=assembled.items, tools=tools
             )
             reply = await self._request(request)
             calls = reply.tool_calls(self.number, self.step)
@@ -359,11 +386,13 @@ class Turn:
                 )
 
         def output(text: str) -> None:
+            streamed.add(text)
             rt.session.emit(
                 ToolOutputDelta(turn=self.number, step=self.step, call_id=call.id, text=text)
             )
 
         context = rt.tool_context(call.id, batch_size, output)
+        streamed = self._streamed[call.id] = _Streamed(context.max_output)
         return await rt.tools.call(call.name, call.arguments, context)
 
     def _announce(self, question: PermissionQuestion) -> None:
@@ -409,6 +438,20 @@ class Turn:
         for context in rt.run_tool_hooks(call, output):
             rt.outbox.stage(context)
 
+    def _cancelled(self, call: ToolCall) -> ToolOutput:
+        """The result of a call the turn ended before it finished: what it streamed, then why
+        it stopped. Streamed output is a command's (run_shell's, or a front end's terminal), so it
+        carries the shell's class, as a finished command's result does."""
+        streamed = self._streamed.get(call.id)
+        if streamed is None or not streamed.total:
+            return ToolOutput.error(CANCELLED_TOOL_RESULT)
+        shell = PrivatizationLabel.of(self.rt.assembler.shell_class)
+        return ToolOutput(
+            f"{streamed.text()}\n{CANCELLED_TOOL_RESULT}",
+            is_error=True,
+            label=PrivatizationLabel.of(PrivacyClass.internal).join(shell),
+        )
+
     def _close(self, reason: TurnEndReason, message: str) -> None:
         """Synthetic results for calls that never finished, then step/end and turn/end."""
         self.closing = True
@@ -436,7 +479,7 @@ class Turn:
             ):
                 self._append_result(call, task.result())
             else:
-                self._append_result(call, ToolOutput.error(CANCELLED_TOOL_RESULT), ran=False)
+                self._append_result(call, self._cancelled(call), ran=False)
         if self._step_open:
             self.rt.session.append(StepEnd(turn=self.number, step=self.step))
             self._step_open = False

@@ -15,7 +15,7 @@ from engine.context.context import Context
 from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
 from engine.context.provenance import ItemKind
-from engine.events import Figures
+from engine.events import Figures, ToolDefinition
 from engine.message import Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
@@ -61,6 +61,17 @@ class RequestItemView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinitionView:
+    """One tool the request offered the model: its definition, its label and what it cost."""
+
+    name: str
+    hash: str
+    label: PrivatizationLabel
+    chars: int
+    text: str  # the definition exactly as counted: its compact JSON (`chars` is its length)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DroppedView:
     """Context items the request left out (a history group the governors dropped), by turn."""
 
@@ -83,10 +94,16 @@ class AssemblyView:
     egress: PrivacyClass  # the highest class the endpoint accepts
     label: PrivatizationLabel  # the joined label of the request
     dropped: tuple[DroppedView, ...] = ()  # what the Context held that the request left out
+    tools: tuple[ToolDefinitionView, ...] = ()  # the tool definitions it offered, in order
 
     @property
     def reserved_chars(self) -> int:
         return sum(i.chars for i in self.items if i.reserved)
+
+    @property
+    def tool_chars(self) -> int:
+        """What the tool definitions cost, beside the budgeted floor and items."""
+        return sum(t.chars for t in self.tools)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,12 +176,28 @@ def dropped_views(context: Context, sent: Iterable[int], upto: int) -> tuple[Dro
     )
 
 
+def tool_views(definitions: Iterable[ToolDefinition]) -> tuple[ToolDefinitionView, ...]:
+    """The views of the definitions a request offered (as the Agent kept them, or as replay
+    found them in the log by the hashes its `step/start` names)."""
+    return tuple(
+        ToolDefinitionView(
+            name=definition.name,
+            hash=definition.hash,
+            label=definition.label or PrivatizationLabel.of(PrivacyClass.internal),
+            chars=len(definition.text),
+            text=definition.text,
+        )
+        for definition in definitions
+    )
+
+
 def assembly_view(
     assembled: AssembledContext,
     *,
     turn: int | None,
     egress: PrivacyClass,
     dropped: tuple[DroppedView, ...] = (),
+    tools: tuple[ToolDefinitionView, ...] = (),
 ) -> AssemblyView:
     reserved = frozenset(assembled.reserved_indices)
     items = tuple(
@@ -209,4 +242,5 @@ def assembly_view(
         egress=egress,
         label=assembled.label,
         dropped=dropped,
+        tools=tools,
     )

@@ -345,8 +345,16 @@ class AssembledContext:
     def floor_hashes(self) -> tuple[str, ...]:
         return tuple(b.content_hash for b in self.floor)
 
-    def step_start(self, *, turn: int, step: int, egress: PrivacyClass | None = None) -> StepStart:
-        """The `step/start` payload: what a viewer needs to show this request from the log alone."""
+    def step_start(
+        self,
+        *,
+        turn: int,
+        step: int,
+        egress: PrivacyClass | None = None,
+        tools: tuple[str, ...] = (),
+    ) -> StepStart:
+        """The `step/start` payload: what a viewer needs to show this request from the log alone
+        (`tools`: the hashes of the tool definitions it offers)."""
         return StepStart(
             turn=turn,
             step=step,
@@ -356,6 +364,7 @@ class AssembledContext:
             kept=self.kept_groups,
             egress=egress,
             label=self.label,
+            tools=tools,
         )
 
 

@@ -21,6 +21,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -35,6 +36,7 @@ from replay.wording import (
     model_line,
     retry_line,
     tool_state,
+    turn_end_line,
     turn_line,
     when,
 )
@@ -87,8 +89,9 @@ def _messages(messages: tuple[MessageData, ...]) -> str:
 def _entry(entry: TranscriptEntry) -> str:
     match entry:
         case TurnEntry():
-            message = f'<p class="note">{escape(entry.message)}</p>' if entry.message else ""
-            return f'<h2 class="turn" id="turn-{entry.number}">{escape(turn_line(entry))}</h2>{message}'
+            return f'<h2 class="turn" id="turn-{entry.number}">{escape(turn_line(entry))}</h2>'
+        case TurnEndEntry():
+            return f'<div class="entry error-entry">{escape(turn_end_line(entry))}</div>'
         case UserEntry():
             parts = ['<div class="entry user"><div class="who">User</div>', _text(entry.content)]
             if entry.original is not None:

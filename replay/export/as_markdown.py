@@ -17,6 +17,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -31,11 +32,46 @@ from replay.wording import (
     model_line,
     retry_line,
     tool_state,
+    turn_end_line,
     turn_line,
     when,
 )
 
 _BACKTICKS = re.compile(r"`+")
+TURN_LEVEL = 2
+"""A turn's heading is `##`: the headings of the words inside it nest below it."""
+_ATX = re.compile(r"^([ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+[ \t>]*)*)(#{1,6})(?=[ \t]|$)")
+"""An ATX heading's marks, after the blockquote and list markers its line may start with."""
+_CONTAINER = re.compile(r"^[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
+
+
+def nested(markdown: str, below: int = TURN_LEVEL) -> str:
+    """`markdown` with each heading `below` levels deeper (at most `######`): the model's
+    `## Plan` in a turn becomes `#### Plan`, under the turn's `##`, not beside it. A setext
+    heading (underlined) becomes an ATX one; code, and what only looks like a heading, stays."""
+    from markdown_it import MarkdownIt  # parsed only when exporting Markdown
+
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    lines = markdown.splitlines(keepends=True)
+    for index, token in enumerate(tokens):
+        if token.type != "heading_open" or token.map is None:
+            continue
+        marks = "#" * min(int(token.tag[1:]) + below, 6)
+        start, end = token.map
+        if token.markup.startswith("#"):
+            line = lines[start]
+            found = _ATX.match(line)
+            if found is not None:
+                lines[start] = found.group(1) + marks + line[found.end() :]
+            continue
+        # setext: its text lines, then the underline; one ATX line takes their place
+        prefix = _CONTAINER.match(lines[start])
+        words = tokens[index + 1].content.replace("\n", " ")
+        ending = "\n" if lines[end - 1].endswith("\n") else ""
+        lines[start] = f"{prefix.group(0) if prefix else ''}{marks} {words}{ending}"
+        for gone in range(start + 1, end):
+            lines[gone] = ""
+    return "".join(lines)
 
 
 def fence(text: str, info: str = "") -> str:
@@ -75,13 +111,15 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
     """The Markdown blocks of one entry."""
     match entry:
         case TurnEntry():
-            return [f"## {turn_line(entry)}", *([entry.message] if entry.message else [])]
+            return [f"## {turn_line(entry)}"]
+        case TurnEndEntry():
+            return [f"**{turn_end_line(entry)}**"]
         case UserEntry():
-            blocks = ["**User**", quote(entry.content)]
+            blocks = ["**User**", quote(nested(entry.content))]
             if entry.original is not None:
                 blocks += [
                     "*A prompt listener rewrote this; the user typed:*",
-                    quote(entry.original),
+                    quote(nested(entry.original)),
                 ]
             for attachment in entry.attachments:
                 blocks.append(f"*Attachment:* `{attachment.name}` ({attachment.mime_type})")
@@ -89,13 +127,13 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
                     blocks.append(fence(attachment.text, "text"))
             return blocks
         case ContextEntry():
-            return [quote(f"**Injected context · {entry.heading}**\n\n{entry.content}")]
+            return [quote(f"**Injected context · {entry.heading}**\n\n{nested(entry.content)}")]
         case AssistantEntry():
             blocks = [f"**Assistant** · {entry.model or 'model'} · step {entry.step}"]
             if entry.reasoning:
-                blocks.append(quote(f"*Reasoning*\n\n{entry.reasoning}"))
+                blocks.append(quote(f"*Reasoning*\n\n{nested(entry.reasoning)}"))
             if entry.content:
-                blocks.append(entry.content)
+                blocks.append(nested(entry.content))
             if cut_short(entry) is not None:
                 blocks.append(f"*(reply ended: {entry.finish})*")
             return blocks
@@ -115,7 +153,7 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             promoted = ["*Promoted:*", *_messages(entry.promoted)] if entry.promoted else []
             return [f"*{gc_line(entry)}*", *promoted]
         case CompactEntry():
-            summary = [quote(entry.summary)] if entry.summary else []
+            summary = [quote(nested(entry.summary))] if entry.summary else []
             return [f"---\n\n*{compact_line(entry)}*", *summary]
         case RetryEntry():
             return [f"*{retry_line(entry)}*"]

@@ -210,9 +210,17 @@ def of_type(events: Iterable[Event | LiveEvent], kind: type[P]) -> list[P]:
 
 
 def turn_shape(events: Iterable[Event]) -> list[str]:
-    """The log with the bookkeeping left out (model binding, floor, title), each user/message as
-    `user/message:<source>:<content>`: short enough to compare whole in an assertion."""
-    skip = {"model/bind", "floor/block", "session/title", "area/register", "area/state"}
+    """The log with the bookkeeping left out (model binding, floor, tool definitions, title), each
+    user/message as `user/message:<source>:<content>`: short enough to compare whole in an
+    assertion."""
+    skip = {
+        "model/bind",
+        "floor/block",
+        "tool/define",
+        "session/title",
+        "area/register",
+        "area/state",
+    }
     shape: list[str] = []
     for event in events:
         if event.type in skip:
@@ -263,15 +271,20 @@ class GateTool(Tool[NoArgs]):
     description = "Waits for the test."
     args_model = NoArgs
 
-    def __init__(self, name: str = "gate", output: ToolOutput | None = None) -> None:
+    def __init__(
+        self, name: str = "gate", output: ToolOutput | None = None, *, streams: str = ""
+    ) -> None:
         # Built-in tools name themselves per class; a test names each instance.
         self.name = name  # type: ignore[misc]
         self.started = asyncio.Event()
         self.gate = asyncio.Event()
         self.cancelled = False
         self._output = output or ToolOutput(f"{name} done")
+        self._streams = streams  # live output sent before it waits, as a command prints
 
     async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+        if self._streams and ctx.on_output is not None:
+            ctx.on_output(self._streams)
         self.started.set()
         try:
             await self.gate.wait()

@@ -17,6 +17,7 @@ import pytest
 from engine.agent import Agent, AgentClosedError, AgentOptions
 from engine.agent.send import TurnOutcome
 from engine.agent.turn import CANCELLED_TOOL_RESULT
+from engine.config import Config, ContextConfig
 from engine.events import (
     AgentQueued,
     AssistantMessage,
@@ -31,6 +32,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.gateway.scripted import Reply
+from engine.privacy import PrivacyClass
 from engine.tools import ToolRegistry
 from tests.agent.conftest import (
     FixedTool,
@@ -237,6 +239,37 @@ async def test_cancel_while_a_tool_runs_gives_synthetic_results(
         ("c3", "finished", False),
     ]
     assert turn_shape(log)[-3:] == ["tool/result", "step/end", "turn/end"]
+
+
+@pytest.mark.parametrize(
+    ("streamed", "kept"),
+    [
+        ("line one\nline two\n", "line one\nline two"),
+        ("x" * 150, "x" * 100 + "\n[output truncated: 100 of 150 characters shown]"),
+    ],
+)
+async def test_a_call_cancelled_mid_run_keeps_what_it_printed(
+    streamed: str, kept: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """The model and every view keep the output a command printed before the cancel, up to the
+    call's output limit, labelled as the shell's output is."""
+    gate = GateTool(streams=streamed)
+    agent = await make_agent(
+        [Reply(tool_calls=[call("gate", "c1")])],
+        tools=ToolRegistry([gate]),
+        options=AgentOptions(max_tool_output=100),
+        config=Config(context=ContextConfig(shell_class="private")),
+    )
+    agent.send("go")
+    await gate.started.wait()
+    agent.cancel()
+    await agent.when_idle()
+
+    log = await stored_log(store, agent.session_id)
+    (result,) = of_type(log, ToolResultRecord)
+    assert (result.content, result.is_error) == (f"{kept}\n{CANCELLED_TOOL_RESULT}", True)
+    assert result.label is not None
+    assert result.label.cls is PrivacyClass.private
 
 
 async def test_cancel_before_tools_start_gives_every_call_a_synthetic_result(

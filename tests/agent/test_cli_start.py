@@ -122,7 +122,8 @@ def test_version_prints_the_installed_package_version(tmp_path: Path) -> None:
 def test_a_run_builds_only_the_models_it_uses(tmp_path: Path) -> None:
     """The payload models build on first use: `run -p` on a new session decodes no stored row,
     so the models of the events it never writes (compaction, areas, pins, ...) stay unbuilt; a
-    tool's argument model builds when a call is validated or a gateway reads its schema."""
+    tool's argument model builds when a call is validated or its schema is read, as the first
+    request's tool definitions are (logged as `tool/define`, the scripted model's too)."""
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     script = (
         "import json, sys\n"
@@ -132,15 +133,17 @@ def test_a_run_builds_only_the_models_it_uses(tmp_path: Path) -> None:
         "from engine.tools.builtins import builtin_tools\n"
         "built = sorted(t for t, p in e.PAYLOADS.items() if p.__pydantic_complete__)\n"
         "tools = sorted(t.name for t in builtin_tools() if t.args_model.__pydantic_complete__)\n"
+        "offered = sorted(t.name for t in builtin_tools())\n"
         "import engine.config as c\n"
         f"config = sorted(m for m in {CONFIG_MODELS!r} if getattr(c, m).__pydantic_complete__)\n"
-        "print(json.dumps([code, built, tools, config]))\n"
+        "print(json.dumps([code, built, tools, offered, config]))\n"
     )
-    code, built, tools, config = json.loads(python_output(script, tmp_path).splitlines()[-1])
+    output = python_output(script, tmp_path).splitlines()[-1]
+    code, built, tools, offered, config = json.loads(output)
     assert code == 0
     assert "turn/start" in built
     assert not {"compact/summary", "area/render", "pin/add", "gc/collect"} & set(built)
-    assert tools == []  # the scripted model reads no schema and no tool was called
+    assert tools == offered  # each tool the request offered: its definition is logged
     assert config == []  # an empty config is the defaults, constructed without validation
 
 

@@ -90,8 +90,9 @@ async def steering(make_agent: MakeAgent) -> Agent:
 
 
 async def cancel_mid_tool(make_agent: MakeAgent) -> Agent:
-    """A cancel while a tool runs: synthetic error result, turn ended `cancelled`; then a turn."""
-    gate = GateTool()
+    """A cancel while a tool runs (after it printed two lines): its result keeps them, then says
+    it was cancelled; the turn ended `cancelled`; then a turn."""
+    gate = GateTool(streams="line one\nline two\n")
     agent = await make_agent(
         [Reply(text="slow", tool_calls=[call("gate", "g1")]), Reply(text="after")],
         tools=_registry(gate),

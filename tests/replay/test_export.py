@@ -130,6 +130,33 @@ async def test_long_tool_output_is_folded(make_agent: MakeAgent, store: FlakySto
     assert '<div class="who">Result</div><pre class="output">brief</pre>' in page
 
 
+async def test_the_models_headings_nest_under_their_turn_in_markdown(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    reply = (
+        "# Plan\n\nFirst.\n\n## Steps\n\n```md\n# kept as code\n```\n\n"
+        "Summary\n-------\n\n#### Deep"
+    )
+    agent = await make_agent([Reply(text=reply, reasoning="## Thinking\n\nhm")])
+    agent.send("# my notes\nplease plan")
+    played = await settle(agent, store)
+    markdown = export(await _info(store, played), played.stored, "md")
+    title, turn, *inside = (
+        line for line in markdown.splitlines() if line.lstrip("> ").startswith("#")
+    )
+    assert title == "# # my notes"  # the session's title is the prompt's first line
+    assert turn.startswith("## Turn 1 ")
+    assert inside == [
+        "> ### my notes",
+        "> #### Thinking",
+        "### Plan",
+        "#### Steps",
+        "# kept as code",
+        "#### Summary",
+        "###### Deep",
+    ]
+
+
 def test_an_unknown_format_is_named() -> None:
     info = SessionInfo(id="s", cwd="/w", created=0.0, updated=0.0)
     with pytest.raises(ValueError, match=r"'pdf'.*md, json, html"):

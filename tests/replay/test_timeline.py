@@ -3,6 +3,7 @@ replay of the log up to that seq; seeking back and forth and following live agre
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from engine.agent import Agent
 from engine.context import ContextReplayer
-from engine.events import Event, SessionTitle, StepStart, UserMessage, make_event
+from engine.events import Event, SessionTitle, StepStart, ToolDefinition, UserMessage, make_event
 from engine.gateway.base import GatewayType
 from replay.projection import Projection
 from replay.timeline import Timeline, last_requests
@@ -134,3 +135,25 @@ async def test_a_live_timeline_fed_by_the_stream_equals_the_stored_one(
     assert live.seq == stored.seq
     assert live.snapshot().context.entries() == stored.snapshot().context.entries()
     assert live.snapshot().areas == stored.snapshot().areas == agent.areas
+
+
+async def test_each_request_lists_the_tools_it_offered_each_definition_logged_once(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """A subtask offers `subtask_done` beside `probe` while it is active: the timeline gives
+    each request the tools it offered, from definitions logged once each."""
+    played = await play("subtask", make_agent, store)
+    log = played.stored
+    defined = [e.data for e in log if isinstance(e.data, ToolDefinition)]
+    assert sorted(d.name for d in defined) == ["probe", "subtask_done"]
+    timeline = Timeline.of(played.agent.context.gateway_type, log)
+    steps = [e.seq for e in log if isinstance(e.data, StepStart)]
+    offered = []
+    for seq in steps:
+        request = timeline.request_at(seq)
+        assert request is not None
+        offered.append([tool.name for tool in request.tools])
+        assert all(json.loads(tool.text)["name"] == tool.name for tool in request.tools)
+        assert all(tool.chars == len(tool.text) for tool in request.tools)
+    # its second step called `subtask_done`, which went with the subtask: later steps lack it
+    assert offered == [["probe", "subtask_done"]] * 2 + [["probe"]] * 2

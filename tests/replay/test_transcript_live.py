@@ -9,6 +9,7 @@ import pytest
 from replay.export import export
 from replay.player import Player
 from replay.transcript import (
+    CANCELLED_RESULT,
     AreaEntry,
     AssistantEntry,
     CompactEntry,
@@ -20,6 +21,7 @@ from replay.transcript import (
     ToolEntry,
     Transcript,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
     transcript_of,
@@ -51,9 +53,39 @@ async def test_a_tool_cancelled_mid_run_and_its_turn_say_so(
     played = await play("cancel_mid_tool", make_agent, store)
     (tool,) = _of(played, ToolEntry)
     assert (tool.status, tool.is_error) == ("cancelled", True)
+    # what it printed before the cancel stays, marked cancelled (live, stored, and so replayed)
+    assert tool.result == f"line one\nline two\n{CANCELLED_RESULT}"
     cancelled, after = _of(played, TurnEntry)
     assert (cancelled.status, cancelled.reason, cancelled.repaired) == ("ended", "cancelled", False)
     assert after.reason == "completed"
+
+
+@pytest.mark.parametrize("feed", ["live", "stored"])
+async def test_why_a_turn_did_not_complete_follows_what_it_showed_once(
+    feed: str, make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    """Not above the user's prompt (the turn's rule stands there), and not twice: the live
+    error notice gives way to the turn's end."""
+    played = await play("cancel_mid_tool", make_agent, store)
+    entries = transcript_of(played.live if feed == "live" else played.stored).entries
+    starts = [i for i, e in enumerate(entries) if isinstance(e, TurnEntry)]
+    first = entries[starts[0] : starts[1]]
+    assert [type(e).__name__ for e in first] == [
+        "TurnEntry",
+        "UserEntry",
+        "AssistantEntry",
+        "ToolEntry",
+        "TurnEndEntry",
+    ]
+    end = first[-1]
+    assert isinstance(end, TurnEndEntry)
+    assert (end.reason, end.message) == ("cancelled", "Cancelled by the user.")
+    failed = await play("model_error_with_retries", make_agent, store)
+    entries = transcript_of(failed.live if feed == "live" else failed.stored).entries
+    ends = [(e.turn, e.reason, e.message) for e in entries if isinstance(e, TurnEndEntry)]
+    assert ends == [(2, "error", "broken")]
+    assert not [e for e in entries if isinstance(e, ErrorEntry)]
+    assert isinstance(entries[-1], TurnEndEntry)
 
 
 async def test_a_crashed_turn_is_marked_repaired_and_its_open_call_closed(
@@ -80,9 +112,7 @@ async def test_injected_context_is_never_the_users_words(
     assert [u.content for u in _of(played, UserEntry)] == ["go"]
 
 
-async def test_retries_withdraw_streamed_text_and_an_error_is_reported_live_only(
-    make_agent: MakeAgent, store: FlakyStore
-) -> None:
+async def test_retries_withdraw_streamed_text(make_agent: MakeAgent, store: FlakyStore) -> None:
     played = await play("model_error_with_retries", make_agent, store)
     assert any(e.type == "assistant/reset" for e in played.live)  # "partial" was streamed
     live = transcript_of(played.live)
@@ -91,8 +121,6 @@ async def test_retries_withdraw_streamed_text_and_an_error_is_reported_live_only
         (2, "overloaded"),
     ]
     assert [a.content for a in live.entries if isinstance(a, AssistantEntry)] == ["finally"]
-    errors = [(e.turn, e.message) for e in live.entries if isinstance(e, ErrorEntry)]
-    assert errors == [(2, "broken")]
     assert [(t.reason, t.message) for t in _of(played, TurnEntry)] == [
         ("completed", ""),
         ("error", "broken"),

@@ -110,3 +110,26 @@ async def test_a_column_narrows_again_when_its_widest_cell_goes() -> None:
         narrow = [column.get_render_width(table) for column in table.ordered_columns]
         assert narrow[1] < wide[1]
         assert narrow[4] < wide[4]
+
+
+async def test_on_a_narrow_panel_flow_then_range_are_left_out_so_the_rest_fit() -> None:
+    """F2 at 80 columns: the panel is some 30 columns, where the table was cut at the edge."""
+    app = TableApp()
+    async with app.run_test(size=(66, 10)) as pilot:
+        table = app.query_one(AreasTable)
+        table.show(AREAS)
+        await pilot.pause()
+        assert [column.label.plain for column in table.ordered_columns] == [
+            " ",
+            "id",
+            "range",
+            "life",
+        ]
+        assert fits(table)
+        await pilot.resize_terminal(50, 10)
+        await pilot.pause()
+        assert [column.label.plain for column in table.ordered_columns] == [" ", "id", "life"]
+        assert fits(table)
+        await pilot.resize_terminal(88, 10)
+        await pilot.pause()
+        assert "flow" in [column.label.plain for column in table.ordered_columns]

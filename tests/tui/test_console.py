@@ -15,6 +15,7 @@ from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, Use
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
 from app.tui.widgets.status_line import StatusLine
+from engine.agent.tool_definitions import tool_definition
 from engine.context.budget import CHARS_PER_TOKEN, item_text
 from engine.context.usage import context_usage
 from engine.events import PermissionDecision, StepEnd, TurnEnd
@@ -309,7 +310,7 @@ async def test_the_areas_table_shows_id_range_and_state_before_the_name(
     """A narrow panel leaves the name out; on a wide terminal the panel grows to show it too."""
     name = "fix the flaky build"
     app = ConsoleTestApp(workspace, data, [Reply(text="working on it")])
-    async with app.run_test(size=(110, 30)) as pilot:
+    async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         await send(app, pilot, f"/subtask {name}")
         await settle(app, pilot)
@@ -320,7 +321,7 @@ async def test_the_areas_table_shows_id_range_and_state_before_the_name(
         area = panel.areas[0]
         row = [str(cell) for cell in table.get_row_at(0)]
         assert row == ["▶", area.id, f"{area.earliest}..{area.latest}", "retain", "exclusive"]
-        assert panel.outer_size.width == 44  # its least: 36% of 110 columns is less
+        assert panel.outer_size.width == 43  # 36% of 120 columns
         widths = [column.get_render_width(table) for column in table.ordered_columns]
         assert sum(widths) <= table.scrollable_content_region.width
 
@@ -391,8 +392,17 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         assert isinstance(inspector, ContextInspector)
         table = inspector.query_one("#items", DataTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        chars = sum(int(str(row[5]).replace(",", "")) for row in rows if str(row[5]))
+        budgeted = [row for row in rows if str(row[0]) != "tool"]
+        chars = sum(int(str(row[5]).replace(",", "")) for row in budgeted if str(row[5]))
         assert chars == assembly.figures.chars
+        # and beside the budget, the tools the request offered, each at its definition's length
+        offered = [
+            (str(row[1]), int(str(row[5]).replace(",", "")))
+            for row in rows
+            if str(row[0]) == "tool"
+        ]
+        sent = app.gateway.requests[-1].tools
+        assert offered == [(spec.name, len(tool_definition(spec).text)) for spec in sent]
         sources = " ".join(str(row[1]) for row in rows)
         assert "injected (command:inject)" in sources
         assert "tool result (tool:read_file)" in sources
@@ -408,6 +418,8 @@ async def test_the_meter_and_the_inspector_account_for_every_character(
         request = app.gateway.requests[-1]
         floor = [d.text for d in shown if d.title.startswith("floor block")]
         items = [d.text for d in shown if d.title.startswith("item ")]
+        tools = [d.text for d in shown if d.title.startswith("tool ")]
+        assert tools == [tool_definition(spec).text for spec in request.tools]
         assert floor
         assert all(text is not None and text in request.system for text in floor)
         assert items == [item_text(item) for item in request.items]
@@ -459,7 +471,10 @@ async def test_the_inspector_of_a_resumed_session_shows_the_last_request_it_made
         assert inspector.assembly is not None
         assert inspector.previous is not None, "the request before it, for the diff"
         assert inspected(inspector) == first_run
-        assert len(first_run) == 7  # the floor's two blocks and the two turns' five messages
+        # the floor's two blocks, the one tool offered and the two turns' five messages
+        assert [row[0] for row in first_run[:3]] == ["floor", "floor", "tool"]
+        assert first_run[2][1] == "read_file"
+        assert len(first_run) == 8
         table = inspector.query_one("#items", DataTable)
         assert table.size.height >= table.row_count + 1, "every item shows above the detail"
 

@@ -19,6 +19,7 @@ from replay.entries import GcEntry, RetryEntry
 from replay.transcript import Transcript, transcript_of
 from replay.wording import gc_line, retry_line
 from tests.bench.store import make_events
+from tests.tui.test_streaming import HEADINGS
 
 
 class EntriesApp(App[None]):
@@ -114,7 +115,7 @@ async def test_a_reply_that_opens_with_a_heading_has_no_gap_above_it() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         reply = app.query_one(AssistantMessage)
-        first, then = reply.query("MarkdownHeader")
+        first, then = [b for b in reply.query(MarkdownBlock) if isinstance(b, HEADINGS)]
         assert (first.styles.margin.top, first.styles.margin.bottom) == (0, 1)
         assert then.styles.margin.top == 2
         assert first.region.y == reply.content_region.y

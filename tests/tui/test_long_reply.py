@@ -22,7 +22,7 @@ from tests.bench.store import make_events
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_folding import shown
 from tests.tui.test_long_session import TURN_EVENTS, opened
-from tests.tui.test_streaming import layout_of, long_reply
+from tests.tui.test_streaming import HEADINGS, layout_of, long_reply
 
 LONG = "## A long reply\n\n" + long_reply(170)
 """Some 13,000 characters: a heading first, then paragraphs, headings, lists and fences."""
@@ -31,8 +31,7 @@ LONG = "## A long reply\n\n" + long_reply(170)
 def opens_with_a_flush_heading(message: AssistantMessage) -> bool:
     """Its first block is a heading without a top margin, whichever part was composed last."""
     first = message.query(MarkdownBlock).first()
-    headings = message.query("MarkdownHeader")  # by CSS type: Textual exports no class for it
-    return bool(headings) and headings.first() is first and first.styles.margin.top == 0
+    return isinstance(first, HEADINGS) and first.styles.margin.top == 0
 
 
 BLOCKS = st.sampled_from(

@@ -20,6 +20,10 @@ from replay.entries import AssistantEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 
+HEADINGS = tuple(Markdown.BLOCKS[f"h{level}"] for level in range(1, 7))
+"""Textual's heading blocks, by the block names its `Markdown` builds them for."""
+PARAGRAPH = Markdown.BLOCKS["paragraph_open"]
+
 
 def long_reply(paragraphs: int = 40) -> str:
     """Paragraphs with a heading, a list and a fence now and then (blocks with margins of their
@@ -132,7 +136,7 @@ async def test_writes_that_end_with_a_blank_line_lose_no_block() -> None:
         assert len(reply.query_children(Markdown)) > 1  # some blocks were sealed
         paragraphs = [
             "".join(block.parent.source.splitlines()[slice(*block.source_range)])
-            for block in reply.query("MarkdownParagraph").results(MarkdownBlock)
+            for block in reply.query(PARAGRAPH)
             if isinstance(block.parent, Markdown)
         ]
         assert paragraphs == [line for line in text.split("\n\n") if line.startswith("Paragraph")]
@@ -224,7 +228,7 @@ async def test_a_streamed_reply_that_opens_with_a_heading_has_no_gap_above_it() 
         await pilot.pause()
         await write_cut_at_blank_lines(app, pilot, text)
         assert reply.shown_text == text
-        first, then = reply.query("MarkdownHeader")
+        first, then = [b for b in reply.query(MarkdownBlock) if isinstance(b, HEADINGS)]
         assert (first.styles.margin.top, first.styles.margin.bottom) == (0, 1)
         assert then.styles.margin.top == 2
         streamed = layout_of(reply)

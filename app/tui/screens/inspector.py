@@ -1,10 +1,11 @@
 """The context inspector: the exact request of the last step, item by item, every character attributed.
 
-Each row is a floor block or a Context item the request carried, in order, with its provenance, its
-privacy label and its cost as a bar; dropped history is listed as dropped; the header shows the prefix
-digest and which floor blocks changed since the request before it. Below the rows, the highlighted
-one as the model was given it: a floor block's text, an item's JSON (its compact form is what the
-cost counts), shown indented; `c` copies it exactly as counted.
+Each row is a floor block, a tool definition or a Context item the request carried, in order, with
+its provenance, its privacy label and its cost as a bar; dropped history is listed as dropped; the
+header shows the prefix digest and which floor blocks changed since the request before it. Below
+the rows, the highlighted one as the model was given it: a floor block's text, a definition's or
+an item's JSON (its compact form is what the cost counts), shown indented and wrapped; `c` copies
+it exactly as counted.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def header_text(assembly: AssemblyView, previous: AssemblyView | None) -> Text:
         f" of turn {assembly.turn}" if assembly.turn is not None else " (last step)",
         f"  {compact_number(figures.chars)} of {compact_number(figures.cap)} chars",
         f"  groups kept {figures.groups_kept}, dropped {figures.groups_dropped}",
+        f"  tools {len(assembly.tools)} ({compact_number(assembly.tool_chars)} chars)",
         f"  egress {assembly.egress.name}, label {assembly.label.cls.name}\n",
         ("prefix digest ", "dim"),
         assembly.prefix_digest[:16],
@@ -83,11 +85,16 @@ class RowDetail:
     is_json: bool = False
 
     def body(self) -> RenderableType:
+        """The text, its long lines wrapped (a line cut at the edge hid what the model got)."""
         if self.text is None:
             return Text("Not sent: the budget dropped this history group.", style="dim")
         if self.is_json:
-            return JSON.from_data(json.loads(self.text), indent=2, ensure_ascii=False)
-        return Text(self.text)
+            text = JSON.from_data(json.loads(self.text), indent=2, ensure_ascii=False).text
+            text.no_wrap = False  # rich's JSON is one line per value, however long
+        else:
+            text = Text(self.text)
+        text.overflow = "fold"  # a word longer than the line (a digest, base64) folds too
+        return text
 
 
 class ContextInspector(Screen[None]):
@@ -163,7 +170,10 @@ class ContextInspector(Screen[None]):
             return
         header.update(header_text(assembly, self.previous))
         largest = max(
-            [b.chars for b in assembly.floor] + [i.chars for i in assembly.items], default=0
+            [b.chars for b in assembly.floor]
+            + [t.chars for t in assembly.tools]
+            + [i.chars for i in assembly.items],
+            default=0,
         )
         details = self._details
         for block in assembly.floor:
@@ -182,6 +192,24 @@ class ContextInspector(Screen[None]):
                 block.label.cls.name,
                 f"{block.chars:,}",
                 _bar(block.chars, largest),
+            )
+        for tool in assembly.tools:
+            details.append(
+                RowDetail(
+                    f"tool {tool.name} · {tool.label.cls.name} · {tool.chars:,} chars of the "
+                    "request's tool definitions (compact JSON)",
+                    tool.text,
+                    is_json=True,
+                )
+            )
+            table.add_row(
+                "tool",
+                Text(tool.name, style="bold"),
+                "",
+                "",
+                tool.label.cls.name,
+                f"{tool.chars:,}",
+                _bar(tool.chars, largest),
             )
         for item in assembly.items:
             reserved = " (reserved)" if item.reserved else ""

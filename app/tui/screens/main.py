@@ -20,6 +20,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
@@ -188,7 +189,7 @@ class MainScreen(Screen[None]):
         self._let_go = False
         self._status.status = "following"
         self._status.note = f"read-only: {holder} writes it"
-        self.query_one(PromptInput).placeholder = f"Read-only while {holder} writes it"
+        self.query_one(PromptInput).placeholder = Content(f"Read-only while {holder} writes it")
         self.refresh_bindings()
 
     def writer_let_go(self) -> None:
@@ -367,7 +368,7 @@ class MainScreen(Screen[None]):
                 attachments_of, text, Path(self.agent.workspace)
             )
             for problem in problems:
-                self.notify(f"not attached: {problem}", severity="warning")
+                self.notify(f"not attached: {problem}", severity="warning", markup=False)
         try:
             if self.agent.turn_open:
                 self.agent.steer(text)
@@ -375,7 +376,7 @@ class MainScreen(Screen[None]):
             else:
                 self.agent.send(text, attachments)
         except TrellisError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
 
     @work(group="commands")
     async def _run_command(self, line: str) -> None:
@@ -383,10 +384,13 @@ class MainScreen(Screen[None]):
         try:
             result = await REGISTRY.run(self.agent, line)
         except TrellisError as exc:
-            self.notify(str(exc), severity="error", title=line.split()[0])
+            self.notify(str(exc), severity="error", title=line.split()[0], markup=False)
             return
         self.notify(
-            result.text, severity="information" if result.ok else "error", title=line.split()[0]
+            result.text,
+            severity="information" if result.ok else "error",
+            title=line.split()[0],
+            markup=False,
         )
         self._refresh_panel()
 

@@ -2,7 +2,8 @@
 
 User words, injected context, assistant replies, tool cards, turn rules, and compact notes for Area
 renders, collections, compaction, retries and errors are visually distinct, so injected context never
-looks like the user's words.
+looks like the user's words. What the model, a tool or a file wrote is shown as written: it reaches
+Textual as `Text` or `Content`, never as a string Textual would read as markup (`[x]`, `[/]`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from replay.entries import (
     RetryEntry,
     ToolEntry,
     TranscriptEntry,
+    TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
@@ -56,10 +58,10 @@ sealed in Markdown widgets of their own that no later write touches (each write 
 hundreds of blocks restyled and laid out all of them: the stream starved the keyboard)."""
 COLLAPSE_LINES = 12
 """Tool output and injected context longer than this start collapsed."""
-
-
-TITLE_MAX = 1_000
-"""A tool card's title holds this much of the call at most: more than any terminal is wide."""
+LINE_CHARS = 500
+"""A tool card's title or a one-line note is cut here, wider than any terminal: the border or the
+line's `text-overflow` cuts it again, with an ellipsis, to the width it has (a written file's
+content can be megabytes)."""
 
 
 def first_line(text: str, width: int = 70) -> str:
@@ -113,6 +115,8 @@ class LineEntry(EntryWidget):
     LineEntry.turn-rule {
         margin: 1 0 0 0;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     LineEntry.note {
         text-wrap: nowrap;
@@ -122,13 +126,19 @@ class LineEntry(EntryWidget):
         color: $error;
         margin: 0 0 1 0;
     }
+    LineEntry.turn-end {
+        margin: 0 0 1 0;
+    }
     LineEntry.note {
         color: $text-muted;
     }
     """
 
     def render(self) -> Text:
-        return self._text(self.entry)
+        entry = self.entry
+        if isinstance(entry, TurnEntry):
+            return turn_rule(entry, self.content_size.width)
+        return self._text(entry)
 
     def show(self, entry: TranscriptEntry) -> None:
         super().show(entry)
@@ -150,7 +160,10 @@ class LineEntry(EntryWidget):
                     (area_line(entry), "magenta"),
                     (f" [{entry.earliest}..{entry.latest}]", "dim"),
                     "  ",
-                    (first_line(entry.messages[0].content, 50) if entry.messages else "", "dim"),
+                    (
+                        first_line(entry.messages[0].content, LINE_CHARS) if entry.messages else "",
+                        "dim",
+                    ),
                 )
             case GcEntry():
                 return Text.assemble(("♻ ", "green"), (gc_line(entry), "green"))
@@ -158,11 +171,16 @@ class LineEntry(EntryWidget):
                 return Text.assemble(
                     ("⊟ ", "yellow"),
                     compact_line(entry),
-                    (f" — {first_line(entry.summary, 60)}" if entry.summary else "", "dim"),
+                    (f" — {first_line(entry.summary, LINE_CHARS)}" if entry.summary else "", "dim"),
                 )
             case RetryEntry():
                 return Text.assemble(("↻ ", "yellow"), retry_line(entry))
             case ErrorEntry():
+                return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
+            case TurnEndEntry():
+                # the turn's rule names the reason; its words come after all the turn showed
+                if entry.reason in ("cancelled", "disposed"):
+                    return Text.assemble(("⊘ ", "bold yellow"), (entry.message, "yellow"))
                 return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
             case ModelEntry():
                 return Text(model_line(entry), style="dim")
@@ -170,8 +188,9 @@ class LineEntry(EntryWidget):
                 return Text(type(entry).__name__)
 
 
-def turn_rule(entry: TurnEntry) -> Text:
-    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs."""
+def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
+    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs; in
+    fewer than its cells (`width`), its dashes go first (the line never wraps: it is cut)."""
     parts = [f"turn {entry.number}"]
     if entry.status == "running":
         parts.append("running")
@@ -187,12 +206,9 @@ def turn_rule(entry: TurnEntry) -> Text:
         "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
     )
     label = " · ".join(parts)
-    rule = Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
-    if entry.status == "ended" and entry.reason != "completed" and entry.message:
-        # why the turn did not complete, in place: the refused item, the budget's numbers, ...
-        rule.append("\n")
-        rule.append(f"✗ {entry.message}", style="red")
-    return rule
+    if width is not None and len(label) + 6 > width:
+        return Text(label, style=style)
+    return Text.assemble(("── ", "dim"), (label, style), (" ──", "dim"))
 
 
 class UserMessage(EntryWidget):
@@ -484,13 +500,8 @@ class AssistantMessage(EntryWidget):
         Markdown (margins do not collapse across two)."""
         blocks = live.query_children(MarkdownBlock)
         last = blocks.last() if blocks else None
-        paragraphs = live.query_children("MarkdownParagraph")  # Textual exports no class for it
-        if (
-            len(blocks) <= SEAL_BLOCKS
-            or last is None
-            or not paragraphs
-            or paragraphs.last() is not last
-        ):
+        paragraph = live.get_block_class("paragraph_open")
+        if len(blocks) <= SEAL_BLOCKS or not isinstance(last, paragraph):
             return
         live_text = self._written[self._sealed :]
         lines = live_text.splitlines(keepends=True)
@@ -519,14 +530,14 @@ TOOL_ICON = {"pending": "…", "running": "⟳", "done": "✓", "error": "✗", 
 
 
 def call_summary(entry: ToolEntry) -> str:
-    """`read_file(path='a.py')`, or the raw argument text while the call is still streaming."""
+    """`read_file(path='a.py')`, or the raw argument text while the call is still streaming; one
+    line of at most `LINE_CHARS` (the card's border cuts it to the width it has)."""
     if entry.status == "pending" and not entry.arguments:
-        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, TITLE_MAX)})"
+        return f"{entry.name or 'tool'}({first_line(entry.raw_arguments, LINE_CHARS)})"
     shown = ", ".join(
         f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.arguments.items()
     )
-    # as long as it is: the card's border cuts it at the width the card has
-    return f"{entry.name}({first_line(shown, TITLE_MAX)})"
+    return f"{entry.name}({first_line(shown, LINE_CHARS)})"
 
 
 def tool_body(entry: ToolEntry) -> str:
@@ -564,7 +575,9 @@ class ToolCard(LongEntry):
         entry = self.entry
         assert isinstance(entry, ToolEntry)
         shown = collapsed(tool_body(entry), self.expanded)
-        return Text(shown, style="red" if entry.is_error else "")
+        # a cancelled call's output is what the command printed, not an error it reported
+        failed = entry.is_error and entry.status != "cancelled"
+        return Text(shown, style="red" if failed else "")
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """No output yet: the borders alone (an empty text would still take a line)."""
@@ -585,7 +598,7 @@ class ToolCard(LongEntry):
             status_text = status
         self.border_title = Content(f"{TOOL_ICON.get(status, '')} {call_summary(entry)}")
         self.border_subtitle = Content(status_text)
-        self.set_class(entry.is_error or status == "error", "-error")
+        self.set_class((entry.is_error and status != "cancelled") or status == "error", "-error")
         self.set_class(entry.asking, "-asking")
         self.refresh(layout=True)
 
@@ -616,6 +629,10 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
         case ErrorEntry():
             line = LineEntry(entry)
             line.add_class("error")
+            return line
+        case TurnEndEntry():
+            line = LineEntry(entry)
+            line.add_class("turn-end")
             return line
         case _:
             line = LineEntry(entry)

@@ -58,7 +58,9 @@ class PromptInput(TextArea):
         self._draft = ""
         self.suggestions: tuple[Suggestion, ...] = ()  # set by the screen; Tab takes the first
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        """The prompt's own keys; any other goes on to `TextArea`'s handling (it runs after this
+        one unless the key was taken: `prevent_default`)."""
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -85,7 +87,6 @@ class PromptInput(TextArea):
             event.prevent_default()
             self._walk(1)
             return
-        await super()._on_key(event)
 
     def _on_last_line(self) -> bool:
         return self.cursor_location[0] == self.document.line_count - 1

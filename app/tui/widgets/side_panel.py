@@ -51,12 +51,16 @@ def _range(view: AreaView) -> str:
 class AreasTable(DataTable[Text | str]):
     """The Areas, a row each: the cursor, id, range, life, flow and name. The name comes last,
     the one that may be long, and is shortened to the room the other columns leave it, so the
-    table never needs a horizontal scrollbar (it had one, a row tall, when a name was cut)."""
+    table never needs a horizontal scrollbar (it had one, a row tall, when a name was cut).
+    On a narrow panel the columns a person needs least are left out until the rest fit."""
 
     HEADERS = (" ", "id", "range", "life", "flow", "name")
     NAME_MIN = 6
     """Fewer cells than this left for the name, and the column is left out: a name cut to a few
     letters tells Areas apart no better than their ids, and a wider terminal's panel has room."""
+    SPARE = ("flow", "range")
+    """Left out in this order, after the name, while the others do not fit (a narrow terminal's
+    panel): the cursor, the id and the life say which Area is where."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -76,34 +80,48 @@ class AreasTable(DataTable[Text | str]):
 
     def _fill(self) -> None:
         self.clear(columns=True)  # a column keeps the width of its widest cell ever otherwise
-        rows = [
-            (
-                Text("▶", style="bold yellow") if view.cursor else Text(" "),
-                Text(view.id),  # a str cell of a DataTable is read as markup
-                _range(view),
-                Text(view.life.value, style="dim" if view.life.value == "retired" else "green"),
-                Text(view.flow.value, style="bold" if view.flow.value == "exclusive" else ""),
-            )
+        rows: list[dict[str, Text | str]] = [
+            {
+                " ": Text("▶", style="bold yellow") if view.cursor else Text(" "),
+                "id": Text(view.id),
+                "range": _range(view),
+                "life": Text(
+                    view.life.value, style="dim" if view.life.value == "retired" else "green"
+                ),
+                "flow": Text(
+                    view.flow.value, style="bold" if view.flow.value == "exclusive" else ""
+                ),
+            }
             for view in self._areas
         ]
         self._filled_width = width = self.scrollable_content_region.width
-        room = self._name_room(width, rows) if width else None
+        headers = list(self.HEADERS[:-1])
+        room = self._name_room(width, headers, rows) if width else None
+        for spare in self.SPARE:
+            if room is None or room >= 0:
+                break
+            headers.remove(spare)
+            room = self._name_room(width, headers, rows)
         named = room is None or room >= self.NAME_MIN  # too narrow to tell names apart: no name
-        self.add_columns(*(self.HEADERS if named else self.HEADERS[:-1]))
+        self.add_columns(*headers, *(["name"] if named else []))
         for view, row in zip(self._areas, rows, strict=True):
-            cells: tuple[Text | str, ...] = row
+            cells: list[Text | str] = [row[header] for header in headers]
             if named:
                 name = Text(view.name or "")
                 if room is not None:
                     name.truncate(room, overflow="ellipsis")
-                cells = (*row, name)
+                cells.append(name)
             self.add_row(*cells, key=view.id)
 
-    def _name_room(self, width: int, rows: Sequence[Sequence[Text | str]]) -> int:
-        """Cells left for the name once the other columns hold their widest cell."""
-        widths = [cell_len(header) for header in self.HEADERS[:-1]]
-        for row in rows:
-            widths = [max(w, cell_len(str(cell))) for w, cell in zip(widths, row, strict=True)]
+    def _name_room(
+        self, width: int, headers: Sequence[str], rows: Sequence[dict[str, Text | str]]
+    ) -> int:
+        """Cells left for the name once the columns of `headers` hold their widest cell
+        (negative when even they do not fit)."""
+        widths = [
+            max([cell_len(header), *(cell_len(str(row[header])) for row in rows)])
+            for header in headers
+        ]
         padding = 2 * self.cell_padding
         return width - sum(widths) - padding * len(widths) - padding
 
@@ -123,9 +141,10 @@ class SidePanel(Widget):
 
     DEFAULT_CSS = """
     SidePanel {
-        /* wider on a wide terminal, so an Area's name shows after its id, range and state */
+        /* a share of the terminal: wider on a wide one, so an Area's name shows after its id,
+           range and state; on a narrow one (F2 at 80 columns) the conversation keeps the most */
         width: 36%;
-        min-width: 44;
+        min-width: 30;
         max-width: 64;
         dock: right;
         border-left: vkey $primary 50%;
@@ -219,7 +238,7 @@ class SidePanel(Widget):
         text = Text()
         text.append("used ")
         text.append_text(meter(figures.chars, figures.cap, 16))
-        text.append(f" {compact_number(figures.chars)}/{compact_number(figures.cap)} chars\n")
+        text.append(f" {compact_number(figures.chars)}/{compact_number(figures.cap)}\n")
         text.append(f"groups kept {figures.groups_kept}, dropped {figures.groups_dropped}\n")
         text.append(f"reserved {compact_number(figures.reserved)} chars\n")
         text.append(f"digest {assembly.prefix_digest[:12]}\n", style="dim")
