@@ -338,7 +338,7 @@ class EditFile(Tool[EditFileArgs]):
             )
         if isinstance(text, ToolOutput):
             return text
-        edited = _replace_once(text, args)
+        edited = replace_once(text, args)
         if isinstance(edited, ToolOutput):
             return edited
         new_text, line = edited
@@ -351,8 +351,9 @@ class EditFile(Tool[EditFileArgs]):
         )
 
 
-def _replace_once(text: str, args: EditFileArgs) -> tuple[str, int] | ToolOutput:
-    """The text with `old` replaced once and the line it was at, or why it cannot be."""
+def replace_once(text: str, args: EditFileArgs) -> tuple[str, int] | ToolOutput:
+    """The text with `old` replaced once and the line it was at, or why it cannot be: edit_file's
+    rule, which the preview of an edit (`file_change`) applies too."""
     old, new = args.old, args.new
     if old not in text and "\r\n" in text:
         # The model writes "\n"; a CRLF file keeps its own line endings.
