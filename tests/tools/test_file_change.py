@@ -92,6 +92,18 @@ def test_an_edit_that_would_fail_says_why_instead_of_a_change(
     assert reason in change.reason
 
 
+def test_a_path_the_file_system_refuses_is_a_call_that_would_fail(root: Path) -> None:
+    name = "x" * 5000  # longer than any file system's name limit
+    for tool, arguments in [
+        ("write_file", {"path": name, "content": "x"}),
+        ("edit_file", {"path": name, "old": "a", "new": "b"}),
+    ]:
+        change = file_change(root, tool, arguments)
+        assert isinstance(change, UnshownChange)
+        assert change.call_fails
+        assert change.reason.startswith(f"cannot read '{name}': File name too long")
+
+
 def test_a_write_over_a_binary_file_says_so_and_does_not_fail(root: Path) -> None:
     change = file_change(root, "write_file", {"path": "blob.bin", "content": "text now\n"})
     assert change == UnshownChange("blob.bin", "'blob.bin' is a binary file (70 bytes)")

@@ -58,16 +58,22 @@ def file_change(
 ) -> FileChange | UnshownChange | None:
     """The change a write_file or edit_file call would make to its file under `root`; None for
     any other tool, or for arguments the tool rejects (they are best shown as they are)."""
+    args: WriteFileArgs | EditFileArgs
     try:
         if tool == "write_file":
-            written = WriteFileArgs.model_validate(arguments)
-            return _write(root, written)
-        if tool == "edit_file":
-            edit = EditFileArgs.model_validate(arguments)
-            return _edit(root, edit)
+            args = WriteFileArgs.model_validate(arguments)
+        elif tool == "edit_file":
+            args = EditFileArgs.model_validate(arguments)
+        else:
+            return None
     except ValidationError:
         return None
-    return None
+    try:
+        return _write(root, args) if isinstance(args, WriteFileArgs) else _edit(root, args)
+    except OSError as error:
+        # the file system refuses the path itself (a name too long, say): so would the tool
+        reason = f"cannot read {args.path!r}: {error.strerror or error}"
+        return UnshownChange(args.path, reason, call_fails=True)
 
 
 def _write(root: Path, args: WriteFileArgs) -> FileChange | UnshownChange:
