@@ -275,7 +275,9 @@ class TrellisApp(App[None]):
     async def ask_permission(self, question: PermissionQuestion) -> PermissionAnswer:
         """The responder the Agent awaits: a dialog; a cancelled turn withdraws it."""
         answered: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
-        dialog = PermissionDialog(question)
+        # the session's own workspace: a resumed session's may not be the folder Trellis started in
+        workspace = Path(self.agent.workspace) if self.agent is not None else self._cwd
+        dialog = PermissionDialog(question, workspace)
 
         def done(answer: PermissionAnswer | None) -> None:
             if not answered.done():

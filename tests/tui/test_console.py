@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Markdown
 
 from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.main import PROMPT_PLACEHOLDER, STEER_PLACEHOLDER
-from app.tui.screens.permission import PermissionDialog
+from app.tui.screens.permission import GUARD_SECONDS, PermissionDialog
 from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, UserMessage
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
@@ -243,6 +243,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         assert isinstance(app.screen, PermissionDialog)
+        await pilot.pause(GUARD_SECONDS)  # keys in its first moments are taken as in flight
         await pilot.press(key)
         await settle(app, pilot)
         await send(app, pilot, "again")
@@ -252,6 +253,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         if isinstance(app.screen, PermissionDialog):
+            await pilot.pause(GUARD_SECONDS)
             await pilot.press("r")
         await settle(app, pilot)
         return [e.data.decision for e in app.live.log if isinstance(e.data, PermissionDecision)]
