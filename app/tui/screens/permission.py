@@ -222,7 +222,7 @@ class PermissionDialog(ModalScreen[PermissionAnswer]):
                     ),
                     id="title",
                 )
-                yield Label(self._summary(), id="summary")
+                yield Label(id="summary")
             with VerticalScroll(id="call", can_focus=False):
                 yield Static(self._description(), id="what")
             with Horizontal(id="answers"):
@@ -235,6 +235,7 @@ class PermissionDialog(ModalScreen[PermissionAnswer]):
 
     def on_mount(self) -> None:
         self._opened = time.monotonic()
+        self._show_summary()
         if self.reading:
             self.run_worker(self._read_change(), exclusive=True)
 
@@ -247,11 +248,15 @@ class PermissionDialog(ModalScreen[PermissionAnswer]):
             reason = f"the change cannot be shown ({type(error).__name__}: {error})"
             self.change = UnshownChange(path, reason)
         self.reading = False
-        self.query_one("#summary", Label).update(self._summary())
+        self._show_summary()
         self.query_one("#what", Static).update(self._description())
 
-    def _summary(self) -> Text:
-        return summary(self.question, self.workspace, self.change)
+    def _show_summary(self) -> None:
+        """The line under the title, where there is one (a file's change, a command's folder)."""
+        line = summary(self.question, self.workspace, self.change)
+        label = self.query_one("#summary", Label)
+        label.update(line)
+        label.display = bool(line.plain)
 
     def _description(self) -> RenderableType:
         if self.reading:
