@@ -207,7 +207,7 @@ async def test_allow_once_has_focus_and_the_footer_shows_the_dialogs_keys(
             ("s", "Allow for session"),
             ("r/esc", "Reject"),
             ("←/→", "Move"),
-            ("pgup/pgdn", "Scroll"),
+            ("PgUp/PgDn", "Scroll"),
         }
         assert dialog.query_one(KeyFooter).left_out == frozenset()
 

@@ -192,7 +192,7 @@ class PermissionDialog(ModalScreen[PermissionAnswer]):
         Binding("left", "move(-1)", show=False),
         Binding("tab", "cycle(1)", "Move round", key_display="tab/shift+tab", show=False),
         Binding("shift+tab", "cycle(-1)", show=False),
-        Binding("pagedown", "scroll_page(1)", "Scroll", key_display="pgup/pgdn"),
+        Binding("pagedown", "scroll_page(1)", "Scroll", key_display="PgUp/PgDn"),
         Binding("pageup", "scroll_page(-1)", show=False),
         Binding("down", "scroll_line(1)", "Scroll a line", key_display="↑/↓", show=False),
         Binding("up", "scroll_line(-1)", show=False),
