@@ -45,7 +45,6 @@ from engine.store.chooser import Store, open_store
 from engine.store.errors import LeaseError
 from engine.store.settings import StoreSettings
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
-from engine.tools.proposed_edit import proposed_edit
 from engine.trust import TrustStore
 from replay.transcript import transcript_of
 
@@ -425,10 +424,9 @@ class TrellisApp(App[None]):
     async def ask_permission(self, question: PermissionQuestion) -> PermissionAnswer:
         """The responder the Agent awaits: a dialog; a cancelled turn withdraws it."""
         answered: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+        # the session's own workspace: a resumed session's may not be the folder Trellis started in
         workspace = Path(self.agent.workspace) if self.agent is not None else self._cwd
-        edit = await asyncio.to_thread(proposed_edit, workspace, question.tool, question.arguments)
-        shown = storable_os_text(str(workspace))
-        dialog = PermissionDialog(question, edit, workspace=shown)
+        dialog = PermissionDialog(question, workspace)
 
         def done(answer: PermissionAnswer | None) -> None:
             if not answered.done():

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Markdown
 
 from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.main import PROMPT_PLACEHOLDER, STEER_PLACEHOLDER
-from app.tui.screens.permission import PermissionDialog
+from app.tui.screens.permission import GUARD_SECONDS, PermissionDialog
 from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, UserMessage
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
@@ -224,16 +224,6 @@ async def test_escape_cancels_and_gives_undelivered_steering_back(
         assert app.main.query_one(PromptInput).text == "also check the logs"
 
 
-async def armed(pilot: Pilot[None]) -> PermissionDialog:
-    """The permission dialog on top, once it takes answers (it ignores keys at first)."""
-    for _ in range(300):
-        dialog = pilot.app.screen
-        if isinstance(dialog, PermissionDialog) and dialog.armed:
-            return dialog
-        await pilot.pause(0.01)
-    raise AssertionError("the permission dialog never took answers")
-
-
 async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
     app = ConsoleTestApp(
         workspace,
@@ -255,7 +245,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         assert isinstance(app.screen, PermissionDialog)
-        await armed(pilot)
+        await pilot.pause(GUARD_SECONDS)  # keys in its first moments are taken as in flight
         await pilot.press(key)
         await settle(app, pilot)
         await send(app, pilot, "again")
@@ -265,7 +255,7 @@ async def _permission_run(workspace: Path, data: Path, key: str) -> list[str]:
                 break
             await pilot.pause(0.01)
         if isinstance(app.screen, PermissionDialog):
-            await armed(pilot)
+            await pilot.pause(GUARD_SECONDS)
             await pilot.press("r")
         await settle(app, pilot)
         return [e.data.decision for e in app.live.log if isinstance(e.data, PermissionDecision)]

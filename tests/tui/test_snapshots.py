@@ -137,14 +137,14 @@ def test_the_permission_dialog(
 
 
 def asked(prompt: str) -> Scene:
-    """The prompt sent, and the permission dialog it brings taking answers."""
+    """Send `prompt` and wait for the permission dialog, with the change it shows read."""
 
     async def run(pilot: Pilot[None]) -> None:
         app = await opened(pilot)
         app.main.query_one(PromptInput).load_text(prompt)
         await pilot.press("enter")
         for _ in range(500):
-            if isinstance(app.screen, PermissionDialog) and app.screen.armed:
+            if isinstance(app.screen, PermissionDialog) and not app.screen.reading:
                 break
             await pilot.pause(0.01)
         await pilot.pause()
@@ -155,15 +155,24 @@ def asked(prompt: str) -> Scene:
 def test_the_permission_dialog_with_a_diff(
     snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp], workspace: Path
 ) -> None:
-    """An edit of a file of 40 lines: the change with its line numbers, scrollable."""
-    lines = [f"- [x] step {n}: check the [bold]output[/]\n" for n in range(1, 41)]
-    (workspace / "plan.md").write_text("".join(lines), encoding="utf-8")
-    changed = (
-        "".join(lines).replace("step 20", "step twenty").replace("step 30:", "step 30 (again):")
-    )
-    write = {"path": "plan.md", "content": changed.replace("- [x] step 25", "- [ ] step 25")}
-    app = make([Reply(tool_calls=[ToolCall("w1", "write_file", write)]), Reply(text="ok")])
-    assert snap_compare(app, terminal_size=(100, 30), run_before=asked("update the plan"))
+    lines = [
+        f"    step_{n} = run(step_{n - 1})" if n > 1 else "def pipeline():" for n in range(1, 31)
+    ]
+    lines[11] = "    # [bold]kept as written[/], [x] too"
+    (workspace / "pipeline.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    old = "".join(f"{line}\n" for line in lines[13:22])
+    new = "".join(f"{line.replace('run(', 'retry(')}\n" for line in lines[13:22])
+    edit = {"path": "pipeline.py", "old": old, "new": new}
+    app = make([Reply(tool_calls=[ToolCall("e1", "edit_file", edit)])])
+    assert snap_compare(app, terminal_size=(100, 30), run_before=asked("retry the middle steps"))
+
+
+def test_the_permission_dialog_for_a_command(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    command = "rm -rf build && make -j4 all && ./scripts/check --strict --report build/report.txt"
+    app = make([Reply(tool_calls=[ToolCall("s1", "run_shell", {"command": command})])])
+    assert snap_compare(app, terminal_size=(100, 30), run_before=asked("clean and build"))
 
 
 def test_a_budget_overflow(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]) -> None:

@@ -344,7 +344,7 @@ class EditFile(Tool[EditFileArgs]):
             )
         if isinstance(text, ToolOutput):
             return text
-        edited = replace_once(text, args.old, args.new, args.path)
+        edited = replace_once(text, args)
         if isinstance(edited, ToolOutput):
             return edited
         new_text, line = edited
@@ -357,22 +357,23 @@ class EditFile(Tool[EditFileArgs]):
         )
 
 
-def replace_once(text: str, old: str, new: str, shown: str) -> tuple[str, int] | ToolOutput:
-    """The text with `old` replaced once and the line it was at, or why it cannot be (the
-    error names the file as `shown`)."""
+def replace_once(text: str, args: EditFileArgs) -> tuple[str, int] | ToolOutput:
+    """The text with `old` replaced once and the line it was at, or why it cannot be: edit_file's
+    rule, which the preview of an edit (`file_change`) applies too."""
+    old, new = args.old, args.new
     if old not in text and "\r\n" in text:
         # The model writes "\n"; a CRLF file keeps its own line endings.
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     count = text.count(old)
     if count == 0:
         return ToolOutput.error(
-            f"old text not found in {shown!r}; it must match the file exactly, "
+            f"old text not found in {args.path!r}; it must match the file exactly, "
             "including whitespace and indentation (read_file shows the current text)"
         )
     if count > 1:
         lines = ", ".join(str(n) for n in _occurrence_lines(text, old)[:20])
         return ToolOutput.error(
-            f"old text occurs {count} times in {shown!r} (at lines {lines}); include "
+            f"old text occurs {count} times in {args.path!r} (at lines {lines}); include "
             "more surrounding lines so that it occurs exactly once"
         )
     at = text.index(old)
