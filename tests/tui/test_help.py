@@ -109,18 +109,21 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
     app = replay_app(workspace, data, await stored_session(workspace, data))
     async with app.run_test(size=(80, 24)) as pilot:
         await replay_opened(pilot)
-        text = shown_text(await open_help(pilot))
+        help_screen = await open_help(pilot)
+        text = shown_text(help_screen)
         for key, what in [
             ("←/→", "Step"),
-            ("←", "Step back"),
             ("[/]", "Speed"),
-            ("[", "Slower"),
             ("T", "Previous turn"),
-            ("home", "Start"),
+            ("home", "To the start"),
+            ("end", "To the end"),
             ("esc/q", "Close"),  # one action, its keys on one row
         ]:
             assert lines_with(text, key, what), f"{key} {what}"
         assert not lines_with(text, "bracket"), "keys are shown as the footer shows them"
+        rows = screen_keys(help_screen.beneath)
+        keys = [key for row, _, _ in rows for key in row.split("/")]  # `[/]`: `[` and `]`
+        assert len(keys) == len(set(keys)), f"a key listed twice: {rows}"
         assert not lines_with(text, "In the prompt"), "a replay has no prompt"
 
 

@@ -14,6 +14,7 @@ from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.replay import NO_SEQ, PositionBar, ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from app.tui.widgets.side_panel import SidePanel
+from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import open_agent
 from engine.config import Config
 from engine.context.areas import NoticeArea
@@ -130,8 +131,10 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
             "read notes.txt",
             "anything new?",
         ]
-        await pilot.press("home", "bracketright", "bracketright", "bracketright", "bracketright")
-        await pilot.press("bracketright", "bracketright")  # as fast as it goes
+        # `]` and `[` as a terminal sends them, which Textual names so
+        await pilot.press("home", *["right_square_bracket"] * 4)
+        await pilot.press("right_square_bracket", "right_square_bracket")  # as fast as it goes
+        assert " max " in bar(screen)
         await pilot.press("space")
         for _ in range(500):
             if screen.player.at_end:
@@ -140,10 +143,32 @@ async def test_play_pause_and_step_back(workspace: Path, data: Path) -> None:
         assert screen.player.at_end
         assert screen.player.position == total
         for _ in range(len(screen.log_events)):  # the slowest speed
-            await pilot.press("bracketleft")
+            await pilot.press("left_square_bracket")
+        assert " 0.5x " in bar(screen)
         await pilot.press("home", "space", "space")  # play, then pause at once
         assert not screen.playing
         assert screen.player.position < total
+
+
+async def test_home_and_end_move_the_position_while_the_transcript_scrolls(
+    workspace: Path, data: Path
+) -> None:
+    """The focused transcript scrolls with Home/End of its own once it is taller than the view:
+    the replay's keys come first, on the position, not on the scroll."""
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(80, 12)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.player.at_end
+        assert screen.query_one(TranscriptView).max_scroll_y > 0  # it scrolls now
+        await pilot.press("home")
+        await pilot.pause()
+        assert screen.player.position == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.player.at_end
 
 
 async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(

@@ -69,15 +69,18 @@ class ReplayScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_play", "Play"),
-        # priority: the focused transcript's own Left/Right (scroll sideways) would shadow them
+        # priority: the focused transcript's own Left/Right/Home/End (scrolling it) would shadow
+        # them whenever it is long enough to scroll
         Binding("right", "step(1)", "Step", key_display="←/→", priority=True),
-        Binding("left", "step(-1)", "Step back", key_display="←", show=False, priority=True),
+        # no description: "←/→ Step" names it, in the footer and the help
+        Binding("left", "step(-1)", show=False, priority=True),
         Binding("t", "turn(1)", "Next turn"),
         Binding("T", "turn(-1)", "Previous turn", show=False),
-        Binding("home", "seek_start", "Start", show=False),
-        Binding("end", "seek_end", "End", show=False),
-        Binding("bracketright", "speed(1)", "Speed", key_display="[/]"),
-        Binding("bracketleft", "speed(-1)", "Slower", key_display="[", show=False),
+        Binding("home", "seek_start", "To the start", show=False, priority=True),
+        Binding("end", "seek_end", "To the end", show=False, priority=True),
+        # Textual's names of the keys `]` and `[`
+        Binding("right_square_bracket", "speed(1)", "Speed", key_display="[/]"),
+        Binding("left_square_bracket", "speed(-1)", show=False),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
         Binding("escape,q", "close", "Close"),
