@@ -55,9 +55,12 @@ async def test_f1_lists_the_keys_of_the_console_the_prompt_and_every_command(
             ("^p", "Palette"),
             ("^q", "Quit"),
             ("esc", "Cancel turn"),  # not offered by the footer while idle
-            ("enter", "Send"),
-            ("shift+enter", "New line"),
-            ("up/down", "Earlier and later prompts"),
+            ("⏎", "Send"),
+            ("shift+⏎/^j", "New line"),
+            ("↑/↓", "Earlier and later prompts"),
+            ("tab/shift+tab", "Take the highlighted suggestion"),
+            ("esc", "Hide the suggestions"),
+            ("@path", "Attach a workspace file"),
             ("c", "Copy entry"),  # on a focused entry
             ("⏎", "Expand / collapse"),
         ]:
@@ -66,6 +69,8 @@ async def test_f1_lists_the_keys_of_the_console_the_prompt_and_every_command(
             name = command.usage.split(" ")[0]
             assert lines_with(text, name), command.usage
             assert lines_with(text, command.description), command.description
+        assert lines_with(text, "/quit", "leave the console")
+        assert lines_with(text, "/exit")
         assert not lines_with(text, "Cursor")
         assert not lines_with(text, "Select all")
         await pilot.press("escape")

@@ -61,6 +61,20 @@ def class_keys(app: App[object], *classes: type[DOMNode]) -> list[tuple[str, str
     ]
 
 
+def prompt_keys(app: App[object]) -> list[tuple[str, str, bool]]:
+    """(keys, what they do, True) for the prompt's keys (`PromptInput.KEYS`), shown as the
+    footer shows keys, and the `@path` mention."""
+    rows = [
+        (
+            "/".join(app.get_key_display(Binding(key, "")) for key in keys.split(",")),
+            description,
+            True,
+        )
+        for keys, description in PromptInput.KEYS
+    ]
+    return [*rows, (*PromptInput.MENTION, True)]
+
+
 def _binds(node: DOMNode, binding: Binding) -> bool:
     """Whether one of Trellis's own classes declares `binding` for `node`."""
     return any(
@@ -153,10 +167,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(key_table(screen_keys(self.beneath)), id="screen-keys")
             if self.beneath.query(PromptInput):
                 yield Static("In the prompt", classes="heading")
-                yield Static(
-                    key_table((key, text, True) for key, text in PromptInput.KEYS),
-                    id="prompt-keys",
-                )
+                yield Static(key_table(prompt_keys(self.app)), id="prompt-keys")
             if self.beneath.query(EntryWidget):
                 yield Static("On an entry (Shift+Tab or a click focuses it)", classes="heading")
                 yield Static(
