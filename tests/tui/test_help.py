@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 from rich.console import Console
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -130,6 +131,23 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
         keys = [key for row, _, _ in rows for key in row.split("/")]  # `[/]`: `[` and `]`
         assert len(keys) == len(set(keys)), f"a key listed twice: {rows}"
         assert not lines_with(text, "In the prompt"), "a replay has no prompt"
+
+
+async def test_the_help_text_keeps_off_its_scrollbar(workspace: Path, data: Path) -> None:
+    """The scrollbar stands against the border on a track of its own colour, with a blank
+    column between it and the text: inside the padding its thumb sat on the text's last column."""
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_screen(pilot, MainScreen)
+        screen = await open_help(pilot)
+        await pilot.pause()
+        scroll = screen.query_one(VerticalScroll)
+        assert scroll.show_vertical_scrollbar  # the help is taller than 24 lines
+        bar = scroll.vertical_scrollbar.region
+        assert bar.right == scroll.region.right - 1  # then the border
+        for static in screen.query(Static):
+            assert static.region.right < bar.x, (static.id, static.region, bar)
+        assert scroll.styles.scrollbar_background != scroll.styles.background
 
 
 async def test_the_help_command_opens_the_help_screen(workspace: Path, data: Path) -> None:

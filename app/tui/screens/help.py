@@ -134,6 +134,9 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen {
         align: center middle;
     }
+    /* The scrollbar has a column of its own against the right border, on a track that shows,
+       and a blank column keeps the text off it: drawn inside the padding, its thumb sat on the
+       text's last column and read as part of the text. */
     HelpScreen > VerticalScroll {
         width: 78;
         max-width: 100%;
@@ -142,16 +145,24 @@ class HelpScreen(ModalScreen[None]):
         border: round $primary;
         border-title-style: bold;
         border-subtitle-color: $text-muted;
-        padding: 0 1;
+        padding: 0 0 0 1;
         background: $surface;
+        scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
+        scrollbar-background: $panel;
+        scrollbar-background-hover: $panel;
+        scrollbar-background-active: $panel;
+    }
+    HelpScreen > VerticalScroll > Static {
+        margin-right: 1;
     }
     HelpScreen .heading {
         text-style: bold;
         color: $accent;
-        margin-top: 1;
+        margin: 1 1 0 0;
     }
     HelpScreen .heading.-first {
-        margin-top: 0;
+        margin: 0 1 0 0;
     }
     """
 
