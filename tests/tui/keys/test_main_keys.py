@@ -70,6 +70,15 @@ def send(terminal: Terminal) -> None:
     terminal.wait_for("● idle")
 
 
+@CHECKS.step(PromptInput)
+def edits_in_one_read(terminal: Terminal) -> None:
+    """Keys that reach trellis in one read (typed fast, or while it is busy) apply in order:
+    Backspace deletes the `b`, not the `c` typed after it."""
+    terminal.write("ab\x7fc")
+    wait_prompt(terminal, "ac")
+    clear_prompt(terminal, 2)
+
+
 @CHECKS.step(PromptInput, "pageup", "pagedown")
 def page_the_conversation(terminal: Terminal) -> None:
     """PageUp/PageDown in the prompt scroll the conversation, and typing still goes to it."""
