@@ -73,9 +73,16 @@ class Terminal:
                 config.write_text("", encoding="utf-8")
         environment = trellis_env(home=home / "data", config=config)
         environment.pop("NO_COLOR", None)
+        # the program takes its size from the pty, not from a size the test runner set (a
+        # pytest-xdist worker has COLUMNS=80 and LINES=24, which Textual would obey)
+        environment.pop("COLUMNS", None)
+        environment.pop("LINES", None)
         environment["TERM"] = "xterm-256color"
         environment.update(env or {})
         argv = trellis_argv(list(args))
+        self.pressed: list[str] = []
+        """Every key `press` sent, by its Textual name, in order (the key tests check a step
+        pressed the keys it says it covers)."""
         self.screen = pyte.Screen(columns, rows)
         self._stream = pyte.ByteStream(self.screen)
         self.child = pexpect.spawn(
@@ -153,6 +160,7 @@ class Terminal:
             if data is None:
                 raise KeyError(f"no terminal bytes known for the key {key!r}")
             self.child.send(data)
+            self.pressed.append(key)
             if data == "\x1b":
                 self._drain(ESCAPE_WAIT)
 
