@@ -37,6 +37,9 @@ class CommandResult:
 
     text: str
     ok: bool = True
+    leave: bool = False
+    """The user asked to leave (`/quit`): the console quits; a front end with nothing to leave
+    (a headless run, an editor) shows the text."""
 
 
 Handler = Callable[["Agent", str], Awaitable[CommandResult]]
@@ -51,9 +54,17 @@ class Command:
     description: str
     handler: Handler
     input_hint: str = ""
+    in_editors: bool = True
+    """Offered to ACP clients; `/quit` is not: an editor closes its sessions itself."""
 
     def fail(self, why: str) -> CommandUsageError:
         return CommandUsageError(f"{why}\nusage: {self.usage}")
+
+    @property
+    def needs_argument(self) -> bool:
+        """Its usage names an argument it cannot run without (`/pin TEXT`, not `/model [NAME]`)."""
+        _, _, arguments = self.usage.partition(" ")
+        return bool(arguments) and not arguments.startswith("[")
 
 
 class CommandRegistry:
@@ -98,6 +109,10 @@ def _needs_text(command_name: str, args: str) -> str:
 async def _help(agent: Agent, args: str) -> CommandResult:
     lines = [f"{c.usage:<28} {c.description}" for c in REGISTRY.commands]
     return CommandResult("\n".join(lines))
+
+
+async def _quit(agent: Agent, args: str) -> CommandResult:
+    return CommandResult("nothing to leave here: /quit and /exit close the console", leave=True)
 
 
 async def _inject(agent: Agent, args: str) -> CommandResult:
@@ -347,6 +362,8 @@ USAGE = {
     "fork": "/fork",
     "compact": "/compact [KEEP]",
     "context": "/context",
+    "quit": "/quit",
+    "exit": "/exit",
 }
 
 REGISTRY = CommandRegistry()
@@ -401,6 +418,8 @@ for _command in (
         "context size, the model's window and the cap",
         _context,
     ),
+    Command("quit", USAGE["quit"], "leave the console (Ctrl+Q)", _quit, in_editors=False),
+    Command("exit", USAGE["exit"], "leave the console, as /quit does", _quit, in_editors=False),
 ):
     REGISTRY.register(_command)
 REGISTRY_COMMANDS = {c.name: c for c in REGISTRY.commands}

@@ -811,6 +811,7 @@ class AcpConnection:
                         else None,
                     )
                     for command in REGISTRY.commands
+                    if command.in_editors
                 ],
             )
         ]

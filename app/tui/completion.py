@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.commands import Command
@@ -23,11 +23,37 @@ SKIPPED_DIRS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    """A completion: the text that replaces the word being typed, and what it is."""
+    """A completion: the text that replaces the word being typed, and what it is. `sends`: taken
+    with Enter, the prompt is sent at once (a command that needs no argument)."""
 
     replacement: str
     label: str
     hint: str = ""
+    sends: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """The suggestions for what was typed (`stem`), the one highlighted, and whether the prompt
+    holds it (`taken`: Tab put it there, and the next Tab takes the next one)."""
+
+    stem: str
+    suggestions: tuple[Suggestion, ...]
+    highlighted: int = 0
+    taken: bool = False
+
+    @property
+    def current(self) -> Suggestion:
+        return self.suggestions[self.highlighted]
+
+    @property
+    def text(self) -> str:
+        """The stem completed with the highlighted suggestion."""
+        return complete(self.stem, self.current)
+
+    def moved(self, step: int) -> Offer:
+        """The highlight `step` suggestions on, round the ends."""
+        return replace(self, highlighted=(self.highlighted + step) % len(self.suggestions))
 
 
 def command_suggestions(text: str, commands: tuple[Command, ...]) -> list[Suggestion]:
@@ -38,7 +64,7 @@ def command_suggestions(text: str, commands: tuple[Command, ...]) -> list[Sugges
     if space:  # the name is complete: show its usage only
         return [Suggestion(text, c.usage, c.description) for c in commands if c.name == name]
     return [
-        Suggestion(f"/{c.name} ", c.usage, c.description)
+        Suggestion(f"/{c.name} ", c.usage, c.description, sends=not c.needs_argument)
         for c in commands
         if c.name.startswith(name)
     ]

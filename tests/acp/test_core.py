@@ -89,6 +89,7 @@ async def test_new_answers_first_then_sends_the_command_registry(
     assert index > answer_at
     names = {c["name"] for c in message["params"]["update"]["availableCommands"]}
     assert {"inject", "model", "compact", "pin"} <= names
+    assert not names & {"quit", "exit"}, "an editor closes its sessions itself"
     assert message["params"]["sessionId"] == session_id
 
 

@@ -274,6 +274,14 @@ def test_an_unknown_command_as_the_prompt(inproc: InProcess) -> None:
     assert "pinned pin1" in out
 
 
+def test_quit_as_the_prompt_says_there_is_nothing_to_leave(inproc: InProcess) -> None:
+    for line in ("/quit", "/exit"):
+        code, out, err = inproc.main("run", "-p", line)
+        assert code == 0, err
+        assert "nothing to leave here" in out
+        assert "not stored: it holds no message" in err
+
+
 def test_a_failed_command_leaves_no_session_behind(env: Env) -> None:
     failed = env.run("run", "-p", "/bogus")
     assert failed.code == 2

@@ -83,7 +83,21 @@ async def test_unknown_command_names_the_known_ones(tmp_path: Path) -> None:
     assert "unknown command /frobnicate" in result.text
     assert "/help" in result.text
     assert "/subtask" in result.text
+    assert "/quit" in result.text
+    assert "/exit" in result.text
     assert payloads(events, TurnStart) == []
+
+
+async def test_quit_and_exit_ask_the_front_end_to_leave(tmp_path: Path) -> None:
+    async with opened(tmp_path) as run:
+        for line in ("/quit", "/exit"):
+            result = await REGISTRY.run(run.agent, line)
+            assert result.ok
+            assert result.leave
+            assert "nothing to leave here" in result.text
+        events = await run.events()
+    assert payloads(events, TurnStart) == []
+    assert [c.name for c in REGISTRY.commands if not c.in_editors] == ["exit", "quit"]
 
 
 @pytest.mark.parametrize(

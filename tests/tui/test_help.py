@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 from rich.console import Console
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -55,9 +56,12 @@ async def test_f1_lists_the_keys_of_the_console_the_prompt_and_every_command(
             ("^p", "Palette"),
             ("^q", "Quit"),
             ("esc", "Cancel turn"),  # not offered by the footer while idle
-            ("enter", "Send"),
-            ("shift+enter", "New line"),
-            ("up/down", "Earlier and later prompts"),
+            ("⏎", "Send"),
+            ("shift+⏎/^j", "New line"),
+            ("↑/↓", "Earlier and later prompts"),
+            ("tab/shift+tab", "Take the highlighted suggestion"),
+            ("esc", "Hide the suggestions"),
+            ("@path", "Attach a workspace file"),
             ("c", "Copy entry"),  # on a focused entry
             ("⏎", "Expand / collapse"),
         ]:
@@ -66,6 +70,8 @@ async def test_f1_lists_the_keys_of_the_console_the_prompt_and_every_command(
             name = command.usage.split(" ")[0]
             assert lines_with(text, name), command.usage
             assert lines_with(text, command.description), command.description
+        assert lines_with(text, "/quit", "leave the console")
+        assert lines_with(text, "/exit")
         assert not lines_with(text, "Cursor")
         assert not lines_with(text, "Select all")
         await pilot.press("escape")
@@ -109,21 +115,43 @@ async def test_f1_over_a_replay_lists_its_keys_those_the_footer_hides_too(
     app = replay_app(workspace, data, await stored_session(workspace, data))
     async with app.run_test(size=(80, 24)) as pilot:
         await replay_opened(pilot)
-        text = shown_text(await open_help(pilot))
+        help_screen = await open_help(pilot)
+        text = shown_text(help_screen)
         for key, what in [
             ("→", "Step forward"),
             ("←", "Step back"),
             ("]", "Faster"),
             ("[", "Slower"),
             ("T", "Previous turn"),
-            ("home", "Start"),
+            ("home", "To the start"),
+            ("end", "To the end"),
             ("esc/q", "Close"),  # one action, its keys on one row
         ]:
             assert lines_with(text, key, what), f"{key} {what}"
         assert not lines_with(text, "bracket"), "keys are shown as the footer shows them"
         assert not lines_with(text, "Speed"), "each key once, with what it does"
         assert not lines_with(text, "←/→"), "each key once, with what it does"
+        rows = screen_keys(help_screen.beneath)
+        keys = [key for row, _, _ in rows for key in row.split("/")]  # `[/]`: `[` and `]`
+        assert len(keys) == len(set(keys)), f"a key listed twice: {rows}"
         assert not lines_with(text, "In the prompt"), "a replay has no prompt"
+
+
+async def test_the_help_text_keeps_off_its_scrollbar(workspace: Path, data: Path) -> None:
+    """The scrollbar stands against the border on a track of its own colour, with a blank
+    column between it and the text: inside the padding its thumb sat on the text's last column."""
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_screen(pilot, MainScreen)
+        screen = await open_help(pilot)
+        await pilot.pause()
+        scroll = screen.query_one(VerticalScroll)
+        assert scroll.show_vertical_scrollbar  # the help is taller than 24 lines
+        bar = scroll.vertical_scrollbar.region
+        assert bar.right == scroll.region.right - 1  # then the border
+        for static in screen.query(Static):
+            assert static.region.right < bar.x, (static.id, static.region, bar)
+        assert scroll.styles.scrollbar_background != scroll.styles.background
 
 
 async def test_the_help_command_opens_the_help_screen(workspace: Path, data: Path) -> None:

@@ -85,6 +85,31 @@ async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data:
         assert view.scroll_y == view.max_scroll_y, "the next reply is followed"
 
 
+async def test_edits_that_arrive_together_apply_in_order(workspace: Path, data: Path) -> None:
+    """Keys a terminal delivers in one read reach the prompt before any is handled: Backspace,
+    the arrows and Ctrl+K act where they were typed, not after the characters typed later."""
+    app = ConsoleTestApp(workspace, data)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(
+            pilot, lambda: app.agent is not None and not app.main.query_one(PromptInput).disabled
+        )
+        prompt = app.main.query_one(PromptInput)
+        for key, character in [
+            ("a", "a"),
+            ("b", "b"),
+            ("backspace", "\x7f"),
+            ("c", "c"),
+            ("left", None),
+            ("x", "x"),
+            ("end", None),
+            ("y", "y"),
+        ]:
+            app.post_message(events.Key(key, character))
+        await until(pilot, lambda: len(prompt.text) >= 4)
+        await pilot.pause()
+        assert prompt.text == "axcy"
+
+
 async def test_escape_is_offered_only_while_a_turn_runs(workspace: Path, data: Path) -> None:
     gate, app = gated_app(workspace, data)
     async with app.run_test(size=(100, 30)) as pilot:

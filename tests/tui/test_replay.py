@@ -168,6 +168,27 @@ async def test_home_and_end_move_the_position_whatever_has_focus(
         assert screen.player.position == 0
 
 
+async def test_home_and_end_move_the_position_while_the_transcript_scrolls(
+    workspace: Path, data: Path
+) -> None:
+    """The focused transcript scrolls with Home/End of its own once it is taller than the view:
+    the replay's keys come first, on the position, not on the scroll."""
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(80, 12)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.player.at_end
+        assert screen.query_one(TranscriptView).max_scroll_y > 0  # it scrolls now
+        await pilot.press("home")
+        await pilot.pause()
+        assert screen.player.position == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.player.at_end
+
+
 async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(
     workspace: Path, data: Path
 ) -> None:

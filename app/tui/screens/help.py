@@ -61,6 +61,20 @@ def class_keys(app: App[object], *classes: type[DOMNode]) -> list[tuple[str, str
     ]
 
 
+def prompt_keys(app: App[object]) -> list[tuple[str, str, bool]]:
+    """(keys, what they do, True) for the prompt's keys (`PromptInput.KEYS`), shown as the
+    footer shows keys, and the `@path` mention."""
+    rows = [
+        (
+            "/".join(app.get_key_display(Binding(key, "")) for key in keys.split(",")),
+            description,
+            True,
+        )
+        for keys, description in PromptInput.KEYS
+    ]
+    return [*rows, (*PromptInput.MENTION, True)]
+
+
 def _binds(node: DOMNode, binding: Binding) -> bool:
     """Whether one of Trellis's own classes declares `binding` for `node`."""
     return any(
@@ -120,6 +134,9 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen {
         align: center middle;
     }
+    /* The scrollbar has a column of its own against the right border, on a track that shows,
+       and a blank column keeps the text off it: drawn inside the padding, its thumb sat on the
+       text's last column and read as part of the text. */
     HelpScreen > VerticalScroll {
         width: 78;
         max-width: 100%;
@@ -128,16 +145,24 @@ class HelpScreen(ModalScreen[None]):
         border: round $primary;
         border-title-style: bold;
         border-subtitle-color: $text-muted;
-        padding: 0 1;
+        padding: 0 0 0 1;
         background: $surface;
+        scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
+        scrollbar-background: $panel;
+        scrollbar-background-hover: $panel;
+        scrollbar-background-active: $panel;
+    }
+    HelpScreen > VerticalScroll > Static {
+        margin-right: 1;
     }
     HelpScreen .heading {
         text-style: bold;
         color: $accent;
-        margin-top: 1;
+        margin: 1 1 0 0;
     }
     HelpScreen .heading.-first {
-        margin-top: 0;
+        margin: 0 1 0 0;
     }
     """
 
@@ -153,10 +178,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(key_table(screen_keys(self.beneath)), id="screen-keys")
             if self.beneath.query(PromptInput):
                 yield Static("In the prompt", classes="heading")
-                yield Static(
-                    key_table((key, text, True) for key, text in PromptInput.KEYS),
-                    id="prompt-keys",
-                )
+                yield Static(key_table(prompt_keys(self.app)), id="prompt-keys")
             if self.beneath.query(EntryWidget):
                 yield Static("On an entry (Shift+Tab or a click focuses it)", classes="heading")
                 yield Static(

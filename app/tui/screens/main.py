@@ -29,6 +29,7 @@ from app.attachment_files import attachments_of
 from app.tui.bridge import EngineEvents, bridge
 from app.tui.collecting import turns
 from app.tui.completion import (
+    Offer,
     Suggestion,
     command_suggestions,
     current_mention,
@@ -316,7 +317,10 @@ class MainScreen(Screen[None]):
 
     @on(PromptInput.Changed, "#prompt")
     def _typing(self, message: PromptInput.Changed) -> None:
-        text = message.text_area.text
+        prompt = self.query_one(PromptInput)
+        if prompt.cycling:  # Tab put a suggestion in: the others stay offered
+            return
+        text = prompt.text
         mention = current_mention(text)
         if mention is not None and not text.startswith("/"):
             self._offer_paths(text, mention)
@@ -332,11 +336,24 @@ class MainScreen(Screen[None]):
         self._offer(text, await asyncio.to_thread(path_suggestions, mention, root))
 
     def _offer(self, text: str, suggestions: list[Suggestion]) -> None:
-        # a command whose name is typed shows its usage; only real completions take Tab
-        self.query_one(PromptInput).suggestions = tuple(
-            s for s in suggestions if s.replacement != text
-        )
-        self.query_one(CompletionHint).suggestions = tuple(suggestions)
+        """What to offer for `text`: completions to choose from (the first highlighted), or only
+        the usage of a command whose name is typed."""
+        prompt = self.query_one(PromptInput)
+        if prompt.text != text:  # typed on while the files were looked up
+            return
+        completions = tuple(s for s in suggestions if s.replacement != text)
+        prompt.offer = Offer(text, completions) if completions else None
+        hint = self.query_one(CompletionHint)
+        hint.suggestions = completions or tuple(suggestions)
+        hint.highlighted = 0 if completions else None
+
+    @on(PromptInput.Offered)
+    def _offered(self, message: PromptInput.Offered) -> None:
+        hint = self.query_one(CompletionHint)
+        if message.offer is None:
+            hint.suggestions = ()
+        else:
+            hint.highlighted = message.offer.highlighted
 
     @on(PromptInput.Submitted)
     def _submitted(self, message: PromptInput.Submitted) -> None:
@@ -344,9 +361,6 @@ class MainScreen(Screen[None]):
         self.query_one(CompletionHint).suggestions = ()
         if self.agent is None:
             return  # the input is disabled until the Agent is open
-        if text.strip() in ("/quit", "/exit"):
-            self.app.exit()
-            return
         if text.strip() == "/help":  # the help screen lists the commands with the keys
             self.run_worker(self.app.run_action("help"), group="commands")
             return
@@ -385,6 +399,9 @@ class MainScreen(Screen[None]):
             result = await REGISTRY.run(self.agent, line)
         except TrellisError as exc:
             self.notify(str(exc), severity="error", title=line.split()[0], markup=False)
+            return
+        if result.leave:
+            self.app.exit()
             return
         self.notify(
             result.text,

@@ -78,8 +78,8 @@ class ReplayScreen(Screen[None]):
         Binding("right", "step(1)", "Step forward", key_display="→", priority=True, group=STEP),
         Binding("t", "turn(1)", "Next turn"),
         Binding("T", "turn(-1)", "Previous turn", show=False),
-        Binding("home", "seek_start", "Start", show=False, priority=True),
-        Binding("end", "seek_end", "End", show=False, priority=True),
+        Binding("home", "seek_start", "To the start", show=False, priority=True),
+        Binding("end", "seek_end", "To the end", show=False, priority=True),
         # the names Textual gives the keys `]` and `[`
         Binding("left_square_bracket", "speed(-1)", "Slower", key_display="[", group=SPEED),
         Binding("right_square_bracket", "speed(1)", "Faster", key_display="]", group=SPEED),

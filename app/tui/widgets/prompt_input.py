@@ -1,8 +1,11 @@
 """The prompt: multiline text where Enter sends, Shift+Enter or Ctrl+J breaks the line, and Up/Down
-at the first/last line walk the history of what was sent."""
+at the first/last line walk the history of what was sent; while suggestions are shown, Tab, Up/Down,
+Enter and Esc choose among them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import cache
 from typing import ClassVar
 
 from textual import events
@@ -10,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from app.tui.completion import Suggestion, complete
+from app.tui.completion import Offer
 
 
 class PromptInput(TextArea):
@@ -25,13 +28,21 @@ class PromptInput(TextArea):
     ]
 
     KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("enter", "Send; while a turn runs, steer it"),
-        ("shift+enter ^j", "New line"),
-        ("up/down", "Earlier and later prompts (from the first or last line)"),
-        ("tab", "Complete the /command or @path being typed"),
-        ("@path", "Attach a workspace file"),
+        (
+            "enter",
+            "Send; while a turn runs, steer it. With suggestions shown: take the highlighted",
+        ),
+        ("shift+enter,ctrl+j", "New line"),
+        ("up,down", "Earlier and later prompts (from the first or last line); among suggestions"),
+        (
+            "tab,shift+tab",
+            "Take the highlighted suggestion; again: the next (Shift+Tab: the one before)",
+        ),
+        ("escape", "Hide the suggestions"),
     )
-    """The keys `_on_key` handles, for the help screen (they are not bindings)."""
+    """The keys `on_key` handles (named as a binding names them), for the help screen; they are
+    not bindings: what each does depends on the text and the suggestions."""
+    MENTION: ClassVar[tuple[str, str]] = ("@path", "Attach a workspace file")
 
     DEFAULT_CSS = """
     PromptInput {
@@ -51,42 +62,109 @@ class PromptInput(TextArea):
             super().__init__()
             self.text = text
 
+    class Offered(Message):
+        """The suggestions' highlight moved, or they were taken or hidden (`offer` None)."""
+
+        def __init__(self, offer: Offer | None) -> None:
+            super().__init__()
+            self.offer = offer
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.sent: list[str] = []
         self._position: int | None = None  # index into history while walking it
         self._draft = ""
-        self.suggestions: tuple[Suggestion, ...] = ()  # set by the screen; Tab takes the first
+        self.offer: Offer | None = None  # set by the screen as the text changes
+
+    @property
+    def cycling(self) -> bool:
+        """The text is a suggestion Tab put there: the offer stays while Tab goes through it."""
+        offer = self.offer
+        return offer is not None and offer.taken and self.text == offer.text
 
     async def on_key(self, event: events.Key) -> None:
         """The prompt's own keys; any other goes on to `TextArea`'s handling (it runs after this
         one unless the key was taken: `prevent_default`)."""
-        if event.key == "enter":
+        key = event.key
+        if self.offer is not None and key in ("tab", "shift+tab", "up", "down", "enter", "escape"):
+            event.stop()
+            event.prevent_default()
+            self._choose(self.offer, key)
+            return
+        if key == "tab":  # nothing to complete: the prompt keeps the keyboard
+            event.stop()
+            event.prevent_default()
+            return
+        if key == "enter":
             event.stop()
             event.prevent_default()
             self._submit()
             return
-        if event.key == "tab" and self.suggestions:
-            event.stop()
-            event.prevent_default()
-            self.load_text(complete(self.text, self.suggestions[0]))
-            self.move_cursor(self.document.end)
-            return
-        if event.key in ("shift+enter", "ctrl+j"):
+        if key in ("shift+enter", "ctrl+j"):
             event.stop()
             event.prevent_default()
             self.insert("\n")
             return
-        if event.key == "up" and self.cursor_location[0] == 0 and self.sent:
+        if key == "up" and self.cursor_location[0] == 0 and self.sent:
             event.stop()
             event.prevent_default()
             self._walk(-1)
             return
-        if event.key == "down" and self._position is not None and self._on_last_line():
+        if key == "down" and self._position is not None and self._on_last_line():
             event.stop()
             event.prevent_default()
             self._walk(1)
             return
+        # Textual runs a widget's own bindings (Backspace, the arrows, Ctrl+K...) once the key
+        # has bubbled up to the app, after the characters that came in the same read of the
+        # terminal were inserted: "ab", Backspace, "c" left "ab". Run them here, in order.
+        action = own_actions(type(self)).get(key)
+        if action is not None and await self.app.run_action(action, self):
+            event.stop()
+            event.prevent_default()
+            return
+
+    def _choose(self, offer: Offer, key: str) -> None:
+        """A key while suggestions are shown: Tab/Shift+Tab put the next/previous one in the text
+        (the highlighted one at the first Tab; the only one, and the offer ends), Up/Down move
+        the highlight (the text follows once Tab has put one there), Enter takes the highlighted
+        one (and sends a command that needs no argument), Esc hides them."""
+        match key:
+            case "tab" | "shift+tab" if len(offer.suggestions) == 1:  # nothing to go through
+                self._take(offer)
+                return
+            case "tab" | "shift+tab":
+                step = 1 if key == "tab" else -1
+                chosen = replace(
+                    offer.moved(step) if offer.taken or step < 0 else offer, taken=True
+                )
+                self._show(chosen.text)
+            case "up" | "down":
+                chosen = offer.moved(-1 if key == "up" else 1)
+                if chosen.taken:
+                    self._show(chosen.text)
+            case "enter":
+                self._take(offer)
+                if offer.current.sends:
+                    self._submit()
+                return
+            case _:
+                self.offer = None
+                self.post_message(self.Offered(None))
+                return
+        self.offer = chosen
+        self.post_message(self.Offered(chosen))
+
+    def _take(self, offer: Offer) -> None:
+        """The highlighted suggestion into the text, and the offer over."""
+        self.offer = None
+        self.post_message(self.Offered(None))
+        self._show(offer.text)
+
+    def _show(self, text: str) -> None:
+        if text != self.text:
+            self.load_text(text)
+        self.move_cursor(self.document.end)
 
     def _on_last_line(self) -> bool:
         return self.cursor_location[0] == self.document.line_count - 1
@@ -121,3 +199,14 @@ class PromptInput(TextArea):
         current = self.text
         self.load_text(text if not current.strip() else f"{text}\n{current}")
         self.move_cursor(self.document.end)
+
+
+@cache
+def own_actions(cls: type[TextArea]) -> dict[str, str]:
+    """The action of each key `cls` and the classes it derives from bind (a subclass's binding
+    replaces its base's for the same key)."""
+    actions: dict[str, str] = {}
+    for base in reversed(cls.__mro__):
+        for binding in Binding.make_bindings(base.__dict__.get("BINDINGS", ())):
+            actions[binding.key] = binding.action
+    return actions
