@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import errno
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.attachment_files import attachments_of
 from engine.privacy import PrivacyClass
 from engine.tools import ToolContext, ToolOutput, default_registry
 
@@ -256,49 +253,3 @@ async def test_every_path_tool_refuses_escapes(
         assert "leak" not in out.content.replace(path, "")
     assert (root.parent / "outside.txt").read_text() == "outside secret\n"
     assert (root.parent / "outdir" / "leak.txt").read_text() == "leak\n"
-
-
-# --- a folder that cannot be searched ---------------------------------------------------------
-
-
-@pytest.fixture
-def unsearchable(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`secret/` as a folder the user may not search (mode 0 for another user): asking anything
-    of a path in it fails as the OS fails it. Tests run as root, for whom the mode denies
-    nothing, so the OS's answer is given here."""
-    folder = root / "secret"
-    folder.mkdir()
-    (folder / "x.txt").write_text("hidden\n")
-    real_stat = os.stat
-
-    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if Path(path).parent == folder:
-            raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", stat)
-    return folder
-
-
-async def test_a_file_in_a_folder_that_cannot_be_searched_is_reported_as_unreadable(
-    root: Path, ctx: ToolContext, unsearchable: Path
-) -> None:
-    """One wording for a file that cannot be read and one in a folder that cannot be searched
-    (the folder's gave a raw `PermissionError: [Errno 13] ...` from the tool runner)."""
-    expected = {
-        "read_file": ({"path": "secret/x.txt"}, "cannot read 'secret/x.txt': Permission denied"),
-        "edit_file": (
-            {"path": "secret/x.txt", "old": "hidden", "new": "shown"},
-            "cannot read 'secret/x.txt': Permission denied",
-        ),
-        "write_file": (
-            {"path": "secret/x.txt", "content": "new"},
-            "cannot write 'secret/x.txt': Permission denied",
-        ),
-        "list_files": ({"path": "secret/x.txt"}, "cannot list 'secret/x.txt': Permission denied"),
-    }
-    for tool, (arguments, said) in expected.items():
-        out = await call(ctx, tool, **arguments)
-        assert (out.is_error, out.content) == (True, said), tool
-    attached, problems = attachments_of("see @secret/x.txt", root)
-    assert (attached, problems) == ([], ["cannot read 'secret/x.txt': Permission denied"])

@@ -98,6 +98,10 @@ class WatchArea:
             self._digest = ""
             text = f"Watched file {self.path}: ({read.kind}, not a regular file; not shown)"
             return [Message(Role.user, text, self.source)]
+        if isinstance(read, OSError):
+            self._digest = ""
+            text = f"Watched file {self.path}: (cannot read it: {read.strerror or read})"
+            return [Message(Role.user, text, self.source)]
         data, size = read
         self._digest = self._hash(data, size)
         shown = data.decode("utf-8", errors="replace")
@@ -154,19 +158,20 @@ class WatchArea:
             return None
         return (stat.st_mtime_ns, stat.st_size)
 
-    def _read(self) -> tuple[bytes, int] | NotRegularFileError | None:
+    def _read(self) -> tuple[bytes, int] | OSError | None:
         """The first `max_bytes` bytes and the file's size (never more is read); the refusal for
-        a FIFO, device or directory, which is never opened; None for a missing file."""
+        a FIFO, device or directory, which is never opened; the error of a file that cannot be
+        read (itself or a folder on its way unreadable); None for a missing file."""
         if self._escaped():
             return None
         try:
             with open_regular(self._target, self.path) as handle:
                 data = handle.read(self.max_bytes)
                 size = max(os.fstat(handle.fileno()).st_size, len(data))
-        except NotRegularFileError as refused:
-            return refused
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as error:
+            return error
         return data, size
 
     @staticmethod

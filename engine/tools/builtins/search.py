@@ -94,9 +94,12 @@ class Search(Tool[SearchArgs]):
         where = confine(ctx, args.path)
         if isinstance(where, ToolOutput):
             return where
-        if not where.target.exists():
-            return ToolOutput.error(f"path {args.path!r} not found")
-        found = _Findings(single_file=not where.target.is_dir())
+        try:
+            if not where.target.exists():
+                return ToolOutput.error(f"path {args.path!r} not found")
+            found = _Findings(single_file=not where.target.is_dir())
+        except OSError as error:
+            return ToolOutput.error(f"cannot search {args.path!r}: {error.strerror or error}")
         deadline = time.monotonic() + ctx.timeout
         for file in _walk(where):
             if stop.is_set():
