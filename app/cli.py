@@ -12,7 +12,6 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -597,11 +596,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     if not page.sessions:
         print("no sessions" + ("" if cwd is None else f" in {cwd} (use --all for every workspace)"))
         return EXIT_OK
-    for info in page.sessions:
-        when = datetime.fromtimestamp(info.updated).strftime("%Y-%m-%d %H:%M")
-        turns = counted(info.turns, "turn", width=4)
-        events = counted(info.event_count, "event", width=6)
-        print(f"{info.id}  {when}  {turns}  {events}  {info.model or '-':<12} {info.title}")
+    from app.session_rows import session_table
+
+    # a header row even when piped, as `ps` prints one: scripts read `--json`
+    for line in session_table(page.sessions, workspaces=cwd is None):
+        print(line)
     return EXIT_OK
 
 

@@ -68,15 +68,13 @@ async def export(args: argparse.Namespace) -> int:
     async with await _store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
-    text = render(info, events, args.format, max_class=max_class)
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(render(info, events, args.format, max_class=max_class))
         return 0
+    from app.session_export import write_export
+
     output: Path = args.output
-    try:
-        await asyncio.to_thread(output.write_text, text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    await write_export(info, events, args.format, output, max_class=max_class, overwrite=True)
     print(f"exported {info.id} to {output}", file=sys.stderr)
     return 0
 

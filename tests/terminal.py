@@ -80,6 +80,8 @@ class Terminal:
         environment["TERM"] = "xterm-256color"
         environment.update(env or {})
         argv = trellis_argv(list(args))
+        self.cwd = cwd
+        """The folder the program runs in (its workspace)."""
         self.pressed: list[str] = []
         """Every key `press` sent, by its Textual name, in order (the key tests check a step
         pressed the keys it says it covers)."""

@@ -369,14 +369,25 @@ class TrellisApp(App[None]):
         # stored as the workspace is: a name that is not UTF-8 escaped (engine.os_text)
         here = await self.store.list(cwd=storable_os_text(str(self._cwd)), limit=BROWSER_LIMIT)
         everywhere = await self.store.list(limit=BROWSER_LIMIT)
-        browser = SessionBrowser(here.sessions, everywhere.sessions, str(self._cwd))
+        browser = SessionBrowser(
+            here.sessions,
+            everywhere.sessions,
+            str(self._cwd),
+            current=self._open_session_id(),
+            write=self._write_export,
+        )
         await self.push_screen(browser, callback=self._chosen)
+
+    def _open_session_id(self) -> str | None:
+        """The session this console shows: its own, or the one it follows read-only."""
+        if self.agent is not None:
+            return self.agent.session_id
+        return self.followed.session_id if self.followed is not None else None
 
     async def _chosen(self, choice: SessionChoice | None) -> None:
         if choice is None or self.store is None:
             return
         info = choice.session
-        current = self.agent.session_id if self.agent is not None else None
         try:
             match choice.action:
                 case "resume":
@@ -387,11 +398,8 @@ class TrellisApp(App[None]):
                     fork = await self.store.fork(info.id, info.event_count)
                     self.notify(f"forked {info.id[:8]} into {fork.id[:8]}; opening the fork")
                     await self._switch_to(fork.id)
-                case "export":
-                    path = await self._export(info)
-                    self.notify(f"exported to {path}", markup=False)
                 case "delete":
-                    if info.id == current:
+                    if info.id == self._open_session_id():
                         self.notify("the open session cannot be deleted", severity="error")
                         return
                     await self.store.delete(info.id)
@@ -411,15 +419,16 @@ class TrellisApp(App[None]):
             self.pop_screen()
         await self._open_session(session_id)
 
-    async def _export(self, info: SessionInfo) -> Path:
-        from replay.export import export
+    async def _write_export(
+        self, info: SessionInfo, fmt: str, path: Path, *, overwrite: bool
+    ) -> None:
+        """The export dialog's writer: the stored log, read without its writer lease, rendered
+        and written as `trellis export -o` does (`app.session_export`)."""
+        from app.session_export import write_export
 
         assert self.store is not None
         loaded = await self.store.inspect(info.id)
-        text = export(loaded.info, loaded.events, "md")
-        path = self._cwd / f"trellis-{info.id[:8]}.md"
-        await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-        return path
+        await write_export(loaded.info, loaded.events, fmt, path, overwrite=overwrite)
 
     async def ask_permission(self, question: PermissionQuestion) -> PermissionAnswer:
         """The responder the Agent awaits: a dialog; a cancelled turn withdraws it."""

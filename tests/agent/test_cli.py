@@ -302,7 +302,8 @@ def test_sessions_lists_the_stored_sessions(env: Env) -> None:
     session_id = session_of(done.stderr)
     listed = env.run("sessions")
     assert listed.code == 0
-    (line,) = listed.stdout.splitlines()
+    header, line = listed.stdout.splitlines()
+    assert header.split() == ["ID", "UPDATED", "TURNS", "EVENTS", "MODEL", "TITLE"]
     assert line.startswith(session_id)
     assert line.rstrip().endswith("First prompt line")
 
@@ -335,7 +336,7 @@ def test_a_workspace_whose_name_is_not_utf8(env: Env, tmp_path: Path) -> None:
     assert done.code == 0, done.stderr
     session_id = session_of(done.stderr)
     listed = env.run("sessions", cwd=workspace)
-    assert (listed.code, listed.stdout.split()[:1]) == (0, [session_id])
+    assert (listed.code, listed.stdout.splitlines()[1].split()[:1]) == (0, [session_id])
     # resumed from elsewhere, it runs in its own workspace: the tool reads the file there
     resumed = env.run("run", "--resume", session_id, "-p", "read notes.txt", cwd=tmp_path)
     assert resumed.code == 0, resumed.stderr

@@ -210,17 +210,59 @@ def test_sessions_json_loads_no_event_model(tmp_path: Path) -> None:
     assert sorted(loaded & set(EVENT_MODELS)) == []
 
 
-def test_sessions_lists_one_line_each_with_counts_that_read_right(trellis: Cli) -> None:
+def test_sessions_prints_a_table_under_a_header(trellis: Cli) -> None:
     once = trellis.session("asked once")
     twice = trellis.session("asked twice")
     assert trellis("run", "--resume", twice, "-p", "and again")[0] == 0
     trellis.create("empty0")
+    code, out, _ = trellis("sessions")
+    assert code == 0
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "UPDATED", "TURNS", "EVENTS", "MODEL", "TITLE"]
+    lines = {line.split()[0]: line for line in rows}
+    assert set(lines) == {once, twice}  # "empty0" is in another workspace
+    at = {name: header.index(name) for name in header.split()}
+    for line in rows:  # each cell under its heading, the counts right-aligned under theirs
+        for name in ("UPDATED", "MODEL", "TITLE"):
+            assert line[at[name] - 2 : at[name] + 1].startswith("  ")
+            assert line[at[name]] != " "
+        for name in ("TURNS", "EVENTS"):
+            end = at[name] + len(name)
+            assert line[end - 1] != " "
+            assert line[end : end + 2] == "  "
+    counts = {s["id"]: s["events"] for s in json.loads(trellis("sessions", "--json")[1])}
+    assert lines[once].split()[3:5] == ["1", str(counts[once])]  # turns, events
+    assert lines[twice].split()[3] == "2"
+    assert lines[once].endswith("  asked once")
+    code, everywhere, _ = trellis("sessions", "--all")
+    assert "empty0" in everywhere
+    assert "\x1b[" not in out + everywhere
+
+
+def test_a_fork_says_of_what_in_the_list(trellis: Cli) -> None:
+    parent = trellis.session("the parent")
+    code, out, _ = trellis("fork", parent, "--at", "4")
+    assert code == 0
+    fork = out.strip()
+    code, out, _ = trellis("sessions")
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert lines[fork].endswith(f"  the parent  ↳ fork of {parent[:8]} @4")
+    assert lines[parent].endswith("  the parent")
+
+
+def test_sessions_of_every_workspace_name_theirs(
+    trellis: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    here = trellis.session("asked here")
+    trellis.create("elsewhere0")  # in /w
+    code, out, _ = trellis("sessions")
+    assert "WORKSPACE" not in out.splitlines()[0]
     code, out, _ = trellis("sessions", "--all")
     assert code == 0
-    lines = {line.split()[0]: line for line in out.splitlines()}
-    assert "   1 turn " in lines[once]
-    assert "asked once" in lines[once]
-    assert "   2 turns" in lines[twice]
-    assert "   0 turns       0 events" in lines["empty0"]
-    # one turn or many, the columns after the counts start at the same place
-    assert lines[once].index("  scripted") == lines[twice].index("  scripted")
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "UPDATED", "TURNS", "EVENTS", "MODEL", "WORKSPACE", "TITLE"]
+    lines = {line.split()[0]: line for line in rows}
+    column = header.index("WORKSPACE")
+    assert lines[here][column:] == "~/workspace  asked here"
+    assert lines["elsewhere0"][column:].rstrip() == "/w"

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
+from app.tui.screens.export import ExportDialog
+from app.tui.screens.help import screen_keys
 from app.tui.screens.main import MainScreen
 from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import ConfirmDelete, SessionBrowser
 from app.tui.widgets.entries import UserMessage
+from engine.store.base import SessionInfo
 from engine.store.sqlite import SQLiteStore
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_replay import stored_session
@@ -68,12 +74,12 @@ async def test_replay_fork_export_and_delete_from_the_browser(workspace: Path, d
         await browse(pilot)
         await pilot.press(*stored[:8])
         await pilot.press("ctrl+e")
-        for _ in range(200):
-            if (workspace / f"trellis-{stored[:8]}.md").exists():
-                break
-            await pilot.pause(0.01)
+        await until_screen(pilot, ExportDialog)
+        await pilot.press("enter")  # the defaults: Markdown, in the workspace
+        await until_screen(pilot, SessionBrowser)
         text = (workspace / f"trellis-{stored[:8]}.md").read_text(encoding="utf-8")
         assert "read notes.txt" in text
+        await pilot.press("escape")
         await browse(pilot)
         await pilot.press(*stored[:8])
         await pilot.press("ctrl+f")
@@ -105,3 +111,100 @@ async def test_f4_closes_the_browser_it_opened(workspace: Path, data: Path) -> N
         await pilot.press("f4")
         await until_screen(pilot, MainScreen)
         assert len(app.screen_stack) == depth - 1
+
+
+class NotedApp(ConsoleTestApp):
+    """The console, keeping what it notified (Pilot runs it without toasts)."""
+
+    def __init__(self, workspace: Path, data: Path, **kwargs: Any) -> None:
+        super().__init__(workspace, data, [], **kwargs)
+        self.noted: list[str] = []
+
+    def notify(self, message: str, **kwargs: Any) -> None:
+        self.noted.append(message)
+        super().notify(message, **kwargs)
+
+
+async def forked(data: Path, session_id: str) -> SessionInfo:
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        parent = await store.info(session_id)
+        return await store.fork(session_id, parent.event_count)
+
+
+def title_of(browser: SessionBrowser, session_id: str) -> str:
+    table = browser.query_one(DataTable)
+    title = table.get_row(session_id)[0]
+    assert isinstance(title, Text)
+    return title.plain
+
+
+async def test_a_fork_says_of_what_and_the_open_session_says_current(
+    workspace: Path, data: Path
+) -> None:
+    stored = await stored_session(workspace, data)
+    fork = await forked(data, stored)
+    app = NotedApp(workspace, data, session_id=fork.id)
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        assert browser.current == fork.id
+        fork_title, parent_title = title_of(browser, fork.id), title_of(browser, stored)
+        assert fork_title == f"read notes.txt  ● current  ↳ fork of {stored[:8]} @{fork.fork_seq}"
+        assert parent_title == "read notes.txt"
+
+
+async def test_delete_is_off_on_the_open_session_and_a_press_says_why(
+    workspace: Path, data: Path
+) -> None:
+    stored = await stored_session(workspace, data)
+    fork = await forked(data, stored)
+    app = NotedApp(workspace, data, session_id=fork.id)
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        await pilot.press(*fork.id[:8])  # the open session's row alone
+        assert browser.active_bindings["ctrl+d"].enabled is False  # the footer dims it
+        assert ("^d", "Delete", False) in screen_keys(browser)  # and so does F1
+        await pilot.press("home")  # in the filter, Ctrl+D would delete the character here
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        assert app.screen is browser  # no question asked
+        assert browser.query_one(Input).value == fork.id[:8]
+        assert app.noted[-1].startswith("This is the session open in the console")
+        browser.query_one(Input).value = stored[:8]  # another session: deleting asks
+        await pilot.pause()
+        assert browser.active_bindings["ctrl+d"].enabled is True
+        assert ("^d", "Delete", True) in screen_keys(browser)
+        await pilot.press("ctrl+d")
+        await until_screen(pilot, ConfirmDelete)
+        await pilot.press("n")
+        await until_screen(pilot, SessionBrowser)
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        assert {s.id for s in (await store.list()).sessions} >= {stored, fork.id}
+
+
+async def test_every_workspace_has_a_workspace_column(
+    workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(workspace.parent))
+    stored = await stored_session(workspace, data)
+    elsewhere = "/srv/builds/clients/acme/a-project-with-a-long-name/service"
+    async with SQLiteStore(data / "sessions.sqlite") as store:
+        other = await store.create(cwd=elsewhere)
+        await store.release(other.id)
+    app = NotedApp(workspace, data)
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        table = browser.query_one(DataTable)
+        assert [c.label.plain for c in table.ordered_columns][:2] == ["title", "updated"]
+        assert other.id not in [key.value for key in table.rows]
+        table.move_cursor(row=table.get_row_index(stored))
+        await pilot.press("ctrl+a")
+        await pilot.pause()
+        assert [c.label.plain for c in table.ordered_columns][:2] == ["title", "workspace"]
+        assert table.get_row(stored)[1].plain == "~/workspace"
+        shown = table.get_row(other.id)[1].plain  # the tail of a long path
+        assert shown.startswith("…"), shown
+        assert shown.endswith("long-name/service"), shown
+        assert table.cursor_row == table.get_row_index(stored)  # the same row still chosen
+        await pilot.press("ctrl+a")
+        await pilot.pause()
+        assert "workspace" not in [c.label.plain for c in table.ordered_columns]

@@ -253,7 +253,8 @@ def test_80_by_24(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
 
 
 class BrowserApp(App[None]):
-    """The browser alone, over fixed sessions: ids, times and paths are the same on every run."""
+    """The browser alone, over fixed sessions: ids, times and paths are the same on every run.
+    The third session is open, and forked once; one more session is in another workspace."""
 
     CURSOR_BLINK = False
 
@@ -264,20 +265,23 @@ class BrowserApp(App[None]):
                 cwd="/home/ada/project",
                 title=title,
                 model=model,
+                parent_id=parent,
+                fork_seq=None if parent is None else 40,
                 created=1_796_000_000.0 + 3600 * n,
                 updated=1_796_000_000.0 + 3600 * n + 600,
                 event_count=20 * n,
                 turns=n,
             )
-            for n, title, model in (
-                (3, "fix the flaky store test", "local"),
-                (2, "why does the build fail on CI?", "scripted"),
-                (1, "read the README and summarize", "scripted"),
+            for n, title, model, parent in (
+                (4, "fix the flaky store test", "local", "3" * 32),
+                (3, "fix the flaky store test", "local", None),
+                (2, "why does the build fail on CI?", "scripted", None),
+                (1, "read the README and summarize", "scripted", None),
             )
         ]
         elsewhere = SessionInfo(
             id="a" * 32,
-            cwd="/home/ada/other",
+            cwd="/srv/builds/clients/acme/release-tooling/scripts",
             title="plan the release",
             model="cloud",
             created=1_795_000_000.0,
@@ -285,16 +289,76 @@ class BrowserApp(App[None]):
             event_count=44,
             turns=4,
         )
-        self.push_screen(SessionBrowser(here, [*here, elsewhere], "/home/ada/project"))
+        browser = SessionBrowser(
+            here, [*here, elsewhere], "/home/ada/project", current="3" * 32, write=unwritten
+        )
+        self.push_screen(browser)
 
 
-def test_the_session_browser(snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TZ", "UTC")  # the times are shown in local time
+async def unwritten(info: SessionInfo, fmt: str, path: Path, *, overwrite: bool) -> None:
+    raise AssertionError("a snapshot writes no file")
+
+
+@pytest.fixture
+def fixed_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The times in UTC (they are shown in local time) and the home that `~` stands for."""
+    monkeypatch.setenv("TZ", "UTC")
     time.tzset()
+    monkeypatch.setenv("HOME", "/home/ada")
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_session_browser(snap_compare: SnapCompare) -> None:
+    """A fork says of what, the open session says current; on its row Delete is dimmed."""
 
     async def run(pilot: Pilot[None]) -> None:
         await pilot.pause()
+        await pilot.press("down")
+
+    assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_session_browser_filtered(snap_compare: SnapCompare) -> None:
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
         await pilot.press(*"build")
+
+    assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_session_browser_of_every_workspace(snap_compare: SnapCompare) -> None:
+    """Ctrl+A: a workspace column, `~` for home, a long path's tail."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press("ctrl+a")
+
+    assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_session_browser_of_every_workspace_at_80_by_24(snap_compare: SnapCompare) -> None:
+    """Narrow: the title gives way to its marks, which take a second line when it must."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press("ctrl+a")
+
+    assert snap_compare(BrowserApp(), terminal_size=(80, 24), run_before=run)
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_export_dialog(snap_compare: SnapCompare) -> None:
+    """Ctrl+E: the format (JSON chosen), the file in the workspace, the dialog's keys."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
 
     assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
 

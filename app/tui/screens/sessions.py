@@ -1,11 +1,13 @@
 """The session browser: this directory's sessions (all of them on a toggle), newest first, filtered by
-typing; open one to resume, replay, fork, export or delete it (delete asks first)."""
+typing; open one to resume, replay, fork, export or delete it (delete asks first). A fork says
+which session it came from, the session open in the console is marked current and cannot be
+deleted from here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from rich.text import Text
@@ -18,11 +20,61 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label
 
+from app.session_rows import ID_SHOWN, fork_note, home_text, short_workspace, updated_text
+from app.tui.screens.export import ExportDialog, SessionWriter
 from app.tui.widgets.key_footer import KeyFooter
 from engine.counts import counted
 from engine.store.base import SessionInfo
 
-Action = Literal["resume", "replay", "fork", "export", "delete"]
+Action = Literal["resume", "replay", "fork", "delete"]
+
+TITLE_MIN_WIDTH = 16
+"""Columns the title keeps however narrow the screen (the table scrolls sideways then)."""
+WORKSPACE_MIN_WIDTH = 12
+"""Columns the workspace keeps (its tail: the project's folder) when the title needs room."""
+MODEL_MAX_WIDTH = 16
+"""Columns of the model column at most; a longer name ends in `…`."""
+TITLE_BESIDE_MARKS = 8
+"""Columns of the title kept on the line of its marks (`current`, the fork note); with less room
+the marks go on a second line of the row."""
+
+
+def fitted(text: str, width: int) -> Text:
+    """`text` literally, on one line, cut to `width` with `…`."""
+    cell = Text(text, no_wrap=True, overflow="ellipsis")
+    cell.truncate(width, overflow="ellipsis")
+    return cell
+
+
+def title_cell(info: SessionInfo, current: str | None, width: int, accent: str) -> tuple[Text, int]:
+    """The title cell and the row's height: the title, then `current` on the open session and
+    the fork note on a fork. A fork starts with its parent's title and these tell the rows apart,
+    so in a narrow column the title gives way to them (the fork note in its compact form when
+    even alone it would not fit), and below `TITLE_BESIDE_MARKS` they take a second line."""
+    marks = _marks(info, current, accent, compact=False)
+    if marks.cell_len > width:
+        marks = _marks(info, current, accent, compact=True)
+    title = fitted(info.title or "(untitled)", width)
+    if not info.title:
+        title.stylize("dim")
+    if not marks:
+        return title, 1
+    if title.cell_len + 2 + marks.cell_len <= width:
+        return Text.assemble(title, "  ", marks, no_wrap=True), 1
+    if width - 2 - marks.cell_len >= TITLE_BESIDE_MARKS:
+        title.truncate(width - 2 - marks.cell_len, overflow="ellipsis")
+        return Text.assemble(title, "  ", marks, no_wrap=True), 1
+    marks.truncate(width, overflow="ellipsis")
+    return Text.assemble(title, "\n", marks), 2
+
+
+def _marks(info: SessionInfo, current: str | None, accent: str, *, compact: bool) -> Text:
+    marks = Text(no_wrap=True)
+    if info.id == current:
+        marks.append("● current", style=f"bold {accent}")
+    if note := fork_note(info, compact=compact):
+        marks.append(("  " if marks else "") + note, style="dim")
+    return marks
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,40 +135,56 @@ class ConfirmDelete(ModalScreen[bool]):
 
 
 class SessionBrowser(Screen[SessionChoice | None]):
-    """Enter resumes; ^R replays, ^F forks, ^E exports, ^D deletes; ^A shows every workspace."""
+    """Enter resumes; ^R replays, ^F forks, ^E exports (a dialog asks format and file), ^D
+    deletes; ^A shows every workspace."""
 
     DEFAULT_CSS = """
     SessionBrowser Input { margin: 0 1; }
     SessionBrowser DataTable { height: 1fr; }
     """
 
-    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("choose('export')", "choose('fork')", "toggle_all")
+    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("export", "choose('fork')", "toggle_all")
     """What the footer leaves out first when it is narrow (`KeyFooter`): the rarest actions."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "choose('resume')", "Resume", priority=True),
         Binding("ctrl+r", "choose('replay')", "Replay", priority=True),
         Binding("ctrl+f", "choose('fork')", "Fork", priority=True),
-        Binding("ctrl+e", "choose('export')", "Export", priority=True),
+        Binding("ctrl+e", "export", "Export", priority=True),
         Binding("ctrl+d", "delete", "Delete", priority=True),
+        # on the open session Delete is shown disabled and this says why (`check_action`): the
+        # key would otherwise reach the filter, where it deletes a character
+        Binding("ctrl+d", "refuse_delete", show=False, priority=True),
         Binding("ctrl+a", "toggle_all", "All workspaces", priority=True),
         Binding("escape", "close", "Back"),
         # F4 opened the browser and closes it: the app's F4 would stack another browser on it
         Binding("f4", "close", "Close", show=False),
-        Binding("down", "move(1)", show=False),
-        Binding("up", "move(-1)", show=False),
+        Binding("down", "move(1)", show=False, priority=True),
+        Binding("up", "move(-1)", show=False, priority=True),
     ]
 
     show_all: reactive[bool] = reactive(False)
 
     def __init__(
-        self, sessions: Sequence[SessionInfo], everywhere: Sequence[SessionInfo], cwd: str
+        self,
+        sessions: Sequence[SessionInfo],
+        everywhere: Sequence[SessionInfo],
+        cwd: str,
+        *,
+        current: str | None,
+        write: SessionWriter,
     ) -> None:
         super().__init__()
         self.here = tuple(sessions)
         self.everywhere = tuple(everywhere)
         self.cwd = cwd
+        self.current = current
+        """The id of the session open in the console, if any."""
+        self.write = write
         self._shown: list[SessionInfo] = []
+        self._words = ""
+        """The filter the list was last filled with."""
+        self._home = home_text()
 
     def compose(self) -> ComposeResult:
         yield Label(id="scope")
@@ -125,8 +193,6 @@ class SessionBrowser(Screen[SessionChoice | None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("title", "updated", "turns", "model", "id")
         self._fill()
         search = self.query_one(Input)
         search.cursor_blink = bool(getattr(self.app, "CURSOR_BLINK", True))
@@ -134,14 +200,24 @@ class SessionBrowser(Screen[SessionChoice | None]):
 
     def watch_show_all(self, _: bool) -> None:
         if self.is_mounted:
-            self._fill()
+            self._fill(keep=True)
 
     @on(Input.Changed)
-    def _filtered(self) -> None:
-        self._fill()
+    def _filtered(self, event: Input.Changed) -> None:
+        # the field says it changed once when it mounts too; refilling then would move the
+        # highlight back to the first row under an arrow key pressed meanwhile
+        if event.value != self._words:
+            self._fill()
 
-    def _fill(self) -> None:
-        words = self.query_one(Input).value
+    def on_resize(self) -> None:
+        if self.is_mounted:
+            self._fill(keep=True)
+
+    def _fill(self, *, keep: bool = False) -> None:
+        """The sessions that match the filter, the first highlighted (with `keep`, the one that
+        was, if it is still listed)."""
+        was = self._selected() if keep else None
+        words = self._words = self.query_one(Input).value
         pool = self.everywhere if self.show_all else self.here
         self._shown = [info for info in pool if matches(info, words)]
         scope = "every workspace" if self.show_all else self.cwd
@@ -153,36 +229,124 @@ class SessionBrowser(Screen[SessionChoice | None]):
             )
         )
         table = self.query_one(DataTable)
-        table.clear()
-        for info in self._shown:
-            when = datetime.fromtimestamp(info.updated).strftime("%Y-%m-%d %H:%M")
-            table.add_row(  # Text: a str cell of a DataTable is read as markup
-                Text(info.title) if info.title else Text("(untitled)", style="dim"),
-                when,
-                str(info.turns),
-                Text(info.model),
-                info.id[:8],
-                key=info.id,
-            )
+        table.clear(columns=True)
+        widths = self._widths(table)
+        accent = self.app.current_theme.accent or "bold"
+        titled = [title_cell(info, self.current, widths["title"], accent) for info in self._shown]
+        for label, width in widths.items():
+            table.add_column(label, width=width, key=label)
+        for info, (title, height) in zip(self._shown, titled, strict=True):
+            workspace = widths.get("workspace", 0)
+            cells = {
+                "workspace": short_workspace(info.cwd, home=self._home, width=workspace),
+                "updated": updated_text(info),
+                "turns": str(info.turns),
+                "model": info.model,
+                "id": info.id[:ID_SHOWN],
+            }
+            # Text, not str: a string cell is read as markup, and these are the user's words
+            row = [fitted(cells[label], widths[label]) for label in widths if label != "title"]
+            table.add_row(title, *row, key=info.id, height=height)
+        if was is not None and was in self._shown:
+            table.move_cursor(row=self._shown.index(was))
+        self.refresh_bindings()
+
+    def _widths(self, table: DataTable[object]) -> dict[str, int]:
+        """Each column's width, in the order shown: every column as wide as its widest cell (a
+        model name at most `MODEL_MAX_WIDTH`), the workspace and then the title sharing what is
+        left of the screen. Set here, not measured by the table, so a resize refits them."""
+        shown = self._shown
+        widths = {
+            "title": 0,
+            "updated": len(updated_text(shown[0])) if shown else len("updated"),
+            "turns": max([len("turns"), *(len(str(info.turns)) for info in shown)]),
+            "model": min(MODEL_MAX_WIDTH, max([len("model"), *(len(i.model) for i in shown)])),
+            "id": ID_SHOWN,
+        }
+        padding = 2 * table.cell_padding
+        spare = self.size.width - table.styles.scrollbar_size_vertical
+        spare -= sum(widths.values()) + padding * len(widths)
+        if self.show_all:
+            natural = [short_workspace(info.cwd, home=self._home) for info in shown]
+            workspace = max([len("workspace"), *map(len, natural)])
+            spare -= padding
+            workspace = min(workspace, max(WORKSPACE_MIN_WIDTH, spare * 2 // 5))
+            spare -= workspace
+            widths = {"title": 0, "workspace": workspace, **widths}
+        widths["title"] = max(TITLE_MIN_WIDTH, spare)
+        return widths
+
+    @on(DataTable.RowHighlighted)
+    def _row_changed(self) -> None:
+        self.refresh_bindings()  # Delete is off on the open session's row
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Delete shows disabled on the open session's row, where `refuse_delete` takes its key."""
+        on_current = (info := self._selected()) is not None and info.id == self.current
+        if action == "delete":
+            return None if on_current else True
+        if action == "refuse_delete":
+            return on_current
+        return True
 
     def _selected(self) -> SessionInfo | None:
+        if not self._shown:
+            return None
         table = self.query_one(DataTable)
-        if not self._shown or table.cursor_row < 0:
+        if table.cursor_row < 0:
             return None
         return self._shown[min(table.cursor_row, len(self._shown) - 1)]
 
+    def _after_typing(self, act: Callable[[SessionInfo], object]) -> None:
+        """Run `act` on the highlighted session once the filter has taken every key typed before
+        this one. The row keys are priority bindings, run as their key arrives, while the field
+        takes the characters typed just before (a paste, a fast typist) only when it gets to
+        them: it runs `act` after those, on the list they leave."""
+
+        def run() -> None:
+            if not self.is_current:  # a key before this one closed the browser
+                return
+            if self.query_one(Input).value != self._words:
+                self._fill()
+            if (info := self._selected()) is not None:
+                act(info)
+
+        self.query_one(Input).call_later(run)
+
     def action_move(self, delta: int) -> None:
         table = self.query_one(DataTable)
-        table.move_cursor(row=table.cursor_row + delta)
+        self._after_typing(lambda _: table.move_cursor(row=table.cursor_row + delta))
 
     def action_choose(self, action: Action) -> None:
-        info = self._selected()
-        if info is not None:
-            self.dismiss(SessionChoice(action, info))
+        self._after_typing(lambda info: self.dismiss(SessionChoice(action, info)))
+
+    def action_export(self) -> None:
+        """A dialog asks the format and the file; the browser stays open behind it."""
+        self._after_typing(self._export)
+
+    def _export(self, info: SessionInfo) -> None:
+        def written(path: Path | None) -> None:
+            if path is not None:
+                self.notify(f"exported {info.title or info.id[:ID_SHOWN]} to {path}", markup=False)
+
+        dialog = ExportDialog(info, folder=Path(self.cwd), write=self.write)
+        self.app.push_screen(dialog, callback=written)
 
     def action_delete(self) -> None:
-        info = self._selected()
-        if info is None:
+        self._after_typing(self._delete)
+
+    def action_refuse_delete(self) -> None:
+        self._after_typing(self._delete)
+
+    def _delete(self, info: SessionInfo) -> None:
+        """Ask, then delete; on the open session say why not (the row the key found may have
+        changed under the keys typed before it, so this decides again)."""
+        if info.id == self.current:
+            self.notify(
+                "This is the session open in the console: open another one first to delete it.",
+                severity="warning",
+                markup=False,
+            )
             return
 
         def confirmed(yes: bool | None) -> None:

@@ -8,6 +8,7 @@ import re
 
 import pexpect
 
+from app.tui.screens.export import ExportDialog, FileField, FormatList
 from app.tui.screens.replay import NO_SEQ, ReplayScreen
 from app.tui.screens.sessions import ConfirmDelete, SessionBrowser
 from engine.gateway.scripted import Reply
@@ -94,11 +95,41 @@ def fork(terminal: Terminal) -> None:
 
 
 @CHECKS.step(SessionBrowser, "ctrl+e")
+@CHECKS.step(ExportDialog, "escape")
+@CHECKS.step(FormatList, "enter")
+@CHECKS.step(FileField, "enter")
 def export(terminal: Terminal) -> None:
-    """Ctrl+E exports the chosen session."""
+    """Ctrl+E asks the format and the file: Esc writes nothing, Enter on the format list writes
+    the highlighted format to the file shown, Enter in the file field writes to the file typed."""
     browse(terminal, "third session")
     terminal.press("ctrl+e")
-    terminal.wait_for("exported to")
+    terminal.wait_for("Export session")
+    terminal.press("down")  # JSON
+    terminal.wait_for(".json")
+    terminal.press("escape")
+    terminal.wait_gone("Export session")
+    assert not list(terminal.cwd.glob("trellis-*"))
+    terminal.press("ctrl+e")
+    terminal.wait_for("Export session")
+    terminal.press("down")
+    terminal.wait_for(".json")
+    terminal.press("enter")
+    terminal.wait_gone("Export session")
+    terminal.wait_for("exported third session to")
+    (written,) = terminal.cwd.glob("trellis-*.json")
+    assert '"third session"' in written.read_text(encoding="utf-8")
+    terminal.press("ctrl+e")
+    terminal.wait_for("Export session")
+    terminal.press("tab")
+    terminal.settle()  # keys typed before the focus moved would go to the list
+    terminal.press("ctrl+u")
+    terminal.write("third.md")
+    terminal.wait_for("third.md")
+    terminal.press("enter")
+    terminal.wait_gone("Export session")
+    assert "third session" in (terminal.cwd / "third.md").read_text(encoding="utf-8")
+    terminal.press("escape")
+    terminal.wait_gone("Sessions of")
 
 
 @CHECKS.step(SessionBrowser, "ctrl+d")
