@@ -114,6 +114,15 @@ def server_of(name: str, servers: Sequence[LocalServer]) -> LocalServer | None:
     return next((server for server in servers if server.name == prefix), None)
 
 
+def provider_of(config: Config, name: str, servers: Sequence[LocalServer]) -> str | None:
+    """The provider of the model `name` as a stored session's bind names it: the entry's, or
+    `openai` for a model of a local server (they speak its API), without asking the server;
+    None for a name neither knows (an entry since removed from the config)."""
+    if name in config.models:
+        return config.models[name].provider
+    return "openai" if server_of(name, servers) is not None else None
+
+
 async def with_named_local_models(
     config: Config, names: Iterable[str | None], servers: Sequence[LocalServer]
 ) -> Config:

@@ -177,6 +177,11 @@ class Timeline:
         self._gathered: tuple[int, Context] | None = None
         self._checkpoint()
 
+    @property
+    def gateway_type(self) -> GatewayType:
+        """The provider whose wire shape the requests are projected into."""
+        return self._gateway_type
+
     @classmethod
     def of(
         cls,

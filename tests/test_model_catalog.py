@@ -20,6 +20,7 @@ from engine.model_catalog import (
     environment_models,
     local_models,
     model_choices,
+    provider_of,
     with_named_local_models,
 )
 from engine.privacy import PrivacyClass
@@ -309,3 +310,13 @@ def test_an_untrusted_project_may_turn_discovery_off_but_not_on(tmp_path: Path) 
     assert [s.key for s in loaded.project.skipped] == ["discovery.local"]
     off = project(tmp_path, "[discovery]\nlocal = false\n")
     assert load_config(off, user_file=write(tmp_path / "u2.toml", "")).discovery.local is False
+
+
+def test_a_stored_bind_s_provider_is_its_entry_s_or_a_local_server_s() -> None:
+    config = Config()
+    servers = [LocalServer(name="ollama", label="Ollama", port=11434)]
+    assert provider_of(config, "scripted", servers) == "scripted"
+    assert provider_of(config, "ollama/qwen3:8b", servers) == "openai"
+    assert provider_of(config, "lmstudio/qwen3", servers) is None  # no such server named
+    assert provider_of(config, "ollama/", servers) is None
+    assert provider_of(config, "gone", servers) is None

@@ -234,8 +234,14 @@ class TrellisApp(App[None]):
         events = loaded.events
         binds = [e.data.model for e in events if isinstance(e.data, ModelBind)]
         provider = "scripted"
-        if binds and binds[-1] in self._config.models:
-            provider = self._config.models[binds[-1]].provider
+        if binds:
+            # the wire shape of the requests the session sent: its last model's provider
+            # (`ollama/qwen3` is a local server's, in OpenAI's shape)
+            from engine.local_servers import local_servers
+            from engine.model_catalog import provider_of
+
+            known = self._config.with_models(self._found)
+            provider = provider_of(known, binds[-1], local_servers()) or provider
         await self.push_screen(
             ReplayScreen(
                 events,

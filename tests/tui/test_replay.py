@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from app.tui.app import TrellisApp
@@ -18,12 +19,15 @@ from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import open_agent
 from engine.config import Config
 from engine.context.areas import NoticeArea
+from engine.gateway.base import GatewayType
 from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.local_servers import SERVERS_ENV
 from engine.message import ToolCall
 from engine.store.settings import StoreSettings
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
+from tests.local_model_server import ModelListServer
 
 
 def stepping_clock(start: float = 1_796_000_000.0, step: float = 0.25) -> Callable[[], float]:
@@ -96,6 +100,30 @@ async def test_a_replay_opened_in_a_narrow_terminal_starts_without_the_panel(
         await pilot.resize_terminal(110, 24)
         await pilot.pause()
         assert panel.display
+
+
+async def test_a_session_of_a_local_server_s_model_replays_in_openai_s_shape(
+    workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server's model is in no config file: its provider is told by its name (the
+    server answered when the session ran; it need not run for the replay)."""
+    with ModelListServer(["qwen3:8b"]) as ollama:
+        async with SQLiteStore(data / "sessions.sqlite") as store:
+            agent = await open_agent(
+                config=Config(),
+                cwd=workspace,
+                store=store,
+                model="ollama/qwen3:8b",
+                gateway=ScriptedGateway([Reply(text="hi")]),
+                local_servers=[ollama.server()],
+            )
+            await agent.send("hello")
+            await agent.dispose()
+        monkeypatch.setenv(SERVERS_ENV, f"ollama={ollama.port}")
+    app = replay_app(workspace, data, agent.session_id)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await opened(pilot)
+        assert screen.timeline.gateway_type is GatewayType.openai
 
 
 def bar(screen: ReplayScreen) -> str:
