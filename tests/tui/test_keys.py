@@ -206,7 +206,7 @@ async def test_each_screens_footer_takes_the_roomiest_style_its_keys_fit_in(
         await until_screen(pilot, SessionBrowser)
         assert (False, True) in await styles_across_widths(pilot)
         browser = app.screen.query_one(KeyFooter)
-        assert browser.left_out == {"choose('export')"}  # at 80 columns
+        assert browser.left_out == {"export"}  # at 80 columns
         await pilot.resize_terminal(160, 30)
         await pilot.press("ctrl+r")
         await until_screen(pilot, ReplayScreen)
