@@ -77,8 +77,14 @@ def test_the_browser_s_keys(tmp_path: Path) -> None:
         terminal.wait_gone("plan the release")
 
         # Ctrl+E: the export dialog; ↓ chooses the format, Enter writes it in the workspace
-        terminal.write(stored[:8])  # the filter: the stored session's row alone
+        # the filter: the stored session's row alone; a Backspace in the same burst of keys
+        # takes the character before it, not one typed after it
+        terminal.write(stored[:7] + "z\x7f" + stored[7])
         terminal.wait_until(lambda text: fork[:8] not in text, what="the filtered list")
+        terminal.wait_until(
+            lambda text: any(f"▊  {stored[:8]} " in line for line in text.splitlines()),
+            what=f"the filter reading {stored[:8]}",
+        )
         terminal.press("ctrl+e")
         terminal.wait_for("Export session")
         terminal.press("down", "down")
@@ -104,7 +110,7 @@ def test_the_browser_s_keys(tmp_path: Path) -> None:
         terminal.write("missing/x.md\r")
         terminal.wait_for("No such file or directory")
         terminal.press("ctrl+u")
-        terminal.write("x.md\r")
+        terminal.write("x.mq\x7fd\r")  # typed in one burst: the Backspace in its place
         terminal.wait_gone("Export session")
         assert "read notes.txt" in (workspace / "x.md").read_text(encoding="utf-8")
 

@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from app.session_rows import ID_SHOWN
 from app.tui.widgets.key_footer import KeyFooter
+from app.tui.widgets.ordered_keys import OrderedInput
 from engine.errors import TrellisError
 from engine.store.base import SessionInfo
 
@@ -69,7 +70,7 @@ class FormatList(OptionList):
         self.post_message(self.Chosen())
 
 
-class FileField(Input):
+class FileField(OrderedInput):
     """The file to write; Enter exports (the footer says so)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "submit", "Export")]

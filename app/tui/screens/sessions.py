@@ -23,6 +23,7 @@ from textual.widgets import Button, DataTable, Input, Label
 from app.session_rows import ID_SHOWN, fork_note, home_text, short_workspace, updated_text
 from app.tui.screens.export import ExportDialog, SessionWriter
 from app.tui.widgets.key_footer import KeyFooter
+from app.tui.widgets.ordered_keys import OrderedInput
 from engine.counts import counted
 from engine.store.base import SessionInfo
 
@@ -188,7 +189,9 @@ class SessionBrowser(Screen[SessionChoice | None]):
 
     def compose(self) -> ComposeResult:
         yield Label(id="scope")
-        yield Input(placeholder="type to filter by title, id, model or workspace", id="filter")
+        yield OrderedInput(
+            placeholder="type to filter by title, id, model or workspace", id="filter"
+        )
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()
 

@@ -5,7 +5,6 @@ Enter and Esc choose among them."""
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cache
 from typing import ClassVar
 
 from textual import events
@@ -14,6 +13,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from app.tui.completion import Offer
+from app.tui.widgets.ordered_keys import run_own_binding
 
 
 class PromptInput(TextArea):
@@ -115,14 +115,8 @@ class PromptInput(TextArea):
             event.prevent_default()
             self._walk(1)
             return
-        # Textual runs a widget's own bindings (Backspace, the arrows, Ctrl+K...) once the key
-        # has bubbled up to the app, after the characters that came in the same read of the
-        # terminal were inserted: "ab", Backspace, "c" left "ab". Run them here, in order.
-        action = own_actions(type(self)).get(key)
-        if action is not None and await self.app.run_action(action, self):
-            event.stop()
-            event.prevent_default()
-            return
+        # Backspace, the arrows, Ctrl+K...: in the order typed (`ordered_keys`)
+        await run_own_binding(self, event)
 
     def _choose(self, offer: Offer, key: str) -> None:
         """A key while suggestions are shown: Tab/Shift+Tab put the next/previous one in the text
@@ -199,14 +193,3 @@ class PromptInput(TextArea):
         current = self.text
         self.load_text(text if not current.strip() else f"{text}\n{current}")
         self.move_cursor(self.document.end)
-
-
-@cache
-def own_actions(cls: type[TextArea]) -> dict[str, str]:
-    """The action of each key `cls` and the classes it derives from bind (a subclass's binding
-    replaces its base's for the same key)."""
-    actions: dict[str, str] = {}
-    for base in reversed(cls.__mro__):
-        for binding in Binding.make_bindings(base.__dict__.get("BINDINGS", ())):
-            actions[binding.key] = binding.action
-    return actions
