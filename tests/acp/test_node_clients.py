@@ -1,0 +1,153 @@
+"""Trellis through ACP clients of other authors: the official TypeScript SDK's client and acpx
+start `trellis acp` as their agent, over stdio, and use it as an editor would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.acp.node_peers import Place, acpx_run, sdk_run
+
+INIT = {
+    "method": "initialize",
+    "params": {
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+    },
+}
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Place:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    return Place(workspace=workspace, home=tmp_path / "home")
+
+
+def script(place: Place, replies: list[dict[str, Any]]) -> list[str]:
+    """`--script FILE` for `trellis acp`: the offline model's replies, in order."""
+    path = place.home / "replies.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"replies": replies}), encoding="utf-8")
+    return ["--script", str(path)]
+
+
+def updates(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        line["params"]["update"]
+        for line in lines
+        if line["kind"] == "notification"
+        and line["method"] == "session/update"
+        and line["params"]["update"]["sessionUpdate"] == kind
+    ]
+
+
+def response(lines: list[dict[str, Any]], method: str) -> dict[str, Any]:
+    (found,) = [
+        line for line in lines if line.get("method") == method and line["kind"] != "notification"
+    ]
+    assert found["kind"] == "response", found
+    result: dict[str, Any] = found["result"]
+    return result
+
+
+def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(place: Place) -> None:
+    replies = script(
+        place,
+        [
+            {
+                "text": "Writing it.",
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "new.txt", "content": "hello\n"}}
+                ],
+            },
+            {"text": "Done."},
+        ],
+    )
+    cwd = str(place.workspace)
+    lines = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": []},
+                "save": {"sid": "sessionId"},
+            },
+            {
+                "method": "session/prompt",
+                "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write it"}]},
+            },
+        ],
+        agent_args=replies,
+    )
+    assert response(lines, "session/prompt") == {"stopReason": "end_turn"}
+    assert (place.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
+    (asked,) = [line for line in lines if line["kind"] == "request"]
+    assert asked["method"] == "session/request_permission"
+    (call,) = updates(lines, "tool_call")
+    assert call["kind"] == "edit"
+    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
+    assert [u["toolCallId"] for u in done] == [call["toolCallId"]]
+    text = "".join(u["content"]["text"] for u in updates(lines, "agent_message_chunk"))
+    assert text == "Writing it.Done."
+    session_id = response(lines, "session/new")["sessionId"]
+
+    # another client process loads the stored session: the SDK reads the replay as it arrives
+    loaded = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/load",
+                "params": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
+            },
+        ],
+    )
+    response(loaded, "session/load")
+    (said,) = updates(loaded, "user_message_chunk")
+    assert said["content"]["text"] == "write it"
+    assert [u["toolCallId"] for u in updates(loaded, "tool_call")] == [call["toolCallId"]]
+    replayed = "".join(u["content"]["text"] for u in updates(loaded, "agent_message_chunk"))
+    assert replayed == "Writing it.Done."
+
+
+def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(place: Place) -> None:
+    lines = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/load",
+                "params": {"sessionId": "f" * 32, "cwd": str(place.workspace), "mcpServers": []},
+            },
+        ],
+    )
+    (failed,) = [line for line in lines if line["kind"] == "error"]
+    assert failed["error"]["code"] == -32002
+    assert "no session with id" in failed["error"]["message"]
+
+
+def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None:
+    replies = script(
+        place,
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "by-acpx.txt", "content": "x\n"}}
+                ]
+            },
+            {"text": "Wrote by-acpx.txt."},
+        ],
+    )
+    done = acpx_run(place, "--approve-all", "exec", "write the file", agent_args=replies)
+    assert done.returncode == 0, done.stderr[-3000:]
+    messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    prompt_ids = {m["id"] for m in messages if m.get("method") == "session/prompt"}
+    (answer,) = [m for m in messages if "result" in m and m.get("id") in prompt_ids]
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert (place.workspace / "by-acpx.txt").read_text(encoding="utf-8") == "x\n"
+    assert any(m.get("method") == "session/request_permission" for m in messages)
