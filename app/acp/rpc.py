@@ -25,6 +25,14 @@ MAX_INCOMING_BYTES = 16 * 1024 * 1024
 
 RequestId = int | str | None
 
+# JSON-RPC 2.0's own error codes
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800  # ACP's answer to a request the client withdrew (`$/cancel_request`)
+
 # Trellis's own error codes (JSON-RPC leaves -32000..-32099 to servers; ACP uses -32000 and -32002)
 UNKNOWN_SESSION = -32002  # ACP's "resource not found"
 SESSION_BUSY = -32010
@@ -66,18 +74,21 @@ def parse(text: str) -> Incoming:
     except (ValueError, RecursionError) as error:
         raise BadMessage(RequestError.parse_error({"details": str(error)[:200]})) from None
     if not isinstance(message, dict):
-        raise BadMessage(RequestError(-32600, "Invalid request: a message must be a JSON object"))
+        raise BadMessage(
+            RequestError(INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+        )
     has_id = "id" in message
     ident = message.get("id")
     if ident is not None and (not isinstance(ident, int | str) or isinstance(ident, bool)):
         raise BadMessage(
-            RequestError(-32600, "Invalid request: id must be a number, a string or null")
+            RequestError(INVALID_REQUEST, "Invalid request: id must be a number, a string or null")
         )
     method = message.get("method")
     if method is None:
         if not has_id or ("result" not in message and "error" not in message):
             raise BadMessage(
-                RequestError(-32600, "Invalid request: no method, and no result or error"), ident
+                RequestError(INVALID_REQUEST, "Invalid request: no method, and no result or error"),
+                ident,
             )
         failure = message.get("error")
         return Incoming(
@@ -89,10 +100,14 @@ def parse(text: str) -> Incoming:
             error=failure if isinstance(failure, dict) else None,
         )
     if not isinstance(method, str):
-        raise BadMessage(RequestError(-32600, "Invalid request: method must be a string"), ident)
+        raise BadMessage(
+            RequestError(INVALID_REQUEST, "Invalid request: method must be a string"), ident
+        )
     params = message.get("params")
     if params is not None and not isinstance(params, dict):  # ACP passes params by name only
-        raise BadMessage(RequestError(-32602, "Invalid params: params must be an object"), ident)
+        raise BadMessage(
+            RequestError(INVALID_PARAMS, "Invalid params: params must be an object"), ident
+        )
     return Incoming(method, ident, has_id, params)
 
 
@@ -105,7 +120,9 @@ def invalid_params(error: ValidationError) -> RequestError:
     details = [
         {"field": ".".join(str(part) for part in p["loc"]), "problem": p["msg"]} for p in problems
     ]
-    return RequestError(-32602, f"Invalid params: {where or 'params'}: {what}", {"errors": details})
+    return RequestError(
+        INVALID_PARAMS, f"Invalid params: {where or 'params'}: {what}", {"errors": details}
+    )
 
 
 def dump(model: BaseModel) -> Any:
