@@ -25,6 +25,11 @@ MAX_INCOMING_BYTES = 16 * 1024 * 1024
 
 RequestId = int | str | None
 
+JSONRPC_VERSION = "2.0"
+"""Every request and notification names exactly this version (JSON-RPC 2.0, section 4)."""
+
+_MISSING = object()
+
 # JSON-RPC 2.0's own error codes
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -102,6 +107,12 @@ def parse(text: str) -> Incoming:
     if not isinstance(method, str):
         raise BadMessage(
             RequestError(INVALID_REQUEST, "Invalid request: method must be a string"), ident
+        )
+    version = message.get("jsonrpc", _MISSING)
+    if version != JSONRPC_VERSION or type(version) is not str:
+        got = "it is missing" if version is _MISSING else f"got {json.dumps(version)}"
+        raise BadMessage(
+            RequestError(INVALID_REQUEST, f'Invalid request: jsonrpc must be "2.0"; {got}'), ident
         )
     params = message.get("params")
     if params is not None and not isinstance(params, dict):  # ACP passes params by name only

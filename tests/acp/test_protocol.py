@@ -218,3 +218,28 @@ def test_nothing_is_queued_once_closed() -> None:
     protocol.send_notification("session/update", {"sessionId": "s", "update": {}})
     assert protocol.data_to_send() == []
     assert protocol.receive(message(1, "session/list")) is None
+
+
+@pytest.mark.parametrize("version", [None, "1.0", 2, 2.0, "2.0 "])
+def test_a_request_whose_jsonrpc_is_not_exactly_2_0_is_invalid_and_not_run(version: Any) -> None:
+    protocol = ready()
+    request: dict[str, Any] = {"id": 3, "method": "session/list", "params": {}}
+    if version is not None:
+        request["jsonrpc"] = version
+    assert protocol.receive(json.dumps(request)) is None
+    [answer] = sent(protocol)
+    assert answer["id"] == 3
+    assert "result" not in answer
+    assert answer["error"]["code"] == rpc.INVALID_REQUEST
+    assert "jsonrpc" in answer["error"]["message"]
+
+
+def test_a_notification_whose_jsonrpc_is_wrong_is_answered_with_id_null() -> None:
+    protocol = ready()
+    protocol.receive(prompt(1, "s1"))
+    wrong = {"jsonrpc": "1.0", "method": "session/cancel", "params": {"sessionId": "s1"}}
+    assert protocol.receive(json.dumps(wrong)) is None
+    assert not protocol.prompt_cancelled("s1")
+    [answer] = sent(protocol)
+    assert answer["id"] is None
+    assert answer["error"]["code"] == rpc.INVALID_REQUEST
