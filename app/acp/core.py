@@ -110,7 +110,13 @@ class AcpServer:
             inside = any(path.is_relative_to(root.resolve()) for root in roots)
             return path, path.is_dir(), inside
 
-        path, is_dir, inside = await asyncio.to_thread(resolve)
+        try:
+            path, is_dir, inside = await asyncio.to_thread(resolve)
+        except (OSError, ValueError) as error:  # a name too long, a NUL, a loop of links
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise RequestError(
+                rpc.INVALID_PARAMS, f"Invalid params: cwd: cannot be resolved: {reason}"
+            ) from None
         if not inside:
             shown = ", ".join(str(root) for root in roots) or "none"
             raise RequestError(

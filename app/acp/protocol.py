@@ -133,9 +133,12 @@ class AcpProtocol:
         model = self._methods.get(method)
         if refusal is None and model is not None:
             try:
-                params = model.model_validate(params)
+                typed = model.model_validate(params)
             except ValidationError as error:
                 refusal = rpc.invalid_params(error)
+            else:
+                refusal = rpc.replaced_field(typed, params) or _unusable_name(typed)
+                params = typed
         if refusal is not None:
             self._queue(rpc.error_message(ident, refusal))
             return None
@@ -329,6 +332,20 @@ class AcpProtocol:
         log.error("connection %s: a %d-byte %s was not sent", self.name, size, what)
         replacement = _too_big(message, size)
         return None if replacement is None else rpc.serialize(replacement)[0]
+
+
+NAMES = (("session_id", "sessionId"), ("cwd", "cwd"))
+"""The params that name a session or a directory: text a store key or a file name can hold."""
+
+
+def _unusable_name(params: BaseModel) -> RequestError | None:
+    """-32602 for a session id or cwd no store or file system can take (a NUL, a lone surrogate)."""
+    for attribute, field in NAMES:
+        value = getattr(params, attribute, None)
+        problem = rpc.text_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            return RequestError(rpc.INVALID_PARAMS, f"Invalid params: {field}: {problem}")
+    return None
 
 
 def _too_big(message: dict[str, Any], size: int) -> dict[str, Any] | None:

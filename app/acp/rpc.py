@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from acp.exceptions import RequestError
 from acp.schema import Error
@@ -134,6 +134,57 @@ def invalid_params(error: ValidationError) -> RequestError:
     return RequestError(
         INVALID_PARAMS, f"Invalid params: {where or 'params'}: {what}", {"errors": details}
     )
+
+
+def replaced_field(model: BaseModel, params: Any) -> RequestError | None:
+    """-32602 naming the first field of `params` that the `acp` package's lenient validation
+    replaced with its default because it did not fit (`clientCapabilities: 5` becomes a plain
+    dict where a model belongs, which a handler would trip on), or None."""
+    where = _replaced(model, ())
+    if where is None:
+        return None
+    given = params
+    for key in where:
+        given = given.get(key) if isinstance(given, dict) else None
+    shown = json.dumps(given)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return RequestError(
+        INVALID_PARAMS,
+        f"Invalid params: {'.'.join(where)}: {shown} is not an object of the expected shape",
+        {"errors": [{"field": ".".join(where), "problem": "not an object of the expected shape"}]},
+    )
+
+
+def _replaced(model: BaseModel, path: tuple[str, ...]) -> tuple[str, ...] | None:
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        where = (*path, info.alias or name)
+        if isinstance(value, BaseModel):
+            found = _replaced(value, where)
+            if found is not None:
+                return found
+        elif isinstance(value, dict) and _names_a_model(info.annotation):
+            return where
+    return None
+
+
+def _names_a_model(annotation: Any) -> bool:
+    if isinstance(annotation, type):
+        return issubclass(annotation, BaseModel)
+    return any(_names_a_model(arg) for arg in get_args(annotation))
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot name a session or a path (a NUL, or a lone surrogate that no UTF-8 file
+    name or store can hold), or None."""
+    nul = text.find("\0")
+    if nul >= 0:
+        return f"holds a NUL character at position {nul}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"holds a lone surrogate at position {error.start}, which no UTF-8 text can carry"
+    return None
 
 
 def dump(model: BaseModel) -> Any:
