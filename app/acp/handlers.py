@@ -404,7 +404,11 @@ class SessionHandlers:
             await self._say(session.id, f"The prompt was blocked: {outcome.reason}")
             return PromptResponse(stop_reason="refusal")
         if isinstance(outcome, Dropped):
-            raise RequestError(rpc.TURN_FAILED, f"the prompt did not run: {outcome.reason}")
+            raise RequestError(
+                rpc.TURN_FAILED,
+                f"the prompt did not run: {outcome.reason}",
+                {"details": outcome.reason},
+            )
         return _stop(outcome.reason, outcome.message)
 
     async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
@@ -564,7 +568,8 @@ class SessionHandlers:
 def _stop(reason: Any, message: str) -> PromptResponse:
     stop = STOP_REASONS.get(reason)
     if stop is None:  # error, budget: the message says what went wrong
-        raise RequestError(rpc.TURN_FAILED, f"the turn ended with {reason}: {message}".rstrip(": "))
+        summary = f"the turn ended with {reason}: {message}".rstrip(": ")
+        raise RequestError(rpc.TURN_FAILED, summary, {"details": message or summary})
     return PromptResponse(stop_reason=stop)
 
 

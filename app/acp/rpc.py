@@ -197,7 +197,14 @@ def result_message(ident: RequestId, result: Any) -> dict[str, Any]:
 
 
 def error_message(ident: RequestId, error: RequestError) -> dict[str, Any]:
-    body = Error(code=error.code, message=str(error), data=error.data)
+    """An error answer whose `data.details` says why (what clients such as Toad show): the
+    error's own details, else its message."""
+    data = error.data
+    if data is None:
+        data = {"details": str(error)}
+    elif isinstance(data, dict) and "details" not in data:
+        data = {**data, "details": str(error)}
+    body = Error(code=error.code, message=str(error), data=data)
     return {"jsonrpc": "2.0", "id": ident, "error": dump(body)}
 
 

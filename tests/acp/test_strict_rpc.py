@@ -121,3 +121,31 @@ async def test_a_session_id_no_store_can_hold(
     with caplog.at_level(logging.INFO):
         invalid(await peer.request(method, params), "sessionId")
     no_traceback(caplog)
+
+
+async def test_a_model_failure_says_its_reason_in_data_details(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append([Reply(error="the endpoint fell over")])
+    peer = Peer(server)
+    await peer.initialize()
+    opened = await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+    prompt = {"sessionId": opened["sessionId"], "prompt": [{"type": "text", "text": "hi"}]}
+    failed = await peer.request("session/prompt", prompt)
+    assert failed["error"]["code"] == rpc.TURN_FAILED
+    assert "the endpoint fell over" in failed["error"]["data"]["details"]
+
+
+async def test_every_error_answer_carries_data_details(server: AcpServer, workspace: Path) -> None:
+    peer = Peer(server)
+    early = await peer.request("session/list", {})
+    await peer.initialize()
+    unknown = await peer.request("session/fly", {})
+    missing = await peer.request("session/new", {"mcpServers": []})
+    outside = await peer.request("session/new", {"cwd": "/", "mcpServers": []})
+    for answer in (early, unknown, missing, outside):
+        details = answer["error"]["data"]["details"]
+        assert isinstance(details, str)
+        assert details
+    assert "not under the served roots" in outside["error"]["data"]["details"]
+    assert missing["error"]["data"]["errors"][0]["field"] == "cwd"  # what was there stays
