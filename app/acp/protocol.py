@@ -113,6 +113,8 @@ class AcpProtocol:
             log.info("connection %s: bad message: %s", self.name, bad.error)
             self._queue(rpc.error_message(bad.ident, bad.error))
             return None
+        except rpc.BadResponse as bad:
+            return self._bad_response(bad)
         if message.is_response:
             return self._response(message)
         method = message.method
@@ -185,15 +187,34 @@ class AcpProtocol:
     def _response(self, message: rpc.Incoming) -> Response | None:
         method = self._sent.pop(message.id, None) if isinstance(message.id, int) else None
         if method is None:
+            log.warning(
+                "connection %s: dropped a response to %r, which names no request sent",
+                self.name,
+                message.id,
+            )
             return None
         assert isinstance(message.id, int)
         error = None
         if message.error is not None:
-            code, text = message.error.get("code"), message.error.get("message")
-            error = RequestError(
-                code if isinstance(code, int) else rpc.INTERNAL_ERROR, str(text or "error")
-            )
+            code, text = message.error["code"], message.error["message"]
+            error = RequestError(code, text, message.error.get("data"))
         return Response(message.id, method, message.result, error)
+
+    def _bad_response(self, bad: rpc.BadResponse) -> Response | None:
+        """A malformed response: logged, never answered. One that names a request sent fails
+        that request, so nothing waits for an answer that came."""
+        method = self._sent.pop(bad.ident, None) if isinstance(bad.ident, int) else None
+        if method is None:
+            log.warning(
+                "connection %s: dropped a malformed response to %r: %s", self.name, bad.ident, bad
+            )
+            return None
+        assert isinstance(bad.ident, int)
+        log.warning("connection %s: a malformed answer to %s: %s", self.name, method, bad)
+        error = RequestError(
+            rpc.INVALID_REQUEST, f"the client's answer to {method} is malformed: {bad}"
+        )
+        return Response(bad.ident, method, None, error)
 
     # --- state ---------------------------------------------------------------------------------
 

@@ -72,8 +72,18 @@ class BadMessage(Exception):
         self.ident = ident
 
 
+class BadResponse(Exception):
+    """A message with an id and no method that is no valid response: never answered (JSON-RPC
+    answers no response), only logged; `ident` is the id it names."""
+
+    def __init__(self, ident: RequestId, reason: str) -> None:
+        super().__init__(reason)
+        self.ident = ident
+
+
 def parse(text: str) -> Incoming:
-    """One incoming message; raises `BadMessage` (parse error, invalid request) otherwise."""
+    """One incoming message; raises `BadMessage` (parse error, invalid request: to be answered)
+    or `BadResponse` (a malformed response: to be dropped) otherwise."""
     try:
         message = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -90,20 +100,11 @@ def parse(text: str) -> Incoming:
         )
     method = message.get("method")
     if method is None:
-        if not has_id or ("result" not in message and "error" not in message):
+        if not has_id:
             raise BadMessage(
-                RequestError(INVALID_REQUEST, "Invalid request: no method, and no result or error"),
-                ident,
+                RequestError(INVALID_REQUEST, "Invalid request: no method, and no id"), ident
             )
-        failure = message.get("error")
-        return Incoming(
-            None,
-            ident,
-            True,
-            None,
-            result=message.get("result"),
-            error=failure if isinstance(failure, dict) else None,
-        )
+        return _response(message, ident)
     if not isinstance(method, str):
         raise BadMessage(
             RequestError(INVALID_REQUEST, "Invalid request: method must be a string"), ident
@@ -120,6 +121,37 @@ def parse(text: str) -> Incoming:
             RequestError(INVALID_PARAMS, "Invalid params: params must be an object"), ident
         )
     return Incoming(method, ident, has_id, params)
+
+
+def _response(message: dict[str, Any], ident: RequestId) -> Incoming:
+    """A response: version 2.0, and a result or an error object with a code and a message."""
+    version = message.get("jsonrpc", _MISSING)
+    if version != JSONRPC_VERSION or type(version) is not str:
+        raise BadResponse(ident, 'jsonrpc is not "2.0"')
+    has_result, has_error = "result" in message, "error" in message
+    if has_result == has_error:
+        raise BadResponse(
+            ident,
+            "it has both a result and an error"
+            if has_result
+            else "it has neither a result nor an error",
+        )
+    failure = message.get("error")
+    if has_error:
+        code = failure.get("code") if isinstance(failure, dict) else None
+        text = failure.get("message") if isinstance(failure, dict) else None
+        if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
+            raise BadResponse(
+                ident, "its error is not an object with an integer code and a message"
+            )
+    return Incoming(
+        None,
+        ident,
+        True,
+        None,
+        result=message.get("result"),
+        error=failure if isinstance(failure, dict) else None,
+    )
 
 
 def invalid_params(error: ValidationError) -> RequestError:

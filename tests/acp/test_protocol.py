@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,50 @@ def test_a_notification_whose_jsonrpc_is_wrong_is_answered_with_id_null() -> Non
     [answer] = sent(protocol)
     assert answer["id"] is None
     assert answer["error"]["code"] == rpc.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"jsonrpc": "2.0", "id": 999, "result": {}},
+        {"jsonrpc": "2.0", "id": "abc", "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "id": 999},
+        {"jsonrpc": "2.0", "id": 999, "result": {}, "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "1.0", "id": 999, "result": {}},
+        {"jsonrpc": "2.0", "id": 999, "error": "nope"},
+    ],
+)
+def test_a_response_to_no_request_sent_is_dropped_and_logged_never_answered(
+    response: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    protocol = ready()
+    protocol.send_request("fs/read_text_file", {})
+    protocol.data_to_send()
+    with caplog.at_level(logging.WARNING, logger="app.acp.protocol"):
+        assert protocol.receive(json.dumps(response)) is None
+    assert sent(protocol) == []
+    assert "dropped" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"jsonrpc": "2.0"},
+        {"jsonrpc": "2.0", "error": "nope"},
+        {"jsonrpc": "2.0", "error": {"code": "1", "message": "x"}},
+        {"jsonrpc": "2.0", "result": {}, "error": {"code": 1, "message": "x"}},
+    ],
+)
+def test_a_malformed_answer_to_a_request_sent_fails_it_without_answering(
+    answer: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    protocol = ready()
+    ident = protocol.send_request("session/request_permission", {})
+    protocol.data_to_send()
+    with caplog.at_level(logging.WARNING, logger="app.acp.protocol"):
+        failed = protocol.receive(json.dumps({**answer, "id": ident}))
+    assert isinstance(failed, Response)
+    assert failed.error is not None
+    assert "malformed" in str(failed.error)
+    assert sent(protocol) == []
+    assert "session/request_permission" in caplog.text
