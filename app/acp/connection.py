@@ -20,7 +20,7 @@ from app.acp import rpc
 from app.acp.feed import DeliverNow
 from app.acp.handlers import METHODS, Answer, SessionHandlers
 from app.acp.permission import answer_of, permission_request
-from app.acp.protocol import AcpProtocol, Notification, Request, Response
+from app.acp.protocol import AcpProtocol, CancelRequest, Notification, Request, Response
 from app.acp.sessions import AcpSession
 from app.acp.transport import Send, SendNow
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
@@ -46,6 +46,8 @@ class AcpConnection:
         self._writers = 0  # `_flush`es holding or waiting for the send lock
         self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running: dict[rpc.RequestId, asyncio.Task[None]] = {}
+        self._withdrawn: set[rpc.RequestId] = set()  # by the client (`$/cancel_request`)
         self._prompt_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.handlers = SessionHandlers(self)
@@ -75,12 +77,23 @@ class AcpConnection:
             self.handlers.notified(incoming)
         elif isinstance(incoming, Response):
             self._answered(incoming)
+        elif isinstance(incoming, CancelRequest):
+            self._withdraw(incoming)
         await self._flush()  # what the protocol answered by itself
 
     def _start(self, request: Request) -> None:
         task = asyncio.create_task(self._answer(request), name=f"acp {self.id} {request.method}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        ident = request.id
+        self._running[ident] = task
+
+        def finished(task: asyncio.Task[None]) -> None:
+            if self._running.get(ident) is task:
+                del self._running[ident]
+            self._withdrawn.discard(ident)
+
+        task.add_done_callback(finished)
         if request.method == "session/prompt":
             session_id: str = request.params.session_id
             prompts = self._prompt_tasks.setdefault(session_id, set())
@@ -92,6 +105,17 @@ class AcpConnection:
                     del self._prompt_tasks[session_id]
 
             task.add_done_callback(done)
+
+    def _withdraw(self, cancel: CancelRequest) -> None:
+        """`$/cancel_request`: a prompt's turn ends (it answers `cancelled`); any other request's
+        handler is stopped and the request answered -32800."""
+        if cancel.session_id is not None:
+            self.handlers.cancel_prompt(cancel.session_id)
+            return
+        task = self._running.get(cancel.id)
+        if task is not None and not task.done():
+            self._withdrawn.add(cancel.id)
+            task.cancel()
 
     async def receive_error(self, error: RequestError) -> None:
         """A message the transport could not take (over the size limit): answered with `error`
@@ -139,7 +163,17 @@ class AcpConnection:
         try:
             answer = await self.handlers.handle(request)
         except asyncio.CancelledError:
-            raise
+            if self._closed or request.id not in self._withdrawn:
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # withdrawn by the client: answered, not a cancelled task
+            cancelled = RequestError(
+                rpc.REQUEST_CANCELLED, f"{request.method} was cancelled ($/cancel_request)"
+            )
+            protocol.send_error(request.id, cancelled)
+            await self._flush()
+            return
         except Exception as error:
             protocol.send_error(request.id, error)
             await self._flush()

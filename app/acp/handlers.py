@@ -160,8 +160,12 @@ class SessionHandlers:
         """`session/cancel`: end this connection's prompts to the session that came before now
         (the protocol has marked them, so one not at the Agent yet does not run)."""
         assert isinstance(notification.params, CancelNotification)
-        opened = self._opened.get(notification.params.session_id)
-        if opened is not None and self._protocol.prompts(opened.session.id):
+        self.cancel_prompt(notification.params.session_id)
+
+    def cancel_prompt(self, session_id: str) -> None:
+        """The turn this connection's prompt runs in the session ends `cancelled`."""
+        opened = self._opened.get(session_id)
+        if opened is not None and self._protocol.prompts(session_id):
             self._cancel_agent(opened)
 
     def _cancel_agent(self, opened: _Opened) -> None:

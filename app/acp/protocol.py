@@ -2,7 +2,7 @@
 notifications in, text out.
 
 `AcpProtocol.receive` takes one incoming message and returns what it is (a `Request` whose params
-are already the method's schema model, a `Notification`, or the `Response` to a
+are already the method's schema model, a `Notification`, a `CancelRequest`, or the `Response` to a
 request sent with `send_request`), answering by itself whatever needs no handler: unreadable
 JSON, an invalid request, an unknown method, a request before `initialize`, params that do not fit
 the method's schema. Everything to send is queued by the `send_*` methods and taken with
@@ -25,6 +25,7 @@ from typing import Any
 from acp.exceptions import RequestError
 from acp.schema import (
     CancelNotification,
+    CancelRequestNotification,
     ClientCapabilities,
     InitializeRequest,
 )
@@ -66,6 +67,17 @@ class Notification:
 
 
 @dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """`$/cancel_request` for request `id`, still in flight: its handler should stop and it be
+    answered -32800, or, for a prompt (`session_id` set), its turn end and it answer
+    `cancelled` (the partial result ACP's cancellation allows)."""
+
+    id: rpc.RequestId
+    method: str
+    session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
     """The client's answer to a request sent with `send_request`: a result or an error."""
 
@@ -75,7 +87,7 @@ class Response:
     error: RequestError | None
 
 
-Incoming = Request | Notification | Response
+Incoming = Request | Notification | CancelRequest | Response
 
 
 class AcpProtocol:
@@ -174,6 +186,8 @@ class AcpProtocol:
         return None
 
     def _notification(self, method: str, params: Any) -> Incoming | None:
+        if method == "$/cancel_request":
+            return self._cancel_request(params)
         if method != "session/cancel" or not self.initialized:
             return None  # unknown notifications are ignored, as JSON-RPC asks
         try:
@@ -183,6 +197,25 @@ class AcpProtocol:
             return None
         self.cancel_prompts(cancel.session_id)
         return Notification(method, cancel)
+
+    def _cancel_request(self, params: Any) -> CancelRequest | None:
+        try:
+            cancel = CancelRequestNotification.model_validate(params)
+        except ValidationError as error:
+            log.info("connection %s: bad $/cancel_request: %s", self.name, error)
+            return None
+        method = self._in_flight.get(cancel.request_id)
+        if method is None:  # answered already, or never asked: nothing to do
+            log.info(
+                "connection %s: $/cancel_request for %r, which is not in flight",
+                self.name,
+                cancel.request_id,
+            )
+            return None
+        session_id = self._prompt_of.get(cancel.request_id)
+        if session_id is not None:
+            self.cancel_prompts(session_id)
+        return CancelRequest(cancel.request_id, method, session_id)
 
     def _response(self, message: rpc.Incoming) -> Response | None:
         method = self._sent.pop(message.id, None) if isinstance(message.id, int) else None
@@ -223,8 +256,8 @@ class AcpProtocol:
         return self._prompts.get(session_id, 0)
 
     def prompt_cancelled(self, session_id: str) -> bool:
-        """A `session/cancel` came after this session's prompts in
-        flight: one that has not reached the Agent yet does not run. Spent once they are all
+        """A `session/cancel` (or a `$/cancel_request` for one of them) came after this
+        session's prompts in flight: one that has not reached the Agent yet does not run. Spent once they are all
         answered."""
         return session_id in self._cancelled
 

@@ -14,7 +14,7 @@ from acp.schema import InitializeRequest, ListSessionsRequest, PromptRequest
 from app.acp import protocol as protocol_module
 from app.acp import rpc
 from app.acp.handlers import METHODS
-from app.acp.protocol import AcpProtocol, Notification, Request, Response
+from app.acp.protocol import AcpProtocol, CancelRequest, Notification, Request, Response
 from engine.errors import TrellisError
 
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -291,3 +291,22 @@ def test_a_malformed_answer_to_a_request_sent_fails_it_without_answering(
     assert "malformed" in str(failed.error)
     assert sent(protocol) == []
     assert "session/request_permission" in caplog.text
+
+
+def cancel_request(ident: Any) -> str:
+    params = {"requestId": ident}
+    return json.dumps({"jsonrpc": "2.0", "method": "$/cancel_request", "params": params})
+
+
+def test_cancel_request_names_a_request_in_flight_and_marks_a_prompt_cancelled() -> None:
+    protocol = ready()
+    protocol.receive(message(1, "session/list"))
+    protocol.receive(prompt(2, "s1"))
+    assert protocol.receive(cancel_request(1)) == CancelRequest(1, "session/list", None)
+    assert not protocol.prompt_cancelled("s1")
+    assert protocol.receive(cancel_request(2)) == CancelRequest(2, "session/prompt", "s1")
+    assert protocol.prompt_cancelled("s1")
+    protocol.send_result(1, {"sessions": []})
+    assert protocol.receive(cancel_request(1)) is None  # answered: nothing to cancel
+    assert protocol.receive(cancel_request(77)) is None
+    assert [m["id"] for m in sent(protocol)] == [1]  # a notification is never answered

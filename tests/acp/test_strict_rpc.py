@@ -3,6 +3,7 @@ are -32602 naming the field and never an internal error with a traceback in the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -149,3 +150,53 @@ async def test_every_error_answer_carries_data_details(server: AcpServer, worksp
         assert details
     assert "not under the served roots" in outside["error"]["data"]["details"]
     assert missing["error"]["data"]["errors"][0]["field"] == "cwd"  # what was there stays
+
+
+async def test_cancel_request_ends_a_running_prompt_which_answers_cancelled(
+    server: AcpServer, workspace: Path, replies: list[list[Reply]]
+) -> None:
+    replies.append([Reply(text="tick " * 400, chunk_delay=0.01)])
+    peer = Peer(server)
+    await peer.initialize()
+    opened = await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+    session_id = opened["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "count"}]}
+    running = await peer.start("session/prompt", prompt)
+    ident = max(peer.asked)
+    for _ in range(500):
+        if peer.text(session_id):
+            break
+        await asyncio.sleep(0.01)
+    await peer.send(
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": ident}}
+    )
+    answer = await asyncio.wait_for(running, 10)
+    assert answer["result"] == {"stopReason": "cancelled"}
+    assert len(peer.text(session_id)) < len("tick " * 400)
+
+
+async def test_cancel_request_stops_another_request_which_answers_32800(
+    server: AcpServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered = asyncio.Event()
+
+    async def never(_: AcpServer, cwd: str) -> Path:
+        entered.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    peer = Peer(server)
+    await peer.initialize()
+    monkeypatch.setattr(AcpServer, "workspace", never)
+    waiting = await peer.start("session/list", {"cwd": str(workspace)})
+    ident = max(peer.asked)
+    await asyncio.wait_for(entered.wait(), 10)
+    await peer.send(
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": ident}}
+    )
+    answer = await asyncio.wait_for(waiting, 10)
+    assert "result" not in answer
+    assert answer["error"]["code"] == rpc.REQUEST_CANCELLED
+    assert answer["error"]["data"]["details"]
+    monkeypatch.undo()
+    assert (await peer.result("session/list", {}))["sessions"] == []  # the connection goes on
