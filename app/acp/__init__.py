@@ -1,2 +1,3 @@
-"""The ACP bridge (Agent Client Protocol v1): one sans-I/O protocol core (`app.acp.core`) that the
-stdio transport (`trellis acp`) and the WebSocket transport (`trellis serve`) both drive."""
+"""The ACP bridge (Agent Client Protocol v1): a protocol without I/O (`app.acp.protocol`), the
+session handlers (`app.acp.handlers`), and the connection that drives both on the event loop
+(`app.acp.connection`) for each transport: stdio (`trellis acp`) and WebSocket (`trellis serve`)."""

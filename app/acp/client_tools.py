@@ -75,7 +75,7 @@ def _hold(ending: asyncio.Future[None]) -> asyncio.Future[None]:
 
 
 class ClientPeer(Protocol):
-    """The connection, as the lent tools use it (`app.acp.core.AcpConnection`)."""
+    """The connection, as the lent tools use it (`app.acp.connection.AcpConnection`)."""
 
     client_capabilities: ClientCapabilities | None
 

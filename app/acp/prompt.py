@@ -23,6 +23,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from app.acp import rpc
 from app.attachment_files import read_attachment
 from engine.events import Attachment, TurnEndReason
 
@@ -62,14 +63,14 @@ def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
                 attachments.append(_embedded(index, block.resource))
             case ImageContentBlock() | AudioContentBlock():
                 raise RequestError(
-                    -32602,
+                    rpc.INVALID_PARAMS,
                     f"Invalid params: prompt.{index}: {block.type} blocks are not supported "
                     "(promptCapabilities)",
                 )
             case _:
                 assert_never(block)
     if not texts and not attachments:
-        raise RequestError(-32602, "Invalid params: prompt: no text and no resource")
+        raise RequestError(rpc.INVALID_PARAMS, "Invalid params: prompt: no text and no resource")
     return Prompt("\n".join(texts), tuple(attachments))
 
 
@@ -103,7 +104,7 @@ def _embedded(index: int, resource: TextResourceContents | BlobResourceContents)
     name = resource.uri.rstrip("/").rsplit("/", 1)[-1] or resource.uri
     if isinstance(resource, BlobResourceContents):
         raise RequestError(
-            -32602,
+            rpc.INVALID_PARAMS,
             f"Invalid params: prompt.{index}.resource: binary (blob) resources are not supported",
         )
     return Attachment(

@@ -95,7 +95,7 @@ async def serve_stdio(options: AcpOptions, reader: BinaryIO, writer: BinaryIO) -
     async def overlong(size: int) -> None:
         log.warning("acp stdio: an incoming line of %d bytes was over the 16 MiB limit", size)
         too_big = RequestError(
-            -32600,
+            rpc.INVALID_REQUEST,
             f"Invalid request: the message is {size} bytes, over the 16 MiB limit; not read",
         )
         await connection.receive_error(too_big)
@@ -165,7 +165,7 @@ class LineSender:
         await self._out.drain()  # returns at once unless the pipe is above its high-water mark
 
     def ready(self) -> bool:
-        """Whether `write` may take a line now (`app.acp.core.SendNow`): the pipe is open and
+        """Whether `write` may take a line now (`app.acp.transport.SendNow`): the pipe is open and
         not above its high-water mark."""
         transport = self._out.transport
         return (

@@ -29,7 +29,8 @@ from app.acp.auth import UpgradeGate, authenticate_first_message
 from app.acp.rpc import MAX_INCOMING_BYTES, MAX_OUTGOING_BYTES
 
 if TYPE_CHECKING:
-    from app.acp.core import AcpConnection, AcpServer
+    from app.acp.connection import AcpConnection
+    from app.acp.core import AcpServer
 
 ACP_PATH = "/acp"
 CONNECTION_ID_HEADER = "Acp-Connection-Id"
@@ -324,7 +325,7 @@ class FrameSender:
             return
 
     def ready(self) -> bool:
-        """Whether `write` may take a frame now (`app.acp.core.SendNow`)."""
+        """Whether `write` may take a frame now (`app.acp.transport.SendNow`)."""
         return self.ws.writable()
 
     def write(self, text: str) -> None:

@@ -8,7 +8,8 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from app.acp.core import AcpConnection, AcpServer
+from app.acp.connection import AcpConnection
+from app.acp.core import AcpServer
 from tests.acp.schema_check import check_outgoing
 
 PermissionPolicy = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
@@ -20,7 +21,7 @@ async def allow_once(_: dict[str, Any]) -> dict[str, Any] | None:
 
 class _Transport:
     """The peer's end as the core sees a transport: a `Send` that can also take a message
-    without waiting (`app.acp.core.SendNow`) while `Peer.ready()` says so."""
+    without waiting (`app.acp.transport.SendNow`) while `Peer.ready()` says so."""
 
     def __init__(self, peer: Peer) -> None:
         self._peer = peer

@@ -411,9 +411,9 @@ async def test_load_refuses_another_cwd_and_an_unknown_session(
 async def test_list_by_cwd_with_a_cursor(
     server: AcpServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.acp.core as core
+    import app.acp.handlers as handlers
 
-    monkeypatch.setattr(core, "LIST_PAGE", 2)
+    monkeypatch.setattr(handlers, "LIST_PAGE", 2)
     peer = Peer(server)
     ids = []
     for n in range(3):
@@ -524,7 +524,7 @@ async def test_an_exception_inside_a_handler_is_an_internal_error_for_that_reque
     def broken(*_: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("app.acp.core.ListSessionsRequest.model_validate", broken)
+    monkeypatch.setattr("app.acp.handlers.SessionHandlers._served_roots", broken)
     failed = await peer.request("session/list", {})
     assert failed["error"]["code"] == -32603
     assert "boom" in failed["error"]["message"]
@@ -761,7 +761,7 @@ async def test_text_no_utf_8_can_carry_goes_out_json_escaped(server: AcpServer) 
         "content": {"type": "text", "text": "caf\udce9 é"},
     }
     update = {"sessionId": "s1", "update": chunk}
-    await peer.connection._deliver(
+    await peer.connection.deliver(
         [{"jsonrpc": "2.0", "method": "session/update", "params": update}]
     )
     assert peer.sent[-1]["params"]["update"]["content"]["text"] == "caf\udce9 é"

@@ -96,7 +96,7 @@ async def test_a_replayed_update_over_the_size_limit_is_logged_and_the_rest_go_o
     peer = Peer(server)
     await peer.initialize()
     try:
-        with caplog.at_level(logging.ERROR, logger="app.acp.core"):
+        with caplog.at_level(logging.ERROR, logger="app.acp.protocol"):
             answer = await peer.request(
                 "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
             )

@@ -15,7 +15,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server
 from websockets.exceptions import ConnectionClosedError
 
-from app.acp.core import AcpServer, Send
+from app.acp.core import AcpServer
+from app.acp.transport import Send
 from app.acp.websocket import AcpWebSocketServer, FrameLimits, FrameSender, close_server
 from tests.acp.ws_peer import WAIT, bearer, close_quietly
 from tests.processes import POLL, POLLS

@@ -15,7 +15,8 @@ baseline in the same run, in interleaved rounds:
   /proc), a figure that other work on a shared machine moves far less than wall time. With `--before DIR` (an
   earlier source tree, e.g. a `git archive` of main, with the same store schema) that tree's `trellis serve` loads a
   copy of the same sessions in each round too, with both clients (`before` beside each size): a change judged in one
-  run.
+  run. The throughput measure does the same with the streamed reply (`before`: the earlier server's rates, each
+  round's beside this tree's).
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
@@ -487,9 +488,15 @@ def sqlite_copy(source: Path, target: Path) -> None:
         original.backup(copy)
 
 
-async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
+async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -> dict[str, Any]:
     config_text = long_reply_config(tmp)
-    with serving(tmp, name="stream", config=config_text) as server:
+    with serving(tmp, name="stream", config=config_text) as server, ExitStack() as earlier:
+        old = None
+        if before is not None:  # the earlier code's own server, streaming the same reply
+            env = {"PYTHONPATH": str(before)}
+            old = earlier.enter_context(
+                serving(tmp, name="stream-before", config=config_text, root=server.root, env=env)
+            )
         _, frames = await streamed_reply(server.url, server.root)  # also the raw sender's frames
         # the raw sender's frames must be one per delta: had this reply gone out with deltas
         # joined (a client that fell behind), the baseline would send less than Trellis streams
@@ -502,24 +509,52 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
             roots=[server.root],
             config=load_config(server.root, user_file=config_file),
         )
-        counts: dict[str, list[float]] = {k: [] for k in ("trellis", "raw", "cheap", "cheap_raw")}
+        names = ("trellis", "raw", "cheap", "cheap_raw", "before", "cheap_before")
+        counts: dict[str, list[float]] = {k: [] for k in names}
         times: dict[str, list[float]] = {k: [] for k in counts}
         core_rates = []
         async with raw_sender([*frames, json.dumps(answer)], tmp / "frames.json") as port:
-            for _ in range(rounds):
+            for round_ in range(rounds):
                 measured = [
                     ("trellis", counted_reply(server.url, server.root)),
                     ("raw", raw_stream(port)),
                     ("cheap", cheap_streamed_reply(server.url, server.root)),
                     ("cheap_raw", cheap_raw_stream(port)),
                 ]
+                if old is not None:  # each beside its twin from this tree, in turn first
+                    decoding = [measured[0], ("before", counted_reply(old.url, old.root))]
+                    cheap = [measured[2], ("cheap_before", cheap_streamed_reply(old.url, old.root))]
+                    if round_ % 2:
+                        decoding.reverse()
+                        cheap.reverse()
+                    measured = [*decoding, measured[1], *cheap, measured[3]]
                 for name, measure in measured:
                     elapsed, sent = await measure
                     times[name].append(elapsed)
                     counts[name].append(sent)
                 core_rates.append(await core_stream(core, server.root))
-    rates = {name: rate(counts[name], times[name]) for name in counts}
+    rates = {name: rate(counts[name], times[name]) for name in counts if counts[name]}
     cheap_ratio = rates["cheap"] / rates["cheap_raw"]
+    earlier_figures = {}
+    if before is not None:
+        earlier_figures = {
+            "before": {
+                "cheap_updates_per_s": round(rates["cheap_before"]),
+                "cheap_ratio": round(rates["cheap_before"] / rates["cheap_raw"], 3),
+                "decoding_updates_per_s": round(rates["before"]),
+                "decoding_ratio": round(rates["before"] / rates["raw"], 3),
+                "rounds_per_s_cheap_now_before": [
+                    [round(c / t), round(bc / bt)]
+                    for c, t, bc, bt in zip(
+                        counts["cheap"],
+                        times["cheap"],
+                        counts["cheap_before"],
+                        times["cheap_before"],
+                        strict=True,
+                    )
+                ],
+            }
+        }
     return {
         "frames": len(frames),
         "cheap": {
@@ -541,6 +576,7 @@ async def bench_throughput(tmp: Path, rounds: int) -> dict[str, Any]:
             ],
         },
         "core_in_process_updates_per_s": round(statistics.median(core_rates)),
+        **earlier_figures,
         "target_ratio": THROUGHPUT_TARGET,
         "met": cheap_ratio >= THROUGHPUT_TARGET
         and rates["trellis"] / rates["raw"] >= THROUGHPUT_TARGET,
@@ -556,7 +592,7 @@ async def run(
         if "load" in measures:
             figures["session_load"] = await bench_load(tmp, rounds, before)
         if "throughput" in measures:
-            figures["update_throughput"] = await bench_throughput(tmp, rounds)
+            figures["update_throughput"] = await bench_throughput(tmp, rounds, before)
         return figures
 
 
@@ -571,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         metavar="DIR",
         help="an earlier source tree (e.g. a `git archive` of main): its `trellis serve` loads "
-        "the same sessions in the same rounds (`before` beside each size)",
+        "the same sessions and streams the same reply in the same rounds (`before` beside each)",
     )
     args = parser.parse_args(argv)
     measures = (args.only,) if args.only else MEASURES
