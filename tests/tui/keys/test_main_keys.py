@@ -172,6 +172,7 @@ def expand_a_tool_card(terminal: Terminal) -> None:
     terminal.press("enter")
     terminal.wait_for(hidden)
     terminal.press("tab", "tab")
+    terminal.settle()  # Tab moves the focus once it has bubbled up: a key typed sooner goes before
     terminal.write("z")
     wait_prompt(terminal, "z")
     clear_prompt(terminal, 1)
