@@ -64,7 +64,7 @@ async def test_errors_carry_their_reason_in_data_details_and_leave_no_traceback(
         with pytest.raises(RequestError) as failed:
             await peer.conn.prompt(session_id=session_id, prompt=[text_block("hi")])
         assert failed.value.code == -32012
-        assert "the endpoint fell over" in failed.value.data["details"]
+        assert "the endpoint fell over" in (failed.value.data or {})["details"]
         for params, field in (
             ({"cwd": f"{workspace}/a\u0000b", "mcpServers": []}, "cwd"),
             ({"cwd": "/" + "x" * 10_000, "mcpServers": []}, "cwd"),
@@ -75,7 +75,7 @@ async def test_errors_carry_their_reason_in_data_details_and_leave_no_traceback(
                 await peer.conn._conn.send_request(method, params)
             assert invalid.value.code == -32602
             assert f"{field}:" in str(invalid.value)
-            assert invalid.value.data["details"]
+            assert (invalid.value.data or {})["details"]
         await peer.raw(b'{"jsonrpc": "1.0", "id": 9001, "method": "session/list", "params": {}}')
         [wrong_version] = await peer.errors_for(9001)
         assert wrong_version["error"]["code"] == -32600
