@@ -29,7 +29,7 @@ import json
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from engine.context.usage import context_usage, reply_chars
@@ -440,9 +440,11 @@ THOUGHT = "thought"
 """What a step's reasoning adds to the id of its reply: the thought is a message of its own."""
 
 
+@lru_cache(maxsize=64)
 def message_id(turn: int, step: int, part: str = "") -> str:
     """The `messageId` of what step `step` of turn `turn` says (`part`: a thought, a retry note):
-    the same for every chunk of it, live or replayed, and another for every other message."""
+    the same for every chunk of it, live or replayed, and another for every other message.
+    Cached: every streamed delta of a step asks for the same one."""
     base = f"turn-{turn}-step-{step}"
     return f"{base}-{part}" if part else base
 

@@ -243,10 +243,9 @@ class AcpConnection:
 
     def _deliver_now(self, messages: list[dict[str, Any]]) -> None:
         """Write `messages` at once, in order (after `_ready_now`), as `deliver` would."""
-        self.protocol.send_messages(messages)
         now = self._send_now
         assert now is not None
-        for text in self._while_open(self.protocol.data_to_send()):
+        for text in self._while_open(self.protocol.frames(messages)):
             try:
                 now.write(text)
             except Exception:
