@@ -10,7 +10,7 @@ they make, as the `acp` package's schema models:
 - `assistant/delta` -> `agent_message_chunk` / `agent_thought_chunk` as it streams; the step's
   `assistant/message` adds only what was not streamed, so live and replay show the same text.
   Each step's reply is one message and its reasoning another: every chunk carries the `messageId`
-  its turn and step name (`message_id`), the same live and on replay.
+  its turn and step name (`message_id`: "3.2" for turn 3, step 2), the same live and on replay.
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
   -> `tool_call_update` with its final status and the result.
@@ -445,8 +445,8 @@ def message_id(turn: int, step: int, part: str = "") -> str:
     """The `messageId` of what step `step` of turn `turn` says (`part`: a thought, a retry note):
     the same for every chunk of it, live or replayed, and another for every other message.
     Cached: every streamed delta of a step asks for the same one."""
-    base = f"turn-{turn}-step-{step}"
-    return f"{base}-{part}" if part else base
+    base = f"{turn}.{step}"  # short: every streamed chunk carries it
+    return f"{base}.{part}" if part else base
 
 
 _STREAMED_KINDS = frozenset(("agent_message_chunk", "agent_thought_chunk"))

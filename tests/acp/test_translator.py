@@ -338,10 +338,10 @@ def test_every_step_and_its_reasoning_are_messages_of_their_own() -> None:
         *projection.apply(_live(AssistantDelta(turn=2, step=1, text="Again"))),
     ]
     assert _text_by_message(updates) == {
-        ("agent_thought_chunk", "turn-1-step-1-thought"): "hm",
-        ("agent_message_chunk", "turn-1-step-1"): "Hello",
-        ("agent_message_chunk", "turn-1-step-2"): "Bye",
-        ("agent_message_chunk", "turn-2-step-1"): "Again",
+        ("agent_thought_chunk", "1.1.thought"): "hm",
+        ("agent_message_chunk", "1.1"): "Hello",
+        ("agent_message_chunk", "1.2"): "Bye",
+        ("agent_message_chunk", "2.1"): "Again",
     }
 
 
