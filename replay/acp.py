@@ -9,6 +9,8 @@ they make, as the `acp` package's schema models:
   floor are not shown to a plain client.
 - `assistant/delta` -> `agent_message_chunk` / `agent_thought_chunk` as it streams; the step's
   `assistant/message` adds only what was not streamed, so live and replay show the same text.
+  Each step's reply is one message and its reasoning another: every chunk carries the `messageId`
+  its turn and step name (`message_id`: "3.2" for turn 3, step 2), the same live and on replay.
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
   -> `tool_call_update` with its final status and the result.
@@ -27,7 +29,7 @@ import json
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from engine.context.usage import context_usage, reply_chars
@@ -201,10 +203,14 @@ class AcpProjection:
         step.texts.append(delta.text)
         step.reasonings.append(delta.reasoning)
         if not delta.reasoning:  # the usual delta: one piece of the reply
-            return self._chunks("agent_message_chunk", delta.text)
+            return self._chunks(
+                "agent_message_chunk", delta.text, message_id(delta.turn, delta.step)
+            )
         return [
-            *self._chunks("agent_thought_chunk", delta.reasoning),
-            *self._chunks("agent_message_chunk", delta.text),
+            *self._chunks(
+                "agent_thought_chunk", delta.reasoning, message_id(delta.turn, delta.step, THOUGHT)
+            ),
+            *self._chunks("agent_message_chunk", delta.text, message_id(delta.turn, delta.step)),
         ]
 
     def _reset(self, _: AssistantReset) -> list[AcpUpdate]:
@@ -222,11 +228,14 @@ class AcpProjection:
             step.texts.clear()
             step.reasonings.clear()
         step.output_chars += reply_chars(message)
+        reply = message_id(message.turn, message.step)
         if not reasoning:  # the usual reply: text alone
-            return self._chunks("agent_message_chunk", text)
+            return self._chunks("agent_message_chunk", text, reply)
         return [
-            *self._chunks("agent_thought_chunk", reasoning),
-            *self._chunks("agent_message_chunk", text),
+            *self._chunks(
+                "agent_thought_chunk", reasoning, message_id(message.turn, message.step, THOUGHT)
+            ),
+            *self._chunks("agent_message_chunk", text, reply),
         ]
 
     def _call(self, record: ToolCallRecord) -> list[AcpUpdate]:
@@ -293,7 +302,8 @@ class AcpProjection:
 
     def _retry(self, retry: Retry) -> list[AcpUpdate]:
         text = f"\n[retrying the request (attempt {retry.attempt}): {retry.reason}]\n"
-        return self._chunks("agent_thought_chunk", text)
+        note = message_id(retry.turn, retry.step, f"retry-{retry.attempt}")
+        return self._chunks("agent_thought_chunk", text, note)
 
     def _title(self, title: SessionTitle) -> list[AcpUpdate]:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
@@ -322,17 +332,28 @@ class AcpProjection:
         if len(run) < 2:
             return run
         text = "".join(update["content"]["text"] for update in run)
-        return self._chunks(run[0]["sessionUpdate"], text)
+        return self._chunks(run[0]["sessionUpdate"], text, run[0].get("messageId"))
 
-    def _chunks(self, kind: str, text: str) -> list[AcpUpdate]:
-        """`text` as `kind` updates (`agent_message_chunk`, ...), split so that each fits."""
+    def _chunks(self, kind: str, text: str, message: str | None = None) -> list[AcpUpdate]:
+        """`text` as `kind` updates (`agent_message_chunk`, ...), split so that each fits, each
+        with the `messageId` of the message it belongs to (if any)."""
         if not text:
             return []
         limit = self.limit - 256
         bound = len(text) * 12 + 2  # what `split_text` finds short text to take, unmeasured
         pieces = [text] if bound <= MIN_MEASURED and bound <= limit else split_text(text, limit)
+        if message is None:
+            return [
+                {"sessionUpdate": kind, "content": {"type": "text", "text": piece}}
+                for piece in pieces
+            ]
         return [
-            {"sessionUpdate": kind, "content": {"type": "text", "text": piece}} for piece in pieces
+            {
+                "sessionUpdate": kind,
+                "content": {"type": "text", "text": piece},
+                "messageId": message,
+            }
+            for piece in pieces
         ]
 
     def _attachment(self, attachment: Attachment) -> dict[str, Any]:
@@ -415,15 +436,29 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
 """The payload types a client sees, each with what translates it; the rest show nothing."""
 
 
+THOUGHT = "thought"
+"""What a step's reasoning adds to the id of its reply: the thought is a message of its own."""
+
+
+@lru_cache(maxsize=64)
+def message_id(turn: int, step: int, part: str = "") -> str:
+    """The `messageId` of what step `step` of turn `turn` says (`part`: a thought, a retry note):
+    the same for every chunk of it, live or replayed, and another for every other message.
+    Cached: every streamed delta of a step asks for the same one."""
+    base = f"{turn}.{step}"  # short: every streamed chunk carries it
+    return f"{base}.{part}" if part else base
+
+
 _STREAMED_KINDS = frozenset(("agent_message_chunk", "agent_thought_chunk"))
 """The chunks a reply streams as, which `AcpProjection.coalesced` may join."""
 
 
 def _is_text_chunk(update: AcpUpdate) -> bool:
-    """A chunk that is plain text and nothing else (no `_meta`, no annotations)."""
+    """A chunk that is plain text and nothing else (no `_meta`, no annotations; its message's
+    id)."""
     content = update.get("content")
     return (
-        len(update) == 2
+        len(update) == (3 if "messageId" in update else 2)
         and isinstance(content, dict)
         and len(content) == 2
         and content.get("type") == "text"
@@ -432,7 +467,11 @@ def _is_text_chunk(update: AcpUpdate) -> bool:
 
 
 def _same_stream(previous: AcpUpdate, update: AcpUpdate) -> bool:
-    return update["sessionUpdate"] == previous["sessionUpdate"] and _is_text_chunk(update)
+    return (
+        update["sessionUpdate"] == previous["sessionUpdate"]
+        and update.get("messageId") == previous.get("messageId")
+        and _is_text_chunk(update)
+    )
 
 
 def _unstreamed(full: str, streamed: str) -> str:

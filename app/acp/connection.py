@@ -44,7 +44,8 @@ class AcpConnection:
         self._send_now = send if isinstance(send, SendNow) else None
         self._send_lock = asyncio.Lock()
         self._writers = 0  # `_flush`es holding or waiting for the send lock
-        self._closed = False
+        self._closed = False  # nothing more is read or written
+        self._ended = False  # `close()` ran: the tasks are stopped and the sessions let go
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[rpc.RequestId, asyncio.Task[None]] = {}
         self._withdrawn: set[rpc.RequestId] = set()  # by the client (`$/cancel_request`)
@@ -126,9 +127,9 @@ class AcpConnection:
     async def close(self) -> None:
         """The transport dropped: nothing more is sent; this connection's running prompts are
         cancelled (their turns end `cancelled` and are stored) and its sessions let go."""
-        if self._closed:
+        if self._ended:
             return
-        self._closed = True
+        self._ended = self._closed = True
         self.protocol.close()
         self.handlers.cancel_prompts()
         for waiting in self._waiting.values():
@@ -243,10 +244,9 @@ class AcpConnection:
 
     def _deliver_now(self, messages: list[dict[str, Any]]) -> None:
         """Write `messages` at once, in order (after `_ready_now`), as `deliver` would."""
-        self.protocol.send_messages(messages)
         now = self._send_now
         assert now is not None
-        for text in self._while_open(self.protocol.data_to_send()):
+        for text in self._while_open(self.protocol.frames(messages)):
             try:
                 now.write(text)
             except Exception:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from acp.exceptions import RequestError
 from acp.meta import PROTOCOL_VERSION
@@ -578,8 +579,11 @@ def _stop(reason: Any, message: str) -> PromptResponse:
 
 
 def _message(text: str) -> AgentMessageChunk:
+    """A note of Trellis's own (a command's output, an opening failure): a message by itself."""
     return AgentMessageChunk(
-        session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+        session_update="agent_message_chunk",
+        content=TextContentBlock(type="text", text=text),
+        message_id=f"trellis-{uuid4().hex}",
     )
 
 

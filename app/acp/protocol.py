@@ -324,8 +324,25 @@ class AcpProtocol:
 
     def send_messages(self, messages: Iterable[dict[str, Any]]) -> None:
         """Messages built already (a feed's notifications), in order."""
+        self._outgoing += self.frames(messages)
+
+    def frames(self, messages: Iterable[dict[str, Any]]) -> list[str]:
+        """`messages` serialized as `data_to_send` would give them, without queueing them: for
+        a caller that writes them at once, with nothing queued before them (a feed keeping up,
+        one event at a time)."""
+        if self.closed:
+            return []
+        limit, serialize = rpc.MAX_OUTGOING_BYTES, rpc.serialize
+        texts: list[str] = []
         for message in messages:
-            self._queue(message)
+            text, size = serialize(message)
+            if size > limit:
+                replaced = self._frame(message)
+                if replaced is None:
+                    continue
+                text = replaced
+            texts.append(text)
+        return texts
 
     def send_request(self, method: str, params: Any) -> int:
         """A request to the client; returns its id, which its `Response` carries."""

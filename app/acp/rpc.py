@@ -100,9 +100,10 @@ def parse(text: str) -> Incoming:
         )
     method = message.get("method")
     if method is None:
-        if not has_id:
+        if not has_id or ("result" not in message and "error" not in message):
             raise BadMessage(
-                RequestError(INVALID_REQUEST, "Invalid request: no method, and no id"), ident
+                RequestError(INVALID_REQUEST, "Invalid request: no method, and no result or error"),
+                ident,
             )
         return _response(message, ident)
     if not isinstance(method, str):
@@ -128,14 +129,9 @@ def _response(message: dict[str, Any], ident: RequestId) -> Incoming:
     version = message.get("jsonrpc", _MISSING)
     if version != JSONRPC_VERSION or type(version) is not str:
         raise BadResponse(ident, 'jsonrpc is not "2.0"')
-    has_result, has_error = "result" in message, "error" in message
-    if has_result == has_error:
-        raise BadResponse(
-            ident,
-            "it has both a result and an error"
-            if has_result
-            else "it has neither a result nor an error",
-        )
+    if "result" in message and "error" in message:
+        raise BadResponse(ident, "it has both a result and an error")
+    has_error = "error" in message
     failure = message.get("error")
     if has_error:
         code = failure.get("code") if isinstance(failure, dict) else None

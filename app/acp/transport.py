@@ -12,7 +12,7 @@ or gone:
 3. the peer is slow: the `Send` waits (until the transport is below its high-water mark), and a
    `SendNow` says `ready()` is False; the connection then writes nothing else until it drains;
 4. the peer is gone: `await connection.close()` (its running turns end `cancelled`, stored),
-   once, whatever happened; a `Send` that raises closes the connection as well.
+   whatever happened, also after a `Send` raised (which stops all writing at once).
 
 Everything else (the tasks that run requests, the send lock, the order of messages, pacing a
 `session/load`) is the connection's (`app.acp.connection`), and the protocol itself is

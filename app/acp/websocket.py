@@ -29,8 +29,8 @@ from app.acp.auth import UpgradeGate, authenticate_first_message
 from app.acp.rpc import MAX_INCOMING_BYTES, MAX_OUTGOING_BYTES
 
 if TYPE_CHECKING:
-    from app.acp.connection import AcpConnection
     from app.acp.core import AcpServer
+    from app.acp.transport import ConnectionEnd
 
 ACP_PATH = "/acp"
 CONNECTION_ID_HEADER = "Acp-Connection-Id"
@@ -147,7 +147,7 @@ class AcpWebSocketServer:
         finally:
             await connection.close()
 
-    async def _pump(self, ws: ServerConnection, connection: AcpConnection) -> None:
+    async def _pump(self, ws: ServerConnection, connection: ConnectionEnd) -> None:
         try:
             async for frame in ws:
                 if isinstance(frame, str):  # binary frames carry nothing in ACP

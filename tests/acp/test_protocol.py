@@ -251,7 +251,6 @@ def test_a_notification_whose_jsonrpc_is_wrong_is_answered_with_id_null() -> Non
     [
         {"jsonrpc": "2.0", "id": 999, "result": {}},
         {"jsonrpc": "2.0", "id": "abc", "error": {"code": 1, "message": "x"}},
-        {"jsonrpc": "2.0", "id": 999},
         {"jsonrpc": "2.0", "id": 999, "result": {}, "error": {"code": 1, "message": "x"}},
         {"jsonrpc": "1.0", "id": 999, "result": {}},
         {"jsonrpc": "2.0", "id": 999, "error": "nope"},
@@ -272,7 +271,6 @@ def test_a_response_to_no_request_sent_is_dropped_and_logged_never_answered(
 @pytest.mark.parametrize(
     "answer",
     [
-        {"jsonrpc": "2.0"},
         {"jsonrpc": "2.0", "error": "nope"},
         {"jsonrpc": "2.0", "error": {"code": "1", "message": "x"}},
         {"jsonrpc": "2.0", "result": {}, "error": {"code": 1, "message": "x"}},

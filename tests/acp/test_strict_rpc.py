@@ -200,3 +200,22 @@ async def test_cancel_request_stops_another_request_which_answers_32800(
     assert answer["error"]["data"]["details"]
     monkeypatch.undo()
     assert (await peer.result("session/list", {}))["sessions"] == []  # the connection goes on
+
+
+async def test_each_note_of_trellis_is_a_message_with_an_id_of_its_own(
+    server: AcpServer, workspace: Path
+) -> None:
+    peer = Peer(server)
+    await peer.initialize()
+    opened = await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+    session_id = opened["sessionId"]
+    for line in ("/pin one", "/pin two"):
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": line}]}
+        await peer.result("session/prompt", prompt)
+    ids = [
+        u["messageId"]
+        for u in peer.updates(session_id)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert len(ids) == 2
+    assert len(set(ids)) == 2

@@ -33,8 +33,9 @@ Two clients read every figure, each against Trellis and against the raw sender:
   decodes only the answers; what the server itself takes. The targets are judged on it, and the
   decoding client's figures stay beside them.
 `tests/acp/` drives the same server with the `acp` package's client. A further baseline,
-`core_in_process`, runs the same requests on the protocol core in this process with no socket at
-all (each message decoded): what the core and the engine cost alone.
+`core_in_process`, runs the same requests on a connection (`app.acp.connection`: the protocol and
+its handlers) in this process with no socket at all (each message decoded): what the core and the
+engine cost alone.
 """
 
 from __future__ import annotations
