@@ -75,7 +75,7 @@ class TextPrinter:
                 print(f"trellis: steering dropped: {text}", file=sys.stderr)
             case PermissionModeSet(mode=mode, resumed=resumed):
                 self._end_line()
-                why = " (approve all is never kept when a session is reopened)" if resumed else ""
+                why = " (approve all ends when a session is reopened)" if resumed else ""
                 print(f"trellis: mode: {MODE_NAMES[mode]}{why}", file=sys.stderr)
             case TurnEnd(reason=reason, message=message):
                 self._end_line()

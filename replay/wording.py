@@ -99,7 +99,7 @@ def mode_line(mode: ModeEntry) -> str:
     """`Mode: read-only`, or why `approve all` ended when the session was reopened."""
     line = f"Mode: {MODE_NAMES[mode.mode]}"
     if mode.resumed:
-        line += " (approve all is never kept when a session is reopened)"
+        line += " (approve all ends when a session is reopened)"
     return line
 
 

@@ -273,7 +273,7 @@ def test_the_permission_flags_are_modes(env: Env, tmp_path: Path) -> None:
     session = session_of(approved.stderr)
     again = env.run("run", "-p", "write again", "--script", str(script), "--resume", session)
     assert again.code == 0, again.stderr
-    assert "mode: ask (approve all is never kept when a session is reopened)" in again.stderr
+    assert "mode: ask (approve all ends when a session is reopened)" in again.stderr
     assert "write_file needs permission" in again.stderr
     modes = [(m.mode, m.resumed) for m in payloads(env.stored(session), PermissionModeSet)]
     assert modes == [("approve-all", False), ("ask", True)]
