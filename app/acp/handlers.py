@@ -416,14 +416,16 @@ class SessionHandlers:
         return _stop(outcome.reason, outcome.message)
 
     async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
-        """A slash command from the engine's registry; its text goes to the client as a message.
+        """A slash command from the engine's registry; its text goes to the client as a message
+        (one that changed the session is logged, and the feed sends its answer from the log).
         A command that runs a turn (`/subtask`) answers with that turn's stop reason."""
         agent = opened.session.agent
         assert agent is not None
         result = await REGISTRY.run(agent, line)
         await agent.when_idle()
         await self._caught_up(opened)
-        await self._say(opened.session.id, result.text)
+        if not result.changed:
+            await self._say(opened.session.id, result.text)
         ends = [e.data for e in await agent.read_log(start) if isinstance(e.data, TurnEnd)]
         return (
             _stop(ends[-1].reason, ends[-1].message)

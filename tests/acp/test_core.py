@@ -556,10 +556,22 @@ async def test_slash_commands_run_through_the_engine_registry(
 ) -> None:
     peer = Peer(server)
     session_id = await _new(peer, workspace)
+    await peer.result("session/prompt", _prompt(session_id, "hello"))
     result = await peer.result("session/prompt", _prompt(session_id, "/pin remember the tests"))
     assert result == {"stopReason": "end_turn"}
-    assert "pin" in peer.text(session_id).lower()
+    answer = "pinned pin1; it joins the stable floor at the next turn"
+    assert peer.text(session_id).count(answer) == 1  # from the log, not said a second time
     assert [p.text for p in server.sessions.get(session_id).agent.pins] == ["remember the tests"]  # type: ignore[union-attr]
+    await peer.result("session/prompt", _prompt(session_id, "/context"))  # changes nothing
+    assert "last request" in peer.text(session_id)
+    # loaded, the exchange reads as it did live: the command as the user's words, the answer
+    other = Peer(server, "other")
+    await other.initialize()
+    await other.result(
+        "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    )
+    assert other.text(session_id, "user_message_chunk") == "hello/pin remember the tests"
+    assert other.text(session_id).endswith(answer)
 
 
 async def test_resource_blocks_become_attachments(
