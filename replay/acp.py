@@ -55,6 +55,7 @@ from engine.events import (
     ToolResultRecord,
     UserMessage,
 )
+from engine.permission_mode import DEFAULT_MODE, PermissionMode
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -162,6 +163,8 @@ class AcpProjection:
     replaying: bool = False
     """True for `session/load`: direct user messages are shown too."""
     limit: int = UPDATE_LIMIT
+    mode: PermissionMode = DEFAULT_MODE
+    """The permission mode the log set last, of the events translated so far."""
     _step: _Step = field(default_factory=_Step)
     _calls: dict[str, _Call] = field(default_factory=dict)
 
@@ -304,6 +307,7 @@ class AcpProjection:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
 
     def _mode(self, change: PermissionModeSet) -> list[AcpUpdate]:
+        self.mode = change.mode
         update: AcpUpdate = {"sessionUpdate": "current_mode_update", "currentModeId": change.mode}
         if not change.resumed:
             return [update]
