@@ -42,7 +42,6 @@ from engine.events import (
     Usage,
     UserMessage,
 )
-from engine.permission_mode import DEFAULT_MODE, PermissionMode
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -138,7 +137,6 @@ class Transcript:
         self._compact: str | None = None
         self.title = ""
         self.model = ""
-        self.mode: PermissionMode = DEFAULT_MODE
 
     @property
     def entries(self) -> list[TranscriptEntry]:
@@ -373,7 +371,6 @@ class Transcript:
         return self._add(ModelEntry(key=f"model:{seq}", seq=seq, model=data.model))
 
     def _mode(self, seq: int, time: float, data: PermissionModeSet) -> Change:
-        self.mode = data.mode
         return self._add(
             ModeEntry(key=f"mode:{seq}", seq=seq, mode=data.mode, resumed=data.resumed)
         )
