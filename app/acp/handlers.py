@@ -437,14 +437,16 @@ class SessionHandlers:
         A command that runs a turn (`/subtask`) answers with that turn's stop reason."""
         agent = opened.session.agent
         assert agent is not None
+        options = _model_options(agent)
         result = await REGISTRY.run(agent, line)
         await agent.when_idle()
         await self._caught_up(opened)
         if not result.changed:
             await self._say(opened.session.id, result.text)
-        else:  # `/model` or `/mode`: the options as they are now
+        changed = _model_options(agent)
+        if changed != options:  # `/model NAME`, `/mode NAME`: the options as they are now
             update = ConfigOptionUpdate(
-                session_update="config_option_update", config_options=_model_options(agent) or []
+                session_update="config_option_update", config_options=changed or []
             )
             await self._connection.notify(
                 "session/update", update_params(opened.session.id, update)

@@ -138,3 +138,29 @@ async def test_modes_over_acp_and_a_load_that_drops_approve_all(
             if u["sessionUpdate"] == "config_option_update"
         ]
         assert [o["currentValue"] for o in options if o["id"] == "mode"] == ["ask"]
+
+
+async def test_a_command_that_changes_an_option_sends_the_options(
+    tmp_path: Path, home: Path, config: Path, workspace: Path
+) -> None:
+    """`/mode NAME` changes the `mode` option: a `config_option_update` says so; `/pin` changes
+    no option and sends none."""
+    async with trellis_acp(home=home, config=config, cwd=workspace) as peer:
+        await peer.conn.initialize(protocol_version=1)
+        session_id = (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await _until(lambda: len(option_updates(peer, session_id)) == 1)  # the opening notes
+        await peer.conn.prompt(session_id=session_id, prompt=[text_block("/pin keep it short")])
+        await peer.conn.prompt(session_id=session_id, prompt=[text_block("/mode read-only")])
+        sent = option_updates(peer, session_id)
+        assert [[o["currentValue"] for o in u if o["id"] == "mode"] for u in sent] == [
+            ["ask"],
+            ["read-only"],
+        ]
+
+
+def option_updates(peer: StdioPeer, session_id: str) -> list[list[dict[str, Any]]]:
+    return [
+        u["configOptions"]
+        for u in peer.updates(session_id)
+        if u["sessionUpdate"] == "config_option_update"
+    ]
