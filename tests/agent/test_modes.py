@@ -140,3 +140,27 @@ async def test_commands_that_change_the_session_are_recorded(tmp_path: Path) -> 
     # the exchange follows what the command did
     types = [e.type for e in events]
     assert types.index("permission/mode") < types.index("command/run")
+
+
+async def test_each_command_that_changes_the_session_is_recorded(tmp_path: Path) -> None:
+    """inject, watch, model and compact too; what only reads (`/model`, `/plan show`) is not."""
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "notes.txt").write_text("n\n")
+    replies = [Reply(text="hi"), Reply(text="a summary")]
+    async with opened(tmp_path, replies) as run:
+        agent = run.agent
+        await run.run("hello")
+        lines = [
+            "/inject the build is green",
+            "/watch notes.txt",
+            "/model scripted",
+            "/model",
+            "/plan add one",
+            "/plan show",
+            "/compact 0",
+        ]
+        for line in lines:
+            assert (await REGISTRY.run(agent, line)).ok, line
+        events = await run.events()
+    recorded = [c.line for c in payloads(events, CommandRun)]
+    assert recorded == [line for line in lines if line not in ("/model", "/plan show")]
