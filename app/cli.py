@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from engine.counts import counted
 from engine.errors import TrellisError
 from engine.os_text import storable_os_text
+from engine.permission_mode import MODES
 
 if TYPE_CHECKING:
     from engine.config import Config, LoadedConfig
     from engine.events import Attachment
+    from engine.permission_mode import PermissionMode
     from engine.redaction import RedactingLogFilter
     from engine.store.settings import StoreSettings
 
@@ -176,12 +178,26 @@ def _run_options(run: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="TOOL",
-        help="let TOOL run without asking (repeatable)",
+        help="in the ask and accept-edits modes, let TOOL run when it would ask (repeatable); "
+        "with no one to ask, any other call that asks is denied",
     )
     perm = run.add_mutually_exclusive_group()
-    perm.add_argument("--approve-all", action="store_true", help="let every tool run")
     perm.add_argument(
-        "--deny-all", action="store_true", help="refuse every tool that needs permission"
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="the permission mode: ask (the default for a new session: calls that need "
+        "permission are denied unless --allow names the tool), accept-edits (file edits run), "
+        "read-only (write and shell tools are refused), approve-all (every tool runs); a resumed "
+        "session keeps its own mode, except approve-all",
+    )
+    perm.add_argument(
+        "--approve-all", action="store_true", help="let every tool run: --mode approve-all"
+    )
+    perm.add_argument(
+        "--deny-all",
+        action="store_true",
+        help="refuse every tool that needs permission: --mode read-only",
     )
 
 
@@ -422,9 +438,15 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
     if not cwd.is_dir():
         print(f"trellis: --cwd {storable_os_text(str(cwd))} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    policy = HeadlessPolicy(
-        allow=frozenset(args.allow), approve_all=args.approve_all, deny_all=args.deny_all
-    )
+    mode = _run_mode(args)
+    if mode == "read-only" and args.allow:
+        print(
+            f"trellis: --allow {args.allow[0]}: read-only mode refuses every tool that needs "
+            "permission (--deny-all is --mode read-only); leave out one or the other",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    policy = HeadlessPolicy(allow=frozenset(args.allow))
     loaded: LoadedConfig | None = None
     if args.resume is None:  # a bad config is reported before the store is touched
         loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
@@ -442,6 +464,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             session_id=resume,
             script=args.script,
             responder=policy,
+            mode=mode,
         )
         printer = JsonPrinter() if args.json else TextPrinter()
         printer.out.on_reader_gone = agent.cancel
@@ -478,6 +501,17 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             stored = "" if agent.stored else ", not stored: it holds no message"
             print(f"[session {agent.session_id}{stored}]", file=sys.stderr)
         return EXIT_TURN_FAILED if printer.turn_failed else EXIT_OK
+
+
+def _run_mode(args: argparse.Namespace) -> PermissionMode | None:
+    """The mode `trellis run` asks for: `--mode`, or the flag that names one (`--approve-all`,
+    `--deny-all`); None keeps a resumed session's own (a new one starts in `ask`)."""
+    if args.approve_all:
+        return "approve-all"
+    if args.deny_all:
+        return "read-only"
+    mode: PermissionMode | None = args.mode
+    return mode
 
 
 async def _attached(prompt: str, workspace: Path) -> list[Attachment]:

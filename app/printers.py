@@ -17,11 +17,13 @@ from engine.events import (
     AssistantDelta,
     Event,
     LiveEvent,
+    PermissionModeSet,
     SteerDropped,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
 )
+from engine.permission_mode import MODE_NAMES
 
 
 class Output:
@@ -71,6 +73,10 @@ class TextPrinter:
                 self.turn_failed = True
             case SteerDropped(text=text):
                 print(f"trellis: steering dropped: {text}", file=sys.stderr)
+            case PermissionModeSet(mode=mode, resumed=resumed):
+                self._end_line()
+                why = " (approve all ends when a session is reopened)" if resumed else ""
+                print(f"trellis: mode: {MODE_NAMES[mode]}{why}", file=sys.stderr)
             case TurnEnd(reason=reason, message=message):
                 self._end_line()
                 if reason != "completed":

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     ContextEntry,
     ErrorEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -22,9 +24,11 @@ from replay.entries import (
 )
 from replay.wording import (
     area_line,
+    command_line,
     compact_line,
     cut_short,
     gc_line,
+    mode_line,
     model_line,
     retry_line,
     tool_line,
@@ -116,6 +120,11 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
             yield f"{s.error}· {retry_line(entry)}{s.reset}"
         case ModelEntry():
             yield f"{s.dim}· {model_line(entry)}{s.reset}"
+        case ModeEntry():
+            yield f"{s.dim}· {mode_line(entry)}{s.reset}"
+        case CommandEntry():
+            yield f"{s.who}{command_line(entry)}{s.reset}"
+            yield from _indented(entry.result)
         case ErrorEntry():
             yield f"{s.error}Error: {entry.message}{s.reset}"
 

@@ -1,7 +1,9 @@
 """Slash commands: one registry that the TUI, headless runs and ACP all use.
 
 A command gets the agent and the text after its name; a bad argument raises `CommandUsageError`, and
-`CommandRegistry.run` turns that and an unknown name into a result carrying the usage message.
+`CommandRegistry.run` turns that and an unknown name into a result carrying the usage message. A
+command that changed the session says so (`CommandResult.changed`), and `run` logs the exchange
+(`command/run`), so every replay of the log shows it where it happened.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class CommandResult:
     leave: bool = False
     """The user asked to leave (`/quit`): the console quits; a front end with nothing to leave
     (a headless run, an editor) shows the text."""
+    changed: bool = False
+    """The command changed the session (a pin, the plan, the mode, ...): the exchange is logged."""
 
 
 Handler = Callable[["Agent", str], Awaitable[CommandResult]]
@@ -95,9 +99,12 @@ class CommandRegistry:
             known = ", ".join(f"/{c.name}" for c in self.commands)
             return CommandResult(f"unknown command /{name}; known commands: {known}", ok=False)
         try:
-            return await command.handler(agent, args.strip())
+            result = await command.handler(agent, args.strip())
         except CommandUsageError as exc:
             return CommandResult(str(exc), ok=False)
+        if result.changed:
+            agent.record_command(line.strip(), result.text)
+        return result
 
 
 def _needs_text(command_name: str, args: str) -> str:
@@ -119,13 +126,15 @@ async def _inject(agent: Agent, args: str) -> CommandResult:
     text = _needs_text("inject", args)
     agent.inject(AdditionalContext(text, Source("command", "inject")))
     where = "staged for the next boundary" if agent.turn_open else "added to the conversation"
-    return CommandResult(f"context {where}")
+    return CommandResult(f"context {where}", changed=True)
 
 
 async def _notice(agent: Agent, args: str) -> CommandResult:
     text = _needs_text("notice", args)
     area_id = agent.register_area(NoticeArea(text))
-    return CommandResult(f"notice {area_id} registered; it is shown once at the next request")
+    return CommandResult(
+        f"notice {area_id} registered; it is shown once at the next request", changed=True
+    )
 
 
 async def _subtask(agent: Agent, args: str) -> CommandResult:
@@ -134,7 +143,7 @@ async def _subtask(agent: Agent, args: str) -> CommandResult:
         return CommandResult("a subtask is already active; finish it first", ok=False)
     area_id = agent.register_area(SubtaskArea(goal))
     agent.send(goal)
-    return CommandResult(f"subtask {area_id} started: {goal}")
+    return CommandResult(f"subtask {area_id} started: {goal}", changed=True)
 
 
 async def _watch(agent: Agent, args: str) -> CommandResult:
@@ -144,7 +153,7 @@ async def _watch(agent: Agent, args: str) -> CommandResult:
     except ValueError as exc:  # a path outside the workspace
         return CommandResult(str(exc), ok=False)
     area_id = agent.register_area(area)
-    return CommandResult(f"watching {path} ({area_id})")
+    return CommandResult(f"watching {path} ({area_id})", changed=True)
 
 
 async def _unwatch(agent: Agent, args: str) -> CommandResult:
@@ -156,7 +165,7 @@ async def _unwatch(agent: Agent, args: str) -> CommandResult:
             and area.life_state is AreaLifeState.retain
         ):
             area.unwatch()
-            return CommandResult(f"stopped watching {path}")
+            return CommandResult(f"stopped watching {path}", changed=True)
     return CommandResult(f"{path} is not being watched", ok=False)
 
 
@@ -200,7 +209,7 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
         plan_id, plan = found
         plan.add(rest)
         _plan_changed(agent, plan_id, plan)
-        return CommandResult(plan.text())
+        return CommandResult(plan.text(), changed=True)
     if found is None:
         return CommandResult("there is no plan; start one with /plan add TEXT", ok=False)
     plan_id, plan = found
@@ -216,18 +225,20 @@ async def _plan(agent: Agent, args: str) -> CommandResult:
                 f"/plan {verb} needs an item number (items: {numbers})"
             ) from None
         _plan_changed(agent, plan_id, plan)
-        return CommandResult(plan.text())
+        return CommandResult(plan.text(), changed=True)
     if verb == "close":
         plan.close()
         _plan_changed(agent, plan_id, plan)
-        return CommandResult("plan closed; it is reclaimed at the next request")
+        return CommandResult("plan closed; it is reclaimed at the next request", changed=True)
     raise REGISTRY_COMMANDS["plan"].fail(f"unknown /plan action {verb!r}")
 
 
 async def _pin(agent: Agent, args: str) -> CommandResult:
     text = _needs_text("pin", args)
     pin_id = agent.pin(text)
-    return CommandResult(f"pinned {pin_id}; it joins the stable floor at the next turn")
+    return CommandResult(
+        f"pinned {pin_id}; it joins the stable floor at the next turn", changed=True
+    )
 
 
 async def _unpin(agent: Agent, args: str) -> CommandResult:
@@ -236,7 +247,7 @@ async def _unpin(agent: Agent, args: str) -> CommandResult:
         return CommandResult(
             f"no pin {pin_id!r}; pins: {', '.join(p.id for p in agent.pins) or 'none'}", ok=False
         )
-    return CommandResult(f"unpinned {pin_id}")
+    return CommandResult(f"unpinned {pin_id}", changed=True)
 
 
 async def _model(agent: Agent, args: str) -> CommandResult:
@@ -258,8 +269,29 @@ async def _model(agent: Agent, args: str) -> CommandResult:
     except ConfigError as exc:
         return CommandResult(str(exc), ok=False)
     return CommandResult(
-        f"model {change.model} from the next turn (grant epoch {change.grant_epoch})"
+        f"model {change.model} from the next turn (grant epoch {change.grant_epoch})",
+        changed=True,
     )
+
+
+async def _mode(agent: Agent, args: str) -> CommandResult:
+    from engine.permission_mode import MODE_DESCRIPTIONS, MODE_NAMES, MODES, parse_mode
+
+    if not args:
+        lines = [f"mode: {MODE_NAMES[agent.mode]}"]
+        lines += [
+            f"{'*' if mode == agent.mode else ' '} {mode:<13} {MODE_DESCRIPTIONS[mode]}"
+            for mode in MODES
+        ]
+        lines.append("/mode NAME switches (at once)")
+        return CommandResult("\n".join(lines))
+    try:
+        mode = parse_mode(args)
+    except ValueError as exc:
+        raise REGISTRY_COMMANDS["mode"].fail(str(exc)) from None
+    if not await agent.set_mode(mode):
+        return CommandResult(f"the mode is {MODE_NAMES[mode]} already")
+    return CommandResult(f"mode {MODE_NAMES[mode]}: {MODE_DESCRIPTIONS[mode]}", changed=True)
 
 
 async def _context(agent: Agent, args: str) -> CommandResult:
@@ -334,7 +366,8 @@ async def _compact(agent: Agent, args: str) -> CommandResult:
     if result is None:
         return CommandResult("nothing to compact")
     return CommandResult(
-        f"compacted {result.groups} turn(s) ({result.reclaimed} messages) into a summary"
+        f"compacted {result.groups} turn(s) ({result.reclaimed} messages) into a summary",
+        changed=True,
     )
 
 
@@ -359,6 +392,7 @@ USAGE = {
     "pin": "/pin TEXT",
     "unpin": "/unpin ID",
     "model": "/model [NAME]",
+    "mode": "/mode [ask|accept-edits|read-only|approve-all]",
     "fork": "/fork",
     "compact": "/compact [KEEP]",
     "context": "/context",
@@ -403,6 +437,13 @@ for _command in (
     Command("unpin", USAGE["unpin"], "remove a pinned note", _unpin, "pin id"),
     Command(
         "model", USAGE["model"], "show or switch the model (from the next turn)", _model, "name"
+    ),
+    Command(
+        "mode",
+        USAGE["mode"],
+        "show or switch the permission mode (at once)",
+        _mode,
+        "mode",
     ),
     Command("fork", USAGE["fork"], "copy this session up to here into a new one", _fork),
     Command(

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from engine.message import Message, Role, Source, ToolCall
+from engine.permission_mode import PermissionMode
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
 
@@ -353,6 +354,24 @@ class ModelBind(Payload, event="model/bind", scope=Scope.session):
 class PermissionRule(Payload, event="permission/rule", scope=Scope.session):
     tool: str
     decision: RuleDecision
+
+
+class PermissionModeSet(Payload, event="permission/mode", scope=Scope.session):
+    """The session's permission mode from here on. `resumed`: the session was reopened while in
+    `approve-all`, which never outlives the process it was set in, so it fell back to `ask`."""
+
+    mode: PermissionMode
+    resumed: bool = False
+
+
+class CommandRun(Payload, event="command/run", scope=Scope.session):
+    """A slash command that changed the session, with what it answered: a replay shows the
+    exchange where it happened, as the front end showed it live. `line` is the command as typed
+    (it may hold the user's words), `result` the answer; both carry `label`."""
+
+    line: str
+    result: str
+    label: PrivatizationLabel | None = None
 
 
 class CompactStart(Payload, event="compact/start", scope=Scope.session):

@@ -17,6 +17,9 @@ they make, as the `acp` package's schema models:
 - `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else characters / 3,
   against the model's window, else the cap / 3); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
+- `permission/mode` -> `current_mode_update` (and, when approve-all fell back to ask on a resume,
+  a message saying so); `command/run` -> the command as the user's words (when replaying: live,
+  the client holds what it sent) and its answer as the agent's, as the client saw it live.
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
 tool result, diff or input that alone exceeds the limit is cut with a marker (the full text stays
@@ -38,11 +41,13 @@ from engine.events import (
     AssistantMessage,
     AssistantReset,
     Attachment,
+    CommandRun,
     Event,
     Figures,
     LiveEvent,
     Payload,
     PermissionDecision,
+    PermissionModeSet,
     Retry,
     SessionTitle,
     StepEnd,
@@ -52,6 +57,7 @@ from engine.events import (
     ToolResultRecord,
     UserMessage,
 )
+from engine.permission_mode import DEFAULT_MODE, PermissionMode
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -159,6 +165,8 @@ class AcpProjection:
     replaying: bool = False
     """True for `session/load`: direct user messages are shown too."""
     limit: int = UPDATE_LIMIT
+    mode: PermissionMode = DEFAULT_MODE
+    """The permission mode the log set last, of the events translated so far."""
     _step: _Step = field(default_factory=_Step)
     _calls: dict[str, _Call] = field(default_factory=dict)
 
@@ -308,6 +316,20 @@ class AcpProjection:
     def _title(self, title: SessionTitle) -> list[AcpUpdate]:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
 
+    def _mode(self, change: PermissionModeSet) -> list[AcpUpdate]:
+        self.mode = change.mode
+        update: AcpUpdate = {"sessionUpdate": "current_mode_update", "currentModeId": change.mode}
+        if not change.resumed:
+            return [update]
+        said = "The mode is ask: approve all ends when a session is reopened.\n"
+        return [update, *self._chunks("agent_message_chunk", said)]
+
+    def _command(self, command: CommandRun) -> list[AcpUpdate]:
+        """The exchange as the client saw it live: the prompt it sent (shown again when
+        replaying) and the answer the agent gave as a message."""
+        asked = self._chunks("user_message_chunk", command.line) if self.replaying else []
+        return [*asked, *self._chunks("agent_message_chunk", command.result)]
+
     # --- text ----------------------------------------------------------------------------------
 
     def coalesced(self, updates: list[AcpUpdate]) -> list[AcpUpdate]:
@@ -432,6 +454,8 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     StepEnd: AcpProjection._usage,
     Retry: AcpProjection._retry,
     SessionTitle: AcpProjection._title,
+    PermissionModeSet: AcpProjection._mode,
+    CommandRun: AcpProjection._command,
 }
 """The payload types a client sees, each with what translates it; the rest show nothing."""
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar, dataclass_transform
 
 from engine.events import Attachment, Decision, Finish, MessageData, TurnEndReason, Usage
 from engine.message import Source
+from engine.permission_mode import PermissionMode
 from engine.privacy import PrivatizationLabel
 
 NO_USAGE = Usage()  # frozen, so one shared default is safe
@@ -223,6 +224,28 @@ class ModelEntry:
 
 
 @entry
+class ModeEntry:
+    """The session's permission mode changed; `resumed`: `approve-all` fell back to `ask` as the
+    session was reopened."""
+
+    key: str
+    seq: int
+    mode: PermissionMode
+    resumed: bool = False
+
+
+@entry
+class CommandEntry:
+    """A slash command that changed the session (`line`) and what it answered (`result`)."""
+
+    key: str
+    seq: int
+    line: str
+    result: str
+    label: PrivatizationLabel | None = None
+
+
+@entry
 class ErrorEntry:
     """A failure the user must hear about (`agent/error`); live only, never stored."""
 
@@ -244,6 +267,8 @@ TranscriptEntry = (
     | CompactEntry
     | RetryEntry
     | ModelEntry
+    | ModeEntry
+    | CommandEntry
     | ErrorEntry
 )
 

@@ -17,6 +17,7 @@ from engine.events import (
     AreaState,
     AssistantMessage,
     Attachment,
+    CommandRun,
     CompactSummary,
     Event,
     FloorBlock,
@@ -60,6 +61,7 @@ def content_class(payload: Payload) -> PrivacyClass | None:
             | ToolDefinition(label=label)
             | CompactSummary(label=label)
             | SessionTitle(label=label)
+            | CommandRun(label=label)
         ):
             return _class_of(label)
         case _:
@@ -127,6 +129,9 @@ def _without_content(payload: Payload, marker: str) -> Payload:
             update = {"text": marker}
         case SessionTitle():
             update = {"title": marker}
+        case CommandRun():
+            # the command's name stays: what it was is no secret, what it said may be
+            update = {"line": f"{payload.line.split(maxsplit=1)[0]} {marker}", "result": marker}
         case AreaRegister() | AreaState():
             update = {"state": {"redacted": marker}}
         case _:

@@ -18,6 +18,7 @@ from engine.events import (
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
+    CommandRun,
     CompactEnd,
     CompactStart,
     CompactSummary,
@@ -27,6 +28,7 @@ from engine.events import (
     ModelBind,
     Payload,
     PermissionDecision,
+    PermissionModeSet,
     PermissionRequest,
     Retry,
     SessionTitle,
@@ -43,10 +45,12 @@ from engine.events import (
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     ContextEntry,
     ErrorEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -65,10 +69,12 @@ __all__ = [
     "AreaEntry",
     "AssistantEntry",
     "Change",
+    "CommandEntry",
     "CompactEntry",
     "ContextEntry",
     "ErrorEntry",
     "GcEntry",
+    "ModeEntry",
     "ModelEntry",
     "RetryEntry",
     "ToolEntry",
@@ -364,6 +370,18 @@ class Transcript:
         self.model = data.model
         return self._add(ModelEntry(key=f"model:{seq}", seq=seq, model=data.model))
 
+    def _mode(self, seq: int, time: float, data: PermissionModeSet) -> Change:
+        return self._add(
+            ModeEntry(key=f"mode:{seq}", seq=seq, mode=data.mode, resumed=data.resumed)
+        )
+
+    def _command(self, seq: int, time: float, data: CommandRun) -> Change:
+        return self._add(
+            CommandEntry(
+                key=f"command:{seq}", seq=seq, line=data.line, result=data.result, label=data.label
+            )
+        )
+
     def _session_title(self, seq: int, time: float, data: SessionTitle) -> Change:
         self.title = data.title
         return NO_CHANGE
@@ -626,6 +644,8 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
     CompactEnd: Transcript._compact_end,
     Retry: Transcript._retry,
     ModelBind: Transcript._model_bind,
+    PermissionModeSet: Transcript._mode,
+    CommandRun: Transcript._command,
     SessionTitle: Transcript._session_title,
 }
 """What each durable payload class does to the transcript; the rest (area registration and

@@ -6,11 +6,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.permission_mode import MODE_NAMES
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -90,3 +93,16 @@ def retry_line(retry: RetryEntry) -> str:
 
 def model_line(model: ModelEntry) -> str:
     return f"Model: {model.model}"
+
+
+def mode_line(mode: ModeEntry) -> str:
+    """`Mode: read-only`, or why `approve all` ended when the session was reopened."""
+    line = f"Mode: {MODE_NAMES[mode.mode]}"
+    if mode.resumed:
+        line += " (approve all ends when a session is reopened)"
+    return line
+
+
+def command_line(command: CommandEntry) -> str:
+    """The command as typed: what its result answers."""
+    return f"Command: {command.line}"

@@ -38,6 +38,7 @@ KEYS: Mapping[str, str] = {
     "f2": "\x1bOQ",
     "f3": "\x1bOR",
     "f4": "\x1bOS",
+    "f5": "\x1b[15~",
     "shift+enter": "\x1b[13;2u",  # CSI-u, where the terminal reports it (kitty, WezTerm, foot)
     "left_square_bracket": "[",
     "right_square_bracket": "]",

@@ -24,6 +24,7 @@ from engine.events import (
     AssistantMessage,
     AssistantReset,
     Attachment,
+    CommandRun,
     CompactEnd,
     CompactStart,
     CompactSummary,
@@ -38,6 +39,7 @@ from engine.events import (
     OutboxChanged,
     Payload,
     PermissionDecision,
+    PermissionModeSet,
     PermissionRequest,
     PermissionRule,
     PinAdd,
@@ -124,6 +126,9 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "compact/summary": set(),
     "compact/end": set(),
     "session/title": {"title", "label"},
+    # the permission mode and the record of slash commands
+    "permission/mode": {"mode", "resumed"},
+    "command/run": {"line", "result", "label"},
 }
 DESIGN_LIVE = {
     "assistant/delta",
@@ -225,6 +230,8 @@ DURABLE_SAMPLES: list[Payload] = [
     CompactSummary(content="summary", model="local", label=LABEL),
     CompactEnd(earliest=12, reclaimed=(12, 13), carried=(14,)),
     SessionTitle(title="Fix the bug", label=LABEL),
+    PermissionModeSet(mode="read-only", resumed=True),
+    CommandRun(line="/pin keep it short", result="pinned pin1", label=LABEL),
 ]
 LIVE_SAMPLES: list[Payload] = [
     AssistantDelta(turn=1, step=2, text="he", reasoning="hm"),

@@ -23,7 +23,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, ConfigOptionUpdate
+from acp.schema import (
+    AgentMessageChunk,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+)
 
 from app.acp import rpc
 from engine.events import Event, LiveEvent
@@ -36,7 +41,7 @@ Deliver = Callable[[list[dict[str, Any]]], Awaitable[None]]
 """Sends messages on the connection, in order, none of another writer's between them."""
 
 
-SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate
+SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate | CurrentModeUpdate
 """The `session/update` payloads the core builds itself, as schema models (rare: one each per
 opened session or command)."""
 

@@ -30,6 +30,7 @@ from acp.schema import (
     CloseSessionRequest,
     CloseSessionResponse,
     ConfigOptionUpdate,
+    CurrentModeUpdate,
     DeleteSessionRequest,
     DeleteSessionResponse,
     Implementation,
@@ -57,11 +58,13 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionConfigOptionSelectRequest,
+    SetSessionModeRequest,
+    SetSessionModeResponse,
     TextContentBlock,
     UnstructuredCommandInput,
 )
 
-from app.acp import rpc
+from app.acp import modes, rpc
 from app.acp.feed import Feed, SessionUpdate, event_params, update_params
 from app.acp.mcp import ClientMcpServer
 from app.acp.opening import SessionOpenError
@@ -94,6 +97,7 @@ METHODS: Methods = {
     "session/delete": DeleteSessionRequest,
     "session/prompt": PromptRequest,
     "session/set_config_option": SetSessionConfigOptionSelectRequest,
+    "session/set_mode": SetSessionModeRequest,
     "_trellis/inject": None,
     "_trellis/events": None,
 }
@@ -148,6 +152,7 @@ class SessionHandlers:
             "session/delete": self._delete,
             "session/prompt": self._prompt,
             "session/set_config_option": self._set_config_option,
+            "session/set_mode": self._set_mode,
             "_trellis/inject": self._inject,
             "_trellis/events": self._catch_up,
         }
@@ -218,7 +223,11 @@ class SessionHandlers:
         session = await self._server.sessions.new(cwd, request.mcp_servers, self._connection.id)
         self._attach(session, AcpProjection(session.workspace))
         return Answer(
-            NewSessionResponse(session_id=session.id, config_options=_model_options(session.agent)),
+            NewSessionResponse(
+                session_id=session.id,
+                config_options=_model_options(session.agent),
+                modes=modes.mode_state(modes.current_mode(session.agent)),
+            ),
             then=self._opening_notes(session),
         )
 
@@ -235,7 +244,10 @@ class SessionHandlers:
             raise
         self._attach(session, projection, from_seq=until)
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
-        return Answer(LoadSessionResponse(field_meta=meta), after=self._once_open(session))
+        mode = modes.mode_state(modes.current_mode(session.agent, projection.mode))
+        return Answer(
+            LoadSessionResponse(field_meta=meta, modes=mode), after=self._once_open(session)
+        )
 
     async def _resume(self, request: ResumeSessionRequest) -> Answer:
         """`session/load` without the replay: the client shows the conversation already, and the
@@ -243,7 +255,11 @@ class SessionHandlers:
         session = await self._stored(request.session_id, request.cwd, request.mcp_servers or [])
         self._attach(session, AcpProjection(session.workspace))
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
-        return Answer(ResumeSessionResponse(field_meta=meta), after=self._once_open(session))
+        # the mode is known once the Agent opens (the opening notes send it) unless it is open
+        mode = modes.mode_state(modes.current_mode(session.agent))
+        return Answer(
+            ResumeSessionResponse(field_meta=meta, modes=mode), after=self._once_open(session)
+        )
 
     async def _stored(
         self, session_id: str, cwd_text: str, servers: Sequence[ClientMcpServer]
@@ -417,14 +433,25 @@ class SessionHandlers:
         return _stop(outcome.reason, outcome.message)
 
     async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
-        """A slash command from the engine's registry; its text goes to the client as a message.
+        """A slash command from the engine's registry; its text goes to the client as a message
+        (one that changed the session is logged, and the feed sends its answer from the log).
         A command that runs a turn (`/subtask`) answers with that turn's stop reason."""
         agent = opened.session.agent
         assert agent is not None
+        options = _model_options(agent)
         result = await REGISTRY.run(agent, line)
         await agent.when_idle()
         await self._caught_up(opened)
-        await self._say(opened.session.id, result.text)
+        if not result.changed:
+            await self._say(opened.session.id, result.text)
+        changed = _model_options(agent)
+        if changed != options:  # `/model NAME`, `/mode NAME`: the options as they are now
+            update = ConfigOptionUpdate(
+                session_update="config_option_update", config_options=changed or []
+            )
+            await self._connection.notify(
+                "session/update", update_params(opened.session.id, update)
+            )
         ends = [e.data for e in await agent.read_log(start) if isinstance(e.data, TurnEnd)]
         return (
             _stop(ends[-1].reason, ends[-1].message)
@@ -436,10 +463,13 @@ class SessionHandlers:
         self, request: SetSessionConfigOptionSelectRequest
     ) -> SetSessionConfigOptionResponse:
         agent = await self._agent(self._open_session(request.session_id))
+        if request.config_id == modes.MODE_OPTION:
+            await modes.set_mode(agent, request.value, "value")
+            return SetSessionConfigOptionResponse(config_options=_model_options(agent))
         if request.config_id != "model":
             raise RequestError(
                 rpc.INVALID_PARAMS,
-                f"Invalid params: configId: unknown option {request.config_id!r} (model)",
+                f"Invalid params: configId: unknown option {request.config_id!r} (model, mode)",
             )
         if request.value not in agent.model_names():
             known = ", ".join(agent.model_names())
@@ -449,6 +479,11 @@ class SessionHandlers:
             )
         agent.request_model(request.value)
         return SetSessionConfigOptionResponse(config_options=_model_options(agent))
+
+    async def _set_mode(self, request: SetSessionModeRequest) -> SetSessionModeResponse:
+        agent = await self._agent(self._open_session(request.session_id))
+        await modes.set_mode(agent, request.mode_id, "modeId")
+        return SetSessionModeResponse()
 
     async def _inject(self, params: Any) -> dict[str, Any]:
         """`_trellis/inject {sessionId, content, source?}`: context, never the user's words."""
@@ -534,8 +569,8 @@ class SessionHandlers:
             await opened.feed.caught_up(len(opened.session.agent.log) - 1)
 
     def _opening_notes(self, session: AcpSession) -> tuple[tuple[str, Any], ...]:
-        """After `session/new` / `session/load` answers: the commands, the model option, and a
-        line for each client MCP server that did not start."""
+        """After `session/new` / `session/load` answers: the commands, the model and mode options,
+        the mode, and a line for each client MCP server that did not start."""
         notes: list[SessionUpdate] = [
             AvailableCommandsUpdate(
                 session_update="available_commands_update",
@@ -558,6 +593,12 @@ class SessionHandlers:
         if options:
             notes.append(
                 ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+            )
+        if session.agent is not None:  # the mode it opened in (a resume's answer could not know)
+            notes.append(
+                CurrentModeUpdate(
+                    session_update="current_mode_update", current_mode_id=session.agent.mode
+                )
             )
         for failure in session.servers.failures:
             notes.append(_message(f"[trellis] {failure}\n"))
@@ -601,7 +642,8 @@ def _model_options(agent: Agent | None) -> list[Any] | None:
             options=[
                 SessionConfigSelectOption(value=name, name=name) for name in agent.model_names()
             ],
-        )
+        ),
+        modes.mode_option(agent.mode),
     ]
 
 

@@ -28,8 +28,10 @@ from engine.events import (
     AgentState,
     AssistantMessage,
     Attachment,
+    CommandRun,
     Event,
     LiveEvent,
+    PermissionModeSet,
     PinAdd,
     PinRemove,
     SessionTitle,
@@ -41,6 +43,7 @@ from engine.events import (
 )
 from engine.held_log import HeldLog
 from engine.message import AdditionalContext, Source
+from engine.permission_mode import PermissionMode
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import READ_CHUNK, STREAM_QUEUE_SIZE, Immediate, Subscriber
 
@@ -62,6 +65,8 @@ TITLE_MAX_CHARS = 120
 
 REWRITTEN_LABEL = PrivatizationLabel(cls=PrivacyClass.restricted)
 """What a listener rewrote away (`original_content`) may be what it meant to hide."""
+COMMAND_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+"""A slash command holds the user's own words (`/pin TEXT`), internal as direct input is."""
 
 
 class AgentClosedError(TrellisError, RuntimeError):
@@ -272,6 +277,11 @@ class Agent:
         from now on. An entry of the same name this session knows stays as it is."""
         assembler = self._rt.assembler
         assembler.config = assembler.config.with_models(found)
+
+    @property
+    def mode(self) -> PermissionMode:
+        """The session's permission mode (engine/permission_mode.py)."""
+        return self._rt.permission.mode
 
     @property
     def secret_patterns(self) -> tuple[str, ...]:
@@ -491,6 +501,32 @@ class Agent:
             grant_epoch=bind.grant_epoch,
             effective="next_turn" if self.turn_open else "now",
         )
+
+    async def set_mode(self, mode: PermissionMode) -> bool:
+        """Decide the tool calls that need permission by `mode` from now on (a call already
+        waiting for an answer keeps waiting); logged as `permission/mode`, and in the store when
+        this returns between turns. False when the session is in that mode already. Raises
+        ValueError for a name that is not a mode."""
+        from engine.permission_mode import MODES
+
+        self._check_open()
+        if mode not in MODES:
+            raise ValueError(f"no mode {mode!r}; the modes are {', '.join(MODES)}")
+        if mode == self.mode:
+            return False
+        change = PermissionModeSet(mode=mode)
+        self._rt.record(change)
+        self._rt.permission.follow(change)
+        if not self.turn_open:
+            await self._rt.idle_flush()
+        return True
+
+    def record_command(self, line: str, result: str) -> None:
+        """Log a slash command that changed the session with its answer (`command/run`), so a
+        replay shows the exchange where it happened (`engine.commands` calls it)."""
+        self._check_open()
+        self._rt.record(CommandRun(line=line, result=result, label=COMMAND_LABEL))
+        self._save_when_idle()
 
     async def compact(self, keep_groups: int = DEFAULT_KEEP_GROUPS) -> CompactionResult | None:
         """Summarize the oldest history groups (between turns only); None if nothing to compact."""

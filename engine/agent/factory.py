@@ -18,11 +18,12 @@ from engine.agent.runtime import Runtime, replay_log
 from engine.config import Config, ConfigError
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
-from engine.events import Event
+from engine.events import Event, PermissionModeSet
 from engine.gateway.base import Gateway, GatewayType
 from engine.gateway.factory import api_key_env_of, make_gateway
 from engine.os_text import storable_os_text, stored_os_path
 from engine.paths import trust_file_path, user_config_file
+from engine.permission_mode import PermissionMode
 from engine.redaction import Redactor
 from engine.session import Session
 from engine.store.base import SessionStore
@@ -76,6 +77,7 @@ async def open_agent(
     extra_secrets: Sequence[str] = (),
     front_end: FrontEndLender | None = None,
     local_servers: Sequence[LocalServer] | None = None,
+    mode: PermissionMode | None = None,
 ) -> Agent:
     """A ready Agent. With `session_id` the stored session is loaded (its writer lease taken, its
     tail repaired) and its Context rebuilt from the log; otherwise a new session is opened, which
@@ -177,6 +179,11 @@ async def open_agent(
             name, _ = config.model(model if model is not None else None)
             payload = assembler.grants.bind(name)
             session.append(payload)
+        if mode is not None and mode != permission.mode:
+            permission.follow(session.append(PermissionModeSet(mode=mode)).data)
+        elif permission.mode == "approve-all":
+            fallback = PermissionModeSet(mode="ask", resumed=True)
+            permission.follow(session.append(fallback).data)
         binding = assembler.binding
         model_id = binding.entry.model or binding.name
         if gateway is None:

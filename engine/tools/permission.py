@@ -1,8 +1,11 @@
 """The permission broker: decides whether a tool call that needs permission may run.
 
-Standing rules (from "always" answers, restored from `permission/rule` events on resume) decide
-first; everything else is asked of a pluggable responder — the TUI dialog, ACP
-`session/request_permission`, or the headless flags. A cancelled turn never waits for an answer.
+The session's permission mode decides first (engine/permission_mode.py: `read-only` refuses,
+`approve-all` and, for file edits, `accept-edits` allow), except that a standing "deny" rule is
+never overridden; then standing rules (from "always" answers, restored from `permission/rule`
+events on resume); everything else is asked of a pluggable responder — the TUI dialog, ACP
+`session/request_permission`, or the headless `--allow` flags. A cancelled turn never waits for
+an answer.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ from enum import StrEnum
 from typing import Any, assert_never
 
 from engine.events import Decision as DecisionValue
-from engine.events import Event, Payload, PermissionRule, RuleDecision
+from engine.events import (
+    Event,
+    Payload,
+    PermissionModeSet,
+    PermissionRule,
+    RuleDecision,
+)
+from engine.permission_mode import DEFAULT_MODE, MODE_NAMES, PermissionMode, verdict
 from engine.tools.tool import ToolKind
 
 
@@ -69,16 +79,20 @@ class Decision:
 
 
 class PermissionBroker:
-    """Standing rules first, then the responder; pending questions can all be withdrawn at once."""
+    """The mode and standing rules first, then the responder; pending questions can all be
+    withdrawn at once."""
 
     def __init__(
         self,
         responder: PermissionResponder,
         rules: Mapping[str, RuleDecision] | None = None,
+        mode: PermissionMode = DEFAULT_MODE,
     ) -> None:
         self._responder = responder
         self._rules: dict[str, RuleDecision] = dict(rules or {})
         self._pending: set[asyncio.Task[PermissionAnswer | PermissionReply]] = set()
+        self.mode: PermissionMode = mode
+        """The session's permission mode; the Agent sets it with the `permission/mode` it logs."""
 
     @property
     def rules(self) -> Mapping[str, RuleDecision]:
@@ -98,22 +112,39 @@ class PermissionBroker:
             self.follow(item.data if isinstance(item, Event) else item)
 
     def follow(self, payload: Payload) -> None:
-        """Follow a session's log one event at a time (resume streams it): a rule stands."""
+        """Follow a session's log one event at a time (resume streams it): a rule stands, a
+        mode holds until the next."""
         if type(payload) is PermissionRule:  # by exact class (see `Payload`)
             self._rules[payload.tool] = payload.decision
+        elif type(payload) is PermissionModeSet:
+            self.mode = payload.mode
 
     async def decide(
         self, request: PermissionQuestion, on_ask: Callable[[], None] | None = None
     ) -> Decision:
         """Allow, deny, or "cancelled" when the question was withdrawn before an answer.
 
-        A standing rule answers at once. `on_ask` is called when the responder is really asked
+        The mode or a standing rule answers at once. `on_ask` is called when the responder is really asked
         (so a front end shows the question only then). Otherwise the responder is asked in its own task: if that
         task is cancelled (`cancel_pending()`, or by whoever owns it) the result is "cancelled".
         If the task awaiting `decide` is itself cancelled, the question is withdrawn and the
         `CancelledError` propagates, as asyncio expects. A responder that fails denies the call.
         """
         standing = self._rules.get(request.tool)
+        by_mode = verdict(self.mode, request.kind)
+        mode_name = MODE_NAMES[self.mode]
+        if by_mode == "refuse":
+            return Decision(
+                "deny",
+                f"{request.tool} was refused: the session is in {mode_name} mode, where no tool "
+                "that writes, runs a command or comes from an MCP server may run; the user can "
+                "change the mode",
+                tool=request.tool,
+            )
+        if by_mode == "allow" and standing != "deny":
+            return Decision(
+                "allow", f"{request.tool} is allowed by {mode_name} mode", tool=request.tool
+            )
         if standing == "allow":
             return Decision(
                 "allow", f"{request.tool} is allowed by a standing rule", tool=request.tool
@@ -191,29 +222,20 @@ def _cancel_requests() -> int:
 
 @dataclass(frozen=True, slots=True)
 class HeadlessPolicy:
-    """The headless responder: `--allow TOOL` (repeatable), `--approve-all`, `--deny-all`.
-
-    Without a flag that covers the tool, the call is denied with a message naming the flag that
-    would allow it, so the person reading a headless run knows how to rerun it.
+    """The headless responder: what a run with no one to ask answers when the mode asks.
+    `--allow TOOL` (repeatable) allows that tool; any other call is denied with a message naming
+    the flags that would allow it, so the person reading a headless run knows how to rerun it.
+    (`--approve-all` and `--deny-all` are modes: `approve-all` and `read-only`.)
     """
 
     allow: frozenset[str] = frozenset()
-    approve_all: bool = False
-    deny_all: bool = False
-
-    def __post_init__(self) -> None:
-        if self.approve_all and self.deny_all:
-            raise ValueError("--approve-all and --deny-all contradict each other; pass one")
 
     async def __call__(self, request: PermissionQuestion) -> PermissionReply:
         tool = request.tool
-        if self.approve_all:
-            return PermissionReply(PermissionAnswer.allow_once, f"{tool} allowed by --approve-all")
         if tool in self.allow:
             return PermissionReply(PermissionAnswer.allow_once, f"{tool} allowed by --allow {tool}")
-        if self.deny_all:
-            return PermissionReply(PermissionAnswer.deny_once, f"{tool} was denied (--deny-all)")
+        edits = " or --mode accept-edits" if request.kind is ToolKind.edit else ""
         return PermissionReply(
             PermissionAnswer.deny_once,
-            f"{tool} needs permission; rerun with --allow {tool} or --approve-all",
+            f"{tool} needs permission; rerun with --allow {tool}{edits}, or --approve-all",
         )

@@ -13,10 +13,12 @@ from engine.events import MessageData
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     ContextEntry,
     ErrorEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -30,9 +32,11 @@ from replay.wording import (
     UNTITLED,
     area_line,
     arguments_text,
+    command_line,
     compact_line,
     cut_short,
     gc_line,
+    mode_line,
     model_line,
     retry_line,
     tool_state,
@@ -148,6 +152,13 @@ def _entry(entry: TranscriptEntry) -> str:
             return f'<div class="entry note">{escape(retry_line(entry))}</div>'
         case ModelEntry():
             return f'<div class="entry note">{escape(model_line(entry))}</div>'
+        case ModeEntry():
+            return f'<div class="entry note">{escape(mode_line(entry))}</div>'
+        case CommandEntry():
+            return (
+                f'<div class="entry card"><div class="who">{escape(command_line(entry))}</div>'
+                f"{_text(entry.result)}</div>"
+            )
         case ErrorEntry():
             return f'<div class="entry error-entry">Error: {escape(entry.message)}</div>'
 

@@ -9,10 +9,12 @@ from engine.events import MessageData
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     ContextEntry,
     ErrorEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -26,9 +28,11 @@ from replay.wording import (
     UNTITLED,
     area_line,
     arguments_text,
+    command_line,
     compact_line,
     cut_short,
     gc_line,
+    mode_line,
     model_line,
     retry_line,
     tool_state,
@@ -159,6 +163,10 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             return [f"*{retry_line(entry)}*"]
         case ModelEntry():
             return [f"*{model_line(entry)}*"]
+        case ModeEntry():
+            return [f"*{mode_line(entry)}*"]
+        case CommandEntry():
+            return [f"**{command_line(entry)}**", fence(entry.result, "text")]
         case ErrorEntry():
             return [f"**Error:** {entry.message}"]
 

@@ -148,7 +148,7 @@ async def test_a_client_that_fell_behind_gets_the_same_text_in_fewer_chunks(
     replies.append([Reply(text=words, reasoning="think " * 50)])
     peer = _StalledPeer(server)
     session_id = await _new(peer, workspace)
-    await _until(lambda: len(peer.updates(session_id)) == 2)  # the opening notes
+    await _until(lambda: len(peer.updates(session_id)) == 3)  # the opening notes
     peer.reading.clear()
     answer = await peer.start("session/prompt", _prompt(session_id, "go"))
     await peer.waited.wait()
@@ -354,7 +354,7 @@ async def test_load_replays_the_whole_conversation_in_log_order_then_answers(
     answer = await second.request(
         "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
     )
-    assert answer["result"] == {}
+    assert answer["result"].keys() == {"modes"}
     at = second.sent.index(answer)
     replayed = [
         m["params"]["update"] for m in second.sent[:at] if m.get("method") == "session/update"
@@ -541,7 +541,8 @@ async def test_set_config_option_switches_the_model(server: AcpServer, workspace
         "session/set_config_option",
         {"sessionId": session_id, "configId": "model", "value": "scripted"},
     )
-    (option,) = result["configOptions"]
+    option, mode = result["configOptions"]
+    assert mode["id"] == "mode"
     assert option["id"] == "model"
     assert option["currentValue"] == "scripted"
     bad = await peer.request(
@@ -556,10 +557,22 @@ async def test_slash_commands_run_through_the_engine_registry(
 ) -> None:
     peer = Peer(server)
     session_id = await _new(peer, workspace)
+    await peer.result("session/prompt", _prompt(session_id, "hello"))
     result = await peer.result("session/prompt", _prompt(session_id, "/pin remember the tests"))
     assert result == {"stopReason": "end_turn"}
-    assert "pin" in peer.text(session_id).lower()
+    answer = "pinned pin1; it joins the stable floor at the next turn"
+    assert peer.text(session_id).count(answer) == 1  # from the log, not said a second time
     assert [p.text for p in server.sessions.get(session_id).agent.pins] == ["remember the tests"]  # type: ignore[union-attr]
+    await peer.result("session/prompt", _prompt(session_id, "/context"))  # changes nothing
+    assert "last request" in peer.text(session_id)
+    # loaded, the exchange reads as it did live: the command as the user's words, the answer
+    other = Peer(server, "other")
+    await other.initialize()
+    await other.result(
+        "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    )
+    assert other.text(session_id, "user_message_chunk") == "hello/pin remember the tests"
+    assert other.text(session_id).endswith(answer)
 
 
 async def test_resource_blocks_become_attachments(
@@ -702,7 +715,7 @@ async def test_two_connections_loading_one_session_at_once_share_one_agent(
         await peer.initialize()
     load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
     answers = await asyncio.gather(*(peer.request("session/load", load) for peer in peers))
-    assert [a["result"] for a in answers] == [{}, {}, {}]
+    assert [a["result"].keys() for a in answers] == [{"modes"}] * 3
     session = server.sessions.get(session_id)
     assert session is not None
     assert session.holders == {"p0", "p1", "p2"}
@@ -750,7 +763,7 @@ async def test_loading_again_on_the_same_connection_keeps_its_running_prompt(
     running = await peer.start("session/prompt", _prompt(session_id, "count"))
     await _until(lambda: bool(peer.text(session_id)))
     load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
-    assert (await peer.request("session/load", load))["result"] == {}
+    assert (await peer.request("session/load", load))["result"].keys() == {"modes"}
     assert (await running)["result"] == {"stopReason": "end_turn"}
 
 

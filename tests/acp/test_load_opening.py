@@ -89,7 +89,7 @@ async def test_load_answers_before_the_agent_opens_and_a_prompt_sent_at_once_wai
     session_id = await stored_session(server, workspace)
     peer = Peer(server)
     answer = await load(peer, session_id, workspace)
-    assert answer["result"] == {}
+    assert answer["result"].keys() == {"modes"}
     assert peer.text(session_id, "user_message_chunk") == "hi"  # replayed from the store
     await until(lambda: gate.waiting == 1)  # the opening started after the answer, and waits
     prompt = await peer.start("session/prompt", _prompt(session_id, "and now?"))
@@ -117,7 +117,7 @@ async def test_a_cancel_while_the_agent_opens_answers_the_waiting_prompt_cancell
     replies.extend([[Reply(text="first")], [Reply(text="never")]])
     session_id = await stored_session(server, workspace)
     peer = Peer(server)
-    assert (await load(peer, session_id, workspace))["result"] == {}
+    assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
     prompt = await peer.start("session/prompt", _prompt(session_id, "stop this"))
     session = server.sessions.get(session_id)
     assert session is not None
@@ -153,7 +153,7 @@ async def test_an_agent_that_cannot_open_is_told_to_the_client_and_refuses_promp
 
     monkeypatch.setattr(SQLiteStore, "release", slow_release)
     peer = Peer(server)
-    assert (await load(peer, session_id, workspace))["result"] == {}
+    assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
     assert peer.text(session_id, "user_message_chunk") == "hi"
     await until(lambda: "could not be opened" in peer.text(session_id))
     assert "is corrupt: seq 3 out of order" in peer.text(session_id)
@@ -172,7 +172,7 @@ async def test_a_connection_that_goes_while_the_agent_opens_gives_the_lease_back
     replies.append([Reply(text="first")])
     session_id = await stored_session(server, workspace)
     peer = Peer(server)
-    assert (await load(peer, session_id, workspace))["result"] == {}
+    assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
     await until(lambda: gate.waiting == 1)
     await peer.connection.close()
     assert server.sessions.get(session_id) is None

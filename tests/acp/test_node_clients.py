@@ -151,3 +151,59 @@ def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None
     assert answer["result"]["stopReason"] == "end_turn"
     assert (place.workspace / "by-acpx.txt").read_text(encoding="utf-8") == "x\n"
     assert any(m.get("method") == "session/request_permission" for m in messages)
+
+
+def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> None:
+    """The SDK parses the `modes` of each answer and every `current_mode_update`: read-only set
+    by `session/set_mode` refuses a write without asking, and another process's load answers
+    that mode and replays the change."""
+    replies = script(
+        place,
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}
+                ]
+            },
+            {"text": "Refused."},
+        ],
+    )
+    cwd = str(place.workspace)
+    lines = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": []},
+                "save": {"sid": "sessionId"},
+            },
+            {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "read-only"}},
+            {
+                "method": "session/prompt",
+                "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write"}]},
+            },
+        ],
+        agent_args=replies,
+    )
+    new = response(lines, "session/new")
+    assert new["modes"]["currentModeId"] == "ask"
+    assert [o["id"] for o in new["configOptions"]] == ["model", "mode"]
+    assert response(lines, "session/prompt") == {"stopReason": "end_turn"}
+    assert not [line for line in lines if line["kind"] == "request"]  # nobody was asked
+    assert not (place.workspace / "new.txt").exists()
+    modes = [u["currentModeId"] for u in updates(lines, "current_mode_update")]
+    assert modes[-1] == "read-only"
+
+    loaded = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/load",
+                "params": {"sessionId": new["sessionId"], "cwd": cwd, "mcpServers": []},
+            },
+        ],
+    )
+    assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
+    assert "read-only" in [u["currentModeId"] for u in updates(loaded, "current_mode_update")]

@@ -266,7 +266,7 @@ async def test_list_and_load_replay_the_whole_log_in_order(
             for m in peer.received[:answer_at]
             if m.get("method") == "session/update"
         ]
-        assert peer.received[answer_at]["result"] == {}
+        assert peer.received[answer_at]["result"].keys() == {"modes"}
     assert replayed == expected
     kinds = [u["sessionUpdate"] for u in replayed]
     assert {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call"} <= set(

@@ -12,15 +12,18 @@ from engine.events import (
     AssistantDelta,
     AssistantMessage,
     Attachment,
+    CommandRun,
     Event,
     LiveEvent,
     Payload,
+    PermissionModeSet,
     StepEnd,
     StepStart,
     ToolCallRecord,
     ToolResultRecord,
     TurnStart,
     UserMessage,
+    make_event,
 )
 from engine.message import Source
 from replay.acp import (
@@ -353,3 +356,24 @@ def test_coalescing_keeps_each_message_id_and_never_joins_two_messages() -> None
         {**_chunk("agent_message_chunk", "a b"), "messageId": "m1"},
         {**_chunk("agent_message_chunk", "c d"), "messageId": "m2"},
     ]
+
+
+def test_a_mode_change_and_a_command_read_as_they_did_live() -> None:
+    """`permission/mode` is a `current_mode_update` (a fallback on resume also says why);
+    `command/run` is the answer as the agent's message, and when replaying the command too."""
+    events = [
+        make_event(CommandRun(line="/mode read-only", result="mode read-only: ..."), 0, 0.0),
+        make_event(PermissionModeSet(mode="read-only"), 1, 0.0),
+        make_event(PermissionModeSet(mode="ask", resumed=True), 2, 0.0),
+    ]
+    live = [_wire(u) for e in events for u in AcpProjection("/w").apply(e)]
+    replayed = [_wire(u) for u in AcpProjection("/w").replay(events)]
+    modes = [u["currentModeId"] for u in live if u["sessionUpdate"] == "current_mode_update"]
+    assert modes == ["read-only", "ask"]
+    said = _text_by_kind(live)
+    assert said.get("user_message_chunk") is None  # live, the client holds what it sent
+    assert said["agent_message_chunk"] == (
+        "mode read-only: ...The mode is ask: approve all ends when a session is reopened.\n"
+    )
+    assert _text_by_kind(replayed)["user_message_chunk"] == "/mode read-only"
+    assert [u["sessionUpdate"] for u in replayed][1:] == [u["sessionUpdate"] for u in live]

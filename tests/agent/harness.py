@@ -26,6 +26,7 @@ from engine.gateway.base import GatewayType, ModelRequest
 from engine.gateway.codecs import codec_for
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Message, ToolCall
+from engine.permission_mode import PermissionMode
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.store.sqlite import SQLiteStore
 from engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry, default_registry
@@ -67,6 +68,7 @@ async def opened(
     tools: ToolRegistry | None = None,
     model: str | None = None,
     strict: bool = True,
+    mode: PermissionMode | None = None,
 ) -> AsyncIterator[Opened]:
     """An Agent on a new stored session in `tmp_path/workspace`; disposed on exit."""
     workspace = tmp_path / "workspace"
@@ -81,6 +83,7 @@ async def opened(
             responder=responder,
             tools=tools,
             model=model,
+            mode=mode,
         )
         try:
             yield Opened(agent, store, gateway, workspace)

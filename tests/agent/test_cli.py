@@ -17,6 +17,7 @@ from app import cli
 from engine.events import (
     Event,
     PermissionDecision,
+    PermissionModeSet,
     SessionTitle,
     ToolCallRecord,
     ToolResultRecord,
@@ -242,7 +243,7 @@ def test_permission_flags(env: Env, tmp_path: Path) -> None:
     )
     denied = env.run("run", "-p", "write it", "--script", str(script))
     assert denied.code == 0, denied.stderr
-    assert "rerun with --allow write_file or --approve-all" in denied.stderr
+    assert "rerun with --allow write_file or --mode accept-edits, or --approve-all" in denied.stderr
     assert not (env.workspace / "a.txt").exists()
 
     allowed = env.run("run", "-p", "write it", "--script", str(script), "--allow", "write_file")
@@ -250,6 +251,38 @@ def test_permission_flags(env: Env, tmp_path: Path) -> None:
     assert (env.workspace / "a.txt").read_text() == "A"
     decisions = payloads(env.stored(session_of(allowed.stderr)), PermissionDecision)
     assert [d.decision for d in decisions] == ["allow"]
+
+
+def test_the_permission_flags_are_modes(env: Env, tmp_path: Path) -> None:
+    """`--deny-all` is `--mode read-only`, `--approve-all` is `--mode approve-all`, and a
+    resumed session keeps its mode but never approve-all, saying so on stderr."""
+    write: dict[str, object] = {
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}]
+    }
+    script = write_script(tmp_path / "write.json", [write, {"text": "done"}])
+    refused = env.run("run", "-p", "write it", "--script", str(script), "--deny-all")
+    assert refused.code == 0, refused.stderr
+    assert "write_file was refused: the session is in read-only mode" in refused.stderr
+    assert not (env.workspace / "a.txt").exists()
+    stored = env.stored(session_of(refused.stderr))
+    assert [m.mode for m in payloads(stored, PermissionModeSet)] == ["read-only"]
+
+    approved = env.run("run", "-p", "write it", "--script", str(script), "--approve-all")
+    assert approved.code == 0, approved.stderr
+    assert (env.workspace / "a.txt").read_text() == "A"
+    session = session_of(approved.stderr)
+    again = env.run("run", "-p", "write again", "--script", str(script), "--resume", session)
+    assert again.code == 0, again.stderr
+    assert "mode: ask (approve all ends when a session is reopened)" in again.stderr
+    assert "write_file needs permission" in again.stderr
+    modes = [(m.mode, m.resumed) for m in payloads(env.stored(session), PermissionModeSet)]
+    assert modes == [("approve-all", False), ("ask", True)]
+
+
+def test_allow_in_read_only_mode_is_refused(inproc: InProcess) -> None:
+    code, _, err = inproc.main("run", "-p", "x", "--mode", "read-only", "--allow", "write_file")
+    assert code == 2
+    assert "--allow write_file: read-only mode refuses every tool" in err
 
 
 def test_contradicting_permission_flags(inproc: InProcess) -> None:
@@ -559,3 +592,32 @@ def test_a_session_id_prefix_needs_four_characters(env: Env) -> None:
         assert "is too short: give at least 4 characters of the id" in refused.stderr, args
     assert env.sessions() == [session_id]
     assert env.run("show", session_id[:4]).code == 0
+
+
+def test_commands_and_modes_are_in_show_and_exports(env: Env) -> None:
+    """A command that changed the session and a mode change read in `trellis show` and every
+    export as they did live, at their place in the session."""
+    first = env.run("run", "-p", "hello")
+    assert first.code == 0, first.stderr
+    session = session_of(first.stderr)
+    for line in ("/mode read-only", "/pin keep it short"):
+        done = env.run("run", "--resume", session, "-p", line)
+        assert done.code == 0, done.stderr
+    shown = env.run("show", session).stdout
+    assert "· Mode: read-only" in shown
+    assert "Command: /mode read-only\n  mode read-only: tools that write" in shown
+    assert "Command: /pin keep it short\n  pinned pin1" in shown
+    assert shown.index("Mode: read-only") < shown.index("Command: /pin")
+    markdown = env.run("export", session, "--format", "md").stdout
+    assert "**Command: /pin keep it short**" in markdown
+    assert "*Mode: read-only*" in markdown
+    html = env.run("export", session, "--format", "html").stdout
+    assert "Command: /pin keep it short" in html
+    exported = json.loads(env.run("export", session, "--format", "json").stdout)
+    types = [event["type"] for event in exported["events"]]
+    assert types.count("command/run") == 2
+    assert types.count("permission/mode") == 1
+    # the command's words are internal, as the user's own are: a public export hides them
+    public = env.run("export", session, "--format", "md", "--max-class", "public").stdout
+    assert "**Command: /pin [redacted: internal]**" in public
+    assert "keep it short" not in public

@@ -10,9 +10,16 @@ import pytest
 
 from engine.agent import open_agent
 from engine.config import Config
-from engine.events import PermissionDecision, PermissionRule, ToolResultRecord, TurnEnd
+from engine.events import (
+    PermissionDecision,
+    PermissionModeSet,
+    PermissionRule,
+    ToolResultRecord,
+    TurnEnd,
+)
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
+from engine.permission_mode import PermissionMode
 from engine.store.sqlite import SQLiteStore
 from engine.tools.permission import (
     HeadlessPolicy,
@@ -43,20 +50,25 @@ class CountingResponder:
 
 
 @pytest.mark.parametrize(
-    ("policy", "allowed", "says"),
+    ("policy", "mode", "allowed", "says"),
     [
-        (HeadlessPolicy(), False, "rerun with --allow write_file or --approve-all"),
-        (HeadlessPolicy(allow=frozenset({"write_file"})), True, ""),
-        (HeadlessPolicy(allow=frozenset({"edit_file"})), False, "--allow write_file"),
-        (HeadlessPolicy(approve_all=True), True, ""),
-        (HeadlessPolicy(deny_all=True), False, "--deny-all"),
+        (HeadlessPolicy(), None, False, "rerun with --allow write_file or --mode accept-edits"),
+        (HeadlessPolicy(allow=frozenset({"write_file"})), None, True, ""),
+        (HeadlessPolicy(allow=frozenset({"edit_file"})), None, False, "--allow write_file"),
+        (HeadlessPolicy(), "approve-all", True, ""),
+        (HeadlessPolicy(), "accept-edits", True, ""),
+        (HeadlessPolicy(), "read-only", False, "the session is in read-only mode"),
     ],
-    ids=["default-deny", "allow-tool", "allow-other-tool", "approve-all", "deny-all"],
+    ids=["default-deny", "allow-tool", "allow-other-tool", "approve-all", "accept-edits", "ro"],
 )
 async def test_headless_flags(
-    tmp_path: Path, policy: HeadlessPolicy, allowed: bool, says: str
+    tmp_path: Path,
+    policy: HeadlessPolicy,
+    mode: PermissionMode | None,
+    allowed: bool,
+    says: str,
 ) -> None:
-    async with opened(tmp_path, _write("c1"), responder=policy) as run:
+    async with opened(tmp_path, _write("c1"), responder=policy, mode=mode) as run:
         await run.run("write the file")
         events = await run.events()
         target = run.workspace / "out.txt"
@@ -69,6 +81,7 @@ async def test_headless_flags(
     assert says in result.content
     assert payloads(events, PermissionRule) == []  # flags answer once; they make no rule
     assert [t.reason for t in payloads(events, TurnEnd)] == ["completed"]
+    assert [m.mode for m in payloads(events, PermissionModeSet)] == ([mode] if mode else [])
 
 
 async def test_read_only_tools_are_never_asked(tmp_path: Path) -> None:
@@ -158,8 +171,7 @@ async def test_path_escapes_are_error_results(
     os.symlink(outside / "secret.txt", workspace / "direct-link")
     (tmp_path / "secret.txt").write_text("TOP SECRET\n")
     script = [Reply(tool_calls=[ToolCall("c1", tool, arguments)]), Reply(text="ok")]
-    policy = HeadlessPolicy(approve_all=True)
-    async with opened(tmp_path, script, responder=policy) as run:
+    async with opened(tmp_path, script, mode="approve-all") as run:
         await run.run("try to escape")
         events = await run.events()
         request = run.gateway.requests[1]

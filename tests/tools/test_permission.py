@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
-from engine.events import ModelBind, PermissionRule, make_event
+from engine.events import ModelBind, PermissionModeSet, PermissionRule, make_event
+from engine.permission_mode import PermissionMode
 from engine.tools import (
     HeadlessPolicy,
     PermissionAnswer,
     PermissionBroker,
     PermissionQuestion,
-    PermissionReply,
     ToolKind,
 )
 
@@ -146,31 +146,80 @@ async def test_headless_default_denies_naming_the_flags() -> None:
     assert decision.decision == "deny"
     assert (
         decision.message
-        == "run_shell needs permission; rerun with --allow run_shell or --approve-all"
+        == "run_shell needs permission; rerun with --allow run_shell, or --approve-all"
     )
     assert decision.rule is None
+    edit = PermissionQuestion("c2", "write_file", {"path": "a"}, ToolKind.edit)
+    assert (await PermissionBroker(HeadlessPolicy()).decide(edit)).message == (
+        "write_file needs permission; rerun with --allow write_file or --mode accept-edits, "
+        "or --approve-all"
+    )
 
 
-async def test_headless_allow_and_approve_all() -> None:
+async def test_headless_allow() -> None:
     broker = PermissionBroker(HeadlessPolicy(allow=frozenset({"edit_file"})))
     assert (await broker.decide(request("edit_file"))).decision == "allow"
     assert (await broker.decide(request("run_shell"))).decision == "deny"
-    everything = PermissionBroker(HeadlessPolicy(approve_all=True))
-    allowed = await everything.decide(request("run_shell"))
-    assert allowed.decision == "allow"
-    assert "--approve-all" in allowed.message
-    assert everything.rules == {}
 
 
-async def test_headless_deny_all() -> None:
-    policy = HeadlessPolicy(deny_all=True)
-    reply = await policy(request("write_file"))
-    assert reply == PermissionReply(
-        PermissionAnswer.deny_once, "write_file was denied (--deny-all)"
+def question(tool: str, kind: ToolKind) -> PermissionQuestion:
+    return PermissionQuestion(f"call-{tool}", tool, {}, kind)
+
+
+EDIT, SHELL, MCP = (
+    question("write_file", ToolKind.edit),
+    question("run_shell", ToolKind.execute),
+    question("files__delete", ToolKind.other),
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("ask", {"write_file": "asked", "run_shell": "asked", "files__delete": "asked"}),
+        ("accept-edits", {"write_file": "allow", "run_shell": "asked", "files__delete": "asked"}),
+        ("read-only", {"write_file": "deny", "run_shell": "deny", "files__delete": "deny"}),
+        ("approve-all", {"write_file": "allow", "run_shell": "allow", "files__delete": "allow"}),
+    ],
+)
+async def test_each_mode_decides_before_the_responder(
+    mode: PermissionMode, expected: dict[str, str]
+) -> None:
+    """What each mode does with a file edit, a command and an MCP tool: the responder (here
+    answering yes) is asked only where the mode leaves the call to it."""
+    responder = Scripted(*[PermissionAnswer.allow_once] * 3)
+    broker = PermissionBroker(responder, mode=mode)
+    seen: dict[str, str] = {}
+    for ask in (EDIT, SHELL, MCP):
+        decision = await broker.decide(ask)
+        seen[ask.tool] = "asked" if ask in responder.asked else decision.decision
+    assert seen == expected
+    assert broker.rules == {}
+
+
+async def test_read_only_refusal_says_why() -> None:
+    broker = PermissionBroker(Scripted(), mode="read-only")
+    refused = await broker.decide(EDIT)
+    assert refused.decision == "deny"
+    assert "write_file was refused: the session is in read-only mode" in refused.message
+    # a standing "allow" does not open a read-only session
+    broker.set_rule("write_file", "allow")
+    assert (await broker.decide(EDIT)).decision == "deny"
+
+
+async def test_a_standing_deny_outlasts_approve_all() -> None:
+    broker = PermissionBroker(Scripted(), mode="approve-all")
+    broker.set_rule("run_shell", "deny")
+    assert (await broker.decide(SHELL)).decision == "deny"
+    assert (await broker.decide(EDIT)).message == "write_file is allowed by approve all mode"
+
+
+def test_the_mode_follows_the_log() -> None:
+    broker = PermissionBroker(Scripted())
+    broker.load_rules(
+        [
+            make_event(PermissionModeSet(mode="read-only"), 0, 0.0),
+            make_event(PermissionModeSet(mode="accept-edits"), 1, 0.0),
+        ]
     )
-    assert (await PermissionBroker(policy).decide(request())).decision == "deny"
-
-
-def test_headless_conflicting_flags() -> None:
-    with pytest.raises(ValueError, match="--approve-all and --deny-all"):
-        HeadlessPolicy(approve_all=True, deny_all=True)
+    assert broker.mode == "accept-edits"

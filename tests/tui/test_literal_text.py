@@ -17,7 +17,13 @@ from app.tui.screens.inspector import ContextInspector
 from app.tui.screens.replay import PositionBar
 from app.tui.screens.sessions import ConfirmDelete
 from app.tui.screens.trust import TrustDialog
-from app.tui.widgets.entries import AssistantMessage, ContextCard, ToolCard, UserMessage
+from app.tui.widgets.entries import (
+    AssistantMessage,
+    ContextCard,
+    LineEntry,
+    ToolCard,
+    UserMessage,
+)
 from app.tui.widgets.side_panel import AreasTable, GcRow, SidePanel
 from engine.agent import open_agent
 from engine.agent.views import AreaView
@@ -29,6 +35,7 @@ from engine.project_config import ProjectLayer, SkippedKey
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
+from replay.entries import CommandEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened
@@ -58,8 +65,26 @@ async def test_a_notice_shows_the_commands_words_as_they_are(workspace: Path, da
         await opened(app, pilot)
         await send(app, pilot, f"/plan add {MARKUP}")
         await send(app, pilot, "/plan check 1")
+        await send(app, pilot, "/plan show")  # changes nothing: its answer is a notice
         await pilot.pause()
         assert f"- [x] 1. {MARKUP}" in toasts(pilot)
+
+
+async def test_a_command_in_the_transcript_shows_its_words_as_they_are(
+    workspace: Path, data: Path
+) -> None:
+    """A command that changed the session is in the transcript with its answer (`command/run`)."""
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, f"/plan add {MARKUP}")
+        await pilot.pause()
+        (entry,) = [
+            line for line in app.screen.query(LineEntry) if isinstance(line.entry, CommandEntry)
+        ]
+        text = drawn(entry)
+        assert f"Command: /plan add {MARKUP}" in text
+        assert f"- [ ] 1. {MARKUP}" in text
 
 
 async def test_a_tool_cards_title_and_body_show_the_call_and_the_file_as_they_are(

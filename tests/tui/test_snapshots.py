@@ -27,7 +27,7 @@ from engine.message import ToolCall
 from engine.model_catalog import local_models
 from engine.store.base import SessionInfo
 from engine.tools import ToolRegistry
-from engine.tools.builtins.files import ReadFile
+from engine.tools.builtins.files import ReadFile, WriteFile
 from tests.agent.conftest import FixedTool, GateTool
 from tests.tui.conftest import ConsoleTestApp
 
@@ -100,6 +100,26 @@ def test_an_injected_context_card(
 ) -> None:
     app = make([Reply(text="Thanks, noted that the build is green.")])
     run = scene("/inject the build is green on main", "what do you know?")
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run)
+
+
+def test_read_only_mode_refuses_a_write(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
+) -> None:
+    """F5 twice: read-only, named in the status line and the transcript; a write is refused with
+    no dialog, and the tool card says why."""
+    write = ToolCall("w1", "write_file", {"path": "new.txt", "content": "x"})
+    app = make(
+        [Reply(text="Writing it.", tool_calls=[write]), Reply(text="It was refused.")],
+        tools=ToolRegistry([WriteFile()]),
+    )
+
+    async def run(pilot: Pilot[None]) -> None:
+        await opened(pilot)
+        await pilot.press("f5", "f5")
+        await pilot.pause()
+        await type_and_send(pilot, "write new.txt")
+
     assert snap_compare(app, terminal_size=(100, 30), run_before=run)
 
 

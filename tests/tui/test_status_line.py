@@ -21,6 +21,7 @@ from engine.config import Config, ModelEntry
 from engine.context.usage import ContextUsage
 from engine.events import Event
 from engine.gateway.scripted import Reply, ScriptedGateway
+from engine.permission_mode import MODE_NAMES, PermissionMode
 from engine.store.sqlite import SQLiteStore
 from replay.acp import AcpProjection
 from tests.terminal import Terminal
@@ -220,3 +221,28 @@ async def test_a_resumed_session_shows_its_last_request_against_the_entry_bound_
         text = await status_text(app)
     assert "│ narrow │" in text
     assert "/8.2k tok" in text
+
+
+@pytest.mark.parametrize(
+    ("mode", "line"),
+    [
+        ("ask", "● running │ claude-sonnet │ ctx 1.3k/200k tok"),
+        ("read-only", "● running │ mode read-only │ claude-sonnet"),
+        ("approve-all", "● running │ mode approve all │ claude-sonnet"),
+    ],
+)
+def test_a_mode_other_than_ask_stays_when_the_line_is_narrow(
+    mode: PermissionMode, line: str
+) -> None:
+    fields = status_fields(
+        status="running",
+        model="claude-sonnet",
+        egress="internal",
+        usage=USAGE,
+        session_tokens=19_400,
+        session_estimated=False,
+        note="",
+        mode=mode,
+    )
+    assert status_layout(fields, 200).plain.startswith(f"● running │ mode {MODE_NAMES[mode]} │ ")
+    assert status_layout(fields, 60).plain == line

@@ -59,11 +59,13 @@ from engine.events import (
     LiveEvent,
     ModelBind,
     OutboxChanged,
+    PermissionModeSet,
     SteerDropped,
     StepStart,
     UserMessage,
 )
 from engine.gateway.base import GatewayType
+from engine.permission_mode import PermissionMode
 from engine.session import READ_CHUNK, Session
 from replay.timeline import last_requests
 from replay.transcript import Transcript
@@ -85,9 +87,13 @@ class MainScreen(Screen[None]):
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
+        Binding("f5", "next_mode", "Mode"),
         Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
+    FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("next_mode",)
+    """What the footer leaves out first when it is narrow (`KeyFooter`): the status line names
+    the mode, and F1 lists its key."""
     AUTO_FOCUS = "PromptInput"
     """Nothing else: the prompt is disabled while the Agent opens, and Textual's default (the
     first focusable widget) focused the conversation, so that focus and the prompt taking it
@@ -162,6 +168,7 @@ class MainScreen(Screen[None]):
         status.model = model.name
         status.egress = model.egress.name
         status.status = agent.status
+        status.mode = agent.mode
         await self._catch_up(agent.read_log, from_seq)
         if self._tally.figures is None:  # no request yet: nothing used of the bound window
             budget = agent.budget
@@ -212,6 +219,8 @@ class MainScreen(Screen[None]):
         status = self.query_one(StatusLine)
         if totals.model and not status.model:  # a followed session's: no Agent names it
             status.model = totals.model
+        if totals.mode is not None and status.mode is None:
+            status.mode = totals.mode
         if self._tally.figures is not None:
             self._stored_request = True
             self._show_usage()
@@ -219,10 +228,11 @@ class MainScreen(Screen[None]):
             self.query_one(SidePanel).collections = tuple(totals.collections)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Inspecting needs the Agent: disabled while the session opens or is followed.
+        """Inspecting and changing the mode need the Agent: disabled while the session opens or
+        is followed.
         Cancelling needs a busy Agent and opening for writing a followed session whose writer
         let go: hidden otherwise, so the footer names only what a key does now."""
-        if action == "inspect" and self.agent is None:
+        if action in ("inspect", "next_mode") and self.agent is None:
             return None
         if action == "cancel_turn":
             return self._busy()
@@ -265,6 +275,8 @@ class MainScreen(Screen[None]):
                 self.refresh_bindings()  # Esc cancels only while a turn is open
             case StepStart() if agent is not None:
                 self._note_assembly()
+            case PermissionModeSet(mode=mode):
+                status.mode = mode
             case ModelBind(model=model):
                 status.model = model
                 if agent is not None:
@@ -403,6 +415,9 @@ class MainScreen(Screen[None]):
         if result.leave:
             self.app.exit()
             return
+        if result.changed:  # logged with its answer: the transcript shows the exchange
+            self._refresh_panel()
+            return
         self.notify(
             result.text,
             severity="information" if result.ok else "error",
@@ -412,6 +427,20 @@ class MainScreen(Screen[None]):
         self._refresh_panel()
 
     # --- actions -------------------------------------------------------------------------------
+
+    @work(group="mode", exclusive=True)
+    async def action_next_mode(self) -> None:
+        """F5: the next permission mode of the cycle (ask, accept edits, read-only); the
+        status line and the transcript show it from the `permission/mode` it logs."""
+        from engine.permission_mode import next_mode
+
+        agent = self.agent
+        if agent is None:
+            return
+        try:
+            await agent.set_mode(next_mode(agent.mode))
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title="Mode", markup=False)
 
     def action_page_transcript(self, pages: int) -> None:
         """PageUp/PageDown in the prompt: read the conversation without leaving the input."""
@@ -475,12 +504,14 @@ class MainScreen(Screen[None]):
 
 
 class _CatchUp:
-    """The token figures (into the screen's tally), the model bound last and every collection of
-    the events a screen did not bridge, folded one chunk of the log at a time."""
+    """The token figures (into the screen's tally), the model bound last, the mode set last and
+    every collection of the events a screen did not bridge, folded one chunk of the log at a
+    time."""
 
     def __init__(self, tally: UsageTally) -> None:
         self.tally = tally
         self.model = ""
+        self.mode: PermissionMode | None = None
         self.collections: list[GcRow] = []
 
     def take(self, events: Sequence[Event]) -> None:
@@ -494,3 +525,5 @@ class _CatchUp:
                 self.collections.append(GcRow.of(data))
             elif type(data) is ModelBind:
                 self.model = data.model
+            elif type(data) is PermissionModeSet:
+                self.mode = data.mode

@@ -35,10 +35,12 @@ from app.tui.widgets.status_line import compact_number
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CommandEntry,
     CompactEntry,
     ContextEntry,
     ErrorEntry,
     GcEntry,
+    ModeEntry,
     ModelEntry,
     RetryEntry,
     ToolEntry,
@@ -47,7 +49,15 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
-from replay.wording import area_line, compact_line, gc_line, model_line, retry_line
+from replay.wording import (
+    area_line,
+    command_line,
+    compact_line,
+    gc_line,
+    mode_line,
+    model_line,
+    retry_line,
+)
 
 WRITE_EVERY_S = 1 / 15
 """A streaming reply is written into its Markdown at most this often (each write costs a layout of
@@ -132,6 +142,10 @@ class LineEntry(EntryWidget):
     LineEntry.note {
         color: $text-muted;
     }
+    LineEntry.command {
+        color: $text-muted;
+        margin: 0 0 1 0;
+    }
     """
 
     def render(self) -> Text:
@@ -184,6 +198,13 @@ class LineEntry(EntryWidget):
                 return Text.assemble(("✗ ", "bold red"), (entry.message, "red"))
             case ModelEntry():
                 return Text(model_line(entry), style="dim")
+            case ModeEntry():
+                return Text.assemble(("⚑ ", "cyan"), (mode_line(entry), "dim"))
+            case CommandEntry():
+                # the answer as the command gave it, below the command (a plan is several lines)
+                return Text.assemble(
+                    ("» ", "cyan"), (command_line(entry), "bold"), "\n", entry.result
+                )
             case _:
                 return Text(type(entry).__name__)
 
@@ -633,6 +654,10 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
         case TurnEndEntry():
             line = LineEntry(entry)
             line.add_class("turn-end")
+            return line
+        case CommandEntry():
+            line = LineEntry(entry)
+            line.add_class("command")
             return line
         case _:
             line = LineEntry(entry)

@@ -1,4 +1,5 @@
-"""The status line: the agent's status, the model, the context against the model's window, tokens.
+"""The status line: the agent's status, the permission mode, the model, the context against the
+model's window, tokens.
 
 Every figure carries its label and the fields are separated, so no two words run together at any
 width. The line is laid out by `status_layout`, a pure function of the fields and the width: each
@@ -18,6 +19,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from engine.context.usage import ContextUsage
+from engine.permission_mode import DEFAULT_MODE, MODE_NAMES, PermissionMode
 
 METER_WIDTH = 12
 STATUS_STYLE = {
@@ -27,6 +29,13 @@ STATUS_STYLE = {
     "following": "bold cyan",
     "let go": "bold",
 }
+MODE_STYLE: dict[PermissionMode, str] = {
+    "ask": "",
+    "accept-edits": "bold yellow",
+    "read-only": "bold cyan",
+    "approve-all": "bold red",
+}
+"""A mode other than ask stands out: it decides calls without asking, or refuses them."""
 SEPARATOR = " │ "
 ESTIMATED = "~"
 """Marks a token figure estimated from characters (the provider reported none)."""
@@ -38,11 +47,13 @@ class Need(IntEnum):
     meter = 10
     cap = 20
     egress = 30
+    usual_mode = 35
     step = 40
     session = 50
     context = 60
     note = 70
     model = 80
+    mode = 85
     status = 90
 
 
@@ -116,12 +127,18 @@ def status_fields(
     session_tokens: int,
     session_estimated: bool,
     note: str,
+    mode: PermissionMode | None = None,
 ) -> list[StatusField]:
-    """What the status line says, as fields in display order."""
-    fields = [
-        StatusField(Text(f"● {status}", style=STATUS_STYLE.get(status, "")), Need.status),
-        StatusField(Text(model or "…", style="bold"), Need.model),
-    ]
+    """What the status line says, as fields in display order (`mode` None: not known yet, the
+    session is being opened)."""
+    fields = [StatusField(Text(f"● {status}", style=STATUS_STYLE.get(status, "")), Need.status)]
+    if mode is not None:
+        # the default mode gives way early; one that decides without asking, or refuses, stays
+        need = Need.usual_mode if mode == DEFAULT_MODE else Need.mode
+        fields.append(
+            StatusField(Text.assemble(("mode ", "dim"), (MODE_NAMES[mode], MODE_STYLE[mode])), need)
+        )
+    fields.append(StatusField(Text(model or "…", style="bold"), Need.model))
     if egress:
         fields.append(StatusField(Text.assemble(("egress ", "dim"), egress), Need.egress))
     if usage is not None:
@@ -190,6 +207,8 @@ class StatusLine(Widget):
     session_tokens: reactive[int] = reactive(0)
     session_estimated: reactive[bool] = reactive(False)
     note: reactive[str] = reactive("")
+    mode: reactive[PermissionMode | None] = reactive(None)
+    """The session's permission mode (engine/permission_mode.py); None until it is known."""
 
     def render(self) -> Text:
         fields = status_fields(
@@ -200,5 +219,6 @@ class StatusLine(Widget):
             session_tokens=self.session_tokens,
             session_estimated=self.session_estimated,
             note=self.note,
+            mode=self.mode,
         )
         return status_layout(fields, self.content_size.width)

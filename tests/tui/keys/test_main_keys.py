@@ -26,6 +26,11 @@ REPLIES: tuple[dict[str, object], ...] = (
     {"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "long.txt"}}]},
     {"text": "Read it."},
     {"text": numbered(200, "slowly"), "chunk_delay": 0.1},
+    {
+        "text": "Writing.",
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}}],
+    },
+    {"text": "It was refused."},
 )
 """The model's replies, in the order the steps below send their prompts."""
 HINT_KEYS = "tab/↑↓ choose"
@@ -248,6 +253,26 @@ def session_browser(terminal: Terminal) -> None:
     assert re.search(r"Sessions of .*: 1", screen), "this session is listed"
     terminal.press("f4")
     terminal.wait_gone("Sessions of")
+    wait_prompt(terminal)
+
+
+@CHECKS.step(MainScreen, "f5")
+def change_the_mode(terminal: Terminal) -> None:
+    """F5 steps the permission mode (accept edits, read-only, back to ask); the status line and
+    the transcript say which, and in read-only a write tool is refused without a dialog, the
+    model reading why."""
+    terminal.press("f5")
+    terminal.wait_for("mode accept edits")
+    terminal.press("f5")
+    terminal.wait_for("mode read-only")
+    terminal.write("write new.txt")
+    terminal.press("enter")
+    terminal.wait_for("It was refused.")
+    screen = terminal.wait_for("write_file was refused")
+    assert "Allow once" not in screen
+    assert not (terminal.cwd / "new.txt").exists()
+    terminal.press("f5")
+    terminal.wait_for("Mode: ask")
     wait_prompt(terminal)
 
 
