@@ -12,8 +12,8 @@ they make, as the `acp` package's schema models:
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
   -> `tool_call_update` with its final status and the result.
-- `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else characters / 3,
-  against the model's window, else the cap / 3); `retry` -> a thought saying so;
+- `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
+  at the last reported rate or 3 a token, against the model's window, else the cap / 3); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from engine.context.usage import context_usage, reply_chars
+from engine.context.usage import TokenRate, context_usage, reply_chars
 from engine.events import (
     AssistantDelta,
     AssistantMessage,
@@ -159,6 +159,8 @@ class AcpProjection:
     limit: int = UPDATE_LIMIT
     _step: _Step = field(default_factory=_Step)
     _calls: dict[str, _Call] = field(default_factory=dict)
+    _rate: TokenRate | None = None
+    """The last reported tokens per character: a step that reports none is estimated at it."""
 
     def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
         """The updates `event` makes (none for most events). One lookup by the payload's exact
@@ -272,7 +274,10 @@ class AcpProjection:
 
     def _usage(self, end: StepEnd) -> list[AcpUpdate]:
         step = self._step
-        counted = context_usage(step.figures, end.usage, output_chars=step.output_chars)
+        counted = context_usage(
+            step.figures, end.usage, output_chars=step.output_chars, rate=self._rate
+        )
+        self._rate = TokenRate.of(step.figures, end.usage) or self._rate
         used = counted.used
         size = max(used, counted.size)  # ACP's `used` may not exceed `size`
         usage = {
