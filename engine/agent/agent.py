@@ -12,7 +12,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from engine.agent.admission import Allow, PromptListener, PromptSubmission, Reject, run_admission
 from engine.agent.options import DEFAULT_KEEP_GROUPS
@@ -261,7 +261,7 @@ class Agent:
                 if kind is StepEnd:
                     ended_reported = reported(data.usage)
                 elif kind is StepStart:
-                    last = last or data
+                    last = last or cast(StepStart, data)
                     steps += 1
                     # a step that reported gives the rate the later ones are estimated at
                     done = ended_reported or steps > RATE_LOOKBACK_STEPS

@@ -7,9 +7,10 @@ import asyncio
 import itertools
 
 from engine.context.usage import UsageTally
+from engine.events import TurnEnd
 from engine.gateway.scripted import Reply
 from replay.acp import replay_updates
-from tests.agent.conftest import FlakyStore, MakeAgent, stored_log
+from tests.agent.conftest import FlakyStore, MakeAgent, of_type, stored_log
 
 
 async def test_a_failed_and_a_cancelled_turn_are_estimated_at_the_reported_rate(
@@ -30,7 +31,7 @@ async def test_a_failed_and_a_cancelled_turn_are_estimated_at_the_reported_rate(
             agent.cancel()
         await agent.when_idle()
     log = await stored_log(store, agent.session_id)
-    ends = [e.data.reason for e in log if e.type == "turn/end"]
+    ends = [end.reason for end in of_type(log, TurnEnd)]
     assert ends == ["completed", "error", "cancelled", "completed"]
 
     updates = [u for u in replay_updates(log, "/ws") if u["sessionUpdate"] == "usage_update"]
