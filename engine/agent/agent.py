@@ -259,7 +259,7 @@ class Agent:
                 data = event.data
                 kind = type(data)  # by exact class (see `Payload`)
                 if kind is StepEnd:
-                    ended_reported = reported(data.usage)
+                    ended_reported = reported(cast(StepEnd, data).usage)
                 elif kind is StepStart:
                     last = last or cast(StepStart, data)
                     steps += 1
