@@ -137,6 +137,31 @@ class Attachment(_Model):
     text: str = ""
 
 
+class FileChangeRecord(_Model):
+    """What a write_file or edit_file call did to its file, exact enough to put the file back:
+    its text before (`existed` false: the call created it, so undoing it removes the file) and
+    after, each with the SHA-256 of its UTF-8 bytes. A text is withheld, its hash kept, when the
+    file matches a secret pattern (`withheld="secret"`, both texts), is larger than the record
+    keeps (`"size"`), was not UTF-8 text before (`"binary"`) or could not be read
+    (`"unreadable"`, no hash either); `label` is the file's, as a read of it would have. `line` is the first line the change touches, in the new text."""
+
+    path: str
+    """Relative to the workspace, as the tool's result names it."""
+    existed: bool
+    old_text: str | None = None
+    new_text: str | None = None
+    old_sha256: str | None = None
+    new_sha256: str
+    withheld: Literal["secret", "size", "binary", "unreadable"] | None = None
+    line: int = 1
+    label: PrivatizationLabel | None = None
+
+    @property
+    def restorable(self) -> bool:
+        """Whether the log alone can put the file back as it was before the call."""
+        return not self.existed or self.old_text is not None
+
+
 TurnEndReason = Literal[
     "completed",
     "cancelled",
@@ -253,6 +278,8 @@ class ToolResultRecord(Payload, event="tool/result", scope=Scope.turn):
     content: str
     is_error: bool = False
     label: PrivatizationLabel | None = None
+    change: FileChangeRecord | None = None
+    """The file the call changed (write_file, edit_file), when it did."""
 
 
 class AreaRender(Payload, event="area/render", scope=Scope.turn):

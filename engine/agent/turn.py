@@ -422,6 +422,7 @@ class Turn:
                 content=output.content,
                 is_error=output.is_error,
                 label=output.label,
+                change=output.change,
             )
 
         try:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.events import FileChangeRecord
 from engine.gateway.base import ToolSpec
 from engine.message import AdditionalContext
 from engine.privacy import PrivacyClass, PrivatizationLabel
@@ -87,6 +88,8 @@ class ToolOutput:
     is_error: bool = False
     additional_contexts: tuple[AdditionalContext, ...] = ()
     label: PrivatizationLabel | None = None
+    change: FileChangeRecord | None = None
+    """The file the call changed, as the log records it (`tool/result`'s `change`)."""
 
     @classmethod
     def error(cls, message: str) -> ToolOutput:
@@ -102,6 +105,7 @@ def unstorable_output(output: ToolOutput, tool: str, reason: str) -> ToolOutput:
         content=f"The result of {tool} could not be recorded, so it is withheld: {reason}",
         is_error=True,
         label=PrivatizationLabel.of(PrivacyClass.internal),
+        change=None,
     )
 
 
