@@ -11,7 +11,10 @@ they make, as the `acp` package's schema models:
   `assistant/message` adds only what was not streamed, so live and replay show the same text.
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
-  -> `tool_call_update` with its final status and the result.
+  -> `tool_call_update` with its final status and the result, and for a file the call changed the
+  diff of the whole file as its record holds it (`FileChangeRecord`: `oldText` null for a file the
+  call created) beside the result, with the changed line in `locations`. Live, the feed adds the
+  whole file's diff before the call runs (`preview`), from the disk.
 - `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
   at the last reported rate or 3 a token, against the model's window, else the cap / 3); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
@@ -38,6 +41,7 @@ from engine.events import (
     Attachment,
     Event,
     Figures,
+    FileChangeRecord,
     LiveEvent,
     Payload,
     PermissionDecision,
@@ -50,6 +54,7 @@ from engine.events import (
     ToolResultRecord,
     UserMessage,
 )
+from engine.line_diff import first_changed_line, split_lines
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -269,8 +274,51 @@ class AcpProjection:
         }
         if call is not None:
             update["kind"] = tool_kind(call.name)
-        update["content"] = [_text_content(cut_text(result.content, self.limit - 4096))]
+        change = result.change
+        if change is None:
+            update["content"] = [_text_content(cut_text(result.content, self.limit - 4096))]
+            return [update]
+        # the diff stays beside the result: a client shows the last content it was sent
+        path = self._absolute(change.path)
+        update["locations"] = [{"path": path, "line": change.line}]
+        budget = (self.limit - 8192) // 3
+        summary = _text_content(cut_text(result.content, budget))
+        diff = self.recorded_diff(change, budget)
+        update["content"] = [diff, summary] if diff is not None else [summary]
         return [update]
+
+    def recorded_diff(self, change: FileChangeRecord, budget: int) -> dict[str, Any] | None:
+        """The whole file's `diff` a change record holds (`oldText` null: the call created the
+        file); None when its text is withheld or would not fit `budget` bytes a side."""
+        old, new = change.old_text, change.new_text
+        if new is None or (change.existed and old is None):
+            return None
+        return self.file_diff(change.path, old if change.existed else None, new, budget)
+
+    def file_diff(self, path: str, old: str | None, new: str, budget: int) -> dict[str, Any] | None:
+        """ACP's `diff` of the workspace file `path` (`oldText` null for a new file, which a
+        client needs to draw it at all); None when a side would not fit `budget` bytes: a cut
+        text would draw a change the call did not make."""
+        if json_size(new) > budget or (old is not None and json_size(old) > budget):
+            return None
+        return {"type": "diff", "path": self._absolute(path), "oldText": old, "newText": new}
+
+    def preview(self, call_id: str, path: str, old: str | None, new: str) -> AcpUpdate | None:
+        """The `tool_call_update` that shows a pending write or edit as the whole file before and
+        after (`engine.tools.builtins.file_change`, read from the disk before the call runs),
+        with the first changed line; None when it would not fit or the call has ended."""
+        if call_id not in self._calls:
+            return None
+        diff = self.file_diff(path, old, new, (self.limit - 8192) // 2)
+        if diff is None:
+            return None
+        line = first_changed_line(split_lines(old or ""), split_lines(new))
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "locations": [{"path": diff["path"], "line": line}],
+            "content": [diff],
+        }
 
     def _usage(self, end: StepEnd) -> list[AcpUpdate]:
         step = self._step

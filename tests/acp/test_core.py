@@ -222,7 +222,8 @@ async def test_a_tool_needing_permission_asks_the_client(
     tool_call = asked["params"]["toolCall"]
     assert tool_call["toolCallId"] == "w1"
     assert tool_call["kind"] == "edit"
-    assert tool_call["content"][0]["type"] == "diff"
+    # the question leaves the content to the whole file's diff the client already holds
+    assert "content" not in tool_call
     assert {o["kind"] for o in asked["params"]["options"]} == {
         "allow_once",
         "allow_always",
@@ -239,6 +240,21 @@ async def test_a_tool_needing_permission_asks_the_client(
         if m.get("method") == "session/update" and m["params"]["update"].get("toolCallId") == "w1"
     )
     assert first_call < peer.sent.index(asked)
+    preview = next(
+        m
+        for m in peer.sent
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == "w1"
+        and m["params"]["update"].get("content", [{}])[0].get("type") == "diff"
+        and m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+    )
+    assert preview["params"]["update"]["content"] == [
+        {"type": "diff", "path": str(workspace / "out.txt"), "oldText": None, "newText": "new text"}
+    ]
+    assert preview["params"]["update"]["locations"] == [
+        {"path": str(workspace / "out.txt"), "line": 1}
+    ]
+    assert peer.sent.index(preview) < peer.sent.index(asked)
     assert updates[-1]["status"] == status
     assert (workspace / "out.txt").exists() is exists
 

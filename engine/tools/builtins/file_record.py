@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.events import FileChangeRecord
-from engine.line_diff import split_lines
+from engine.line_diff import first_changed_line, split_lines
 from engine.tools.tool import ToolContext
 from engine.tools.workspace import NotRegularFileError, open_regular
 
@@ -94,7 +94,11 @@ def recorded_change(
     if len(new_bytes) > RECORD_TEXT_BYTES:
         new_text, withheld = None, withheld or "size"
     if line is None:
-        line = _first_changed_line(old_text or "", after) if new_text is not None else 1
+        line = (
+            first_changed_line(split_lines(old_text or ""), split_lines(after))
+            if new_text is not None
+            else 1
+        )
     if ctx.is_secret(relative):
         old_text, new_text, withheld = None, None, "secret"
     return FileChangeRecord(
@@ -108,15 +112,6 @@ def recorded_change(
         line=line,
         label=ctx.label_for([relative]),
     )
-
-
-def _first_changed_line(before: str, after: str) -> int:
-    """The 1-based line of `after` where it first differs from `before` (1 when equal)."""
-    old, new = split_lines(before), split_lines(after)
-    for number, (a, b) in enumerate(zip(old, new, strict=False), start=1):
-        if a != b:
-            return number
-    return min(len(old), len(new)) + 1 if len(old) != len(new) else 1
 
 
 def _sha256(data: bytes) -> str:
