@@ -15,6 +15,9 @@ they make, as the `acp` package's schema models:
   diff of the whole file as its record holds it (`FileChangeRecord`: `oldText` null for a file the
   call created) beside the result, with the changed line in `locations`. Live, the feed adds the
   whole file's diff before the call runs (`preview`), from the disk.
+- a plan Area's `area/state` (`engine.context.areas.plan`, what `/plan` changes) -> `plan` with
+  every item (`completed` or `pending`; Trellis has no priorities, so each is `medium`), when the
+  items changed;
 - `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
   at the last reported rate or 3 a token, against the model's window, else the cap / 3); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
@@ -35,6 +38,8 @@ from typing import Any
 
 from engine.context.usage import TokenRate, context_usage, reply_chars
 from engine.events import (
+    AreaRegister,
+    AreaState,
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
@@ -166,6 +171,9 @@ class AcpProjection:
     _calls: dict[str, _Call] = field(default_factory=dict)
     _rate: TokenRate | None = None
     """The last reported tokens per character: a step that reports none is estimated at it."""
+    _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The plan Areas by id, each with the entries last sent for it (none at first: an empty
+    plan is not sent)."""
 
     def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
         """The updates `event` makes (none for most events). One lookup by the payload's exact
@@ -348,6 +356,21 @@ class AcpProjection:
         text = f"\n[retrying the request (attempt {retry.attempt}): {retry.reason}]\n"
         return self._chunks("agent_thought_chunk", text)
 
+    def _area(self, register: AreaRegister) -> list[AcpUpdate]:
+        if register.kind == PLAN_KIND:
+            self._plans[register.area] = []
+        return []
+
+    def _area_state(self, state: AreaState) -> list[AcpUpdate]:
+        """The whole plan, each time its items change (ACP: the client replaces the plan)."""
+        if state.area not in self._plans or state.state is None:
+            return []
+        entries = plan_entries(state.state)
+        if entries is None or entries == self._plans[state.area]:
+            return []
+        self._plans[state.area] = entries
+        return [{"sessionUpdate": "plan", "entries": entries}]
+
     def _title(self, title: SessionTitle) -> list[AcpUpdate]:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
 
@@ -464,8 +487,38 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     StepEnd: AcpProjection._usage,
     Retry: AcpProjection._retry,
     SessionTitle: AcpProjection._title,
+    AreaRegister: AcpProjection._area,
+    AreaState: AcpProjection._area_state,
 }
 """The payload types a client sees, each with what translates it; the rest show nothing."""
+
+
+PLAN_KIND = "plan"
+"""The kind a plan Area registers with (`PlanArea.kind`)."""
+
+PLAN_PRIORITY = "medium"
+"""ACP wants a priority per entry; Trellis's plan items have none."""
+
+
+def plan_entries(snapshot: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """ACP's plan entries from a plan Area's snapshot (`PlanArea.snapshot`: items as
+    `[id, text, done]`); None for a snapshot of another shape (an Area of kind `plan` that is
+    not Trellis's)."""
+    items = snapshot.get("items")
+    if not isinstance(items, list):
+        return None
+    entries: list[dict[str, Any]] = []
+    for item in items:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[1], str)):
+            return None
+        entries.append(
+            {
+                "content": item[1],
+                "priority": PLAN_PRIORITY,
+                "status": "completed" if item[2] else "pending",
+            }
+        )
+    return entries
 
 
 _STREAMED_KINDS = frozenset(("agent_message_chunk", "agent_thought_chunk"))
