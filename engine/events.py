@@ -115,6 +115,14 @@ class Usage(_Model):
         )
 
 
+class Cost(_Model):
+    """What one step cost at its model entry's price (`ModelPrice`), from the tokens the provider
+    reported; `currency` is an ISO 4217 code."""
+
+    amount: float
+    currency: str
+
+
 class Figures(_Model):
     """The budget figures of one request (context-orchestration governors): `chars` of `cap`
     characters, and `window`, the bound model's window in tokens (None when its entry declares
@@ -243,6 +251,8 @@ class StepEnd(Payload, event="step/end", scope=Scope.turn):
     turn: int
     step: int
     usage: Usage = Usage.model_construct()
+    cost: Cost | None = None
+    """At the bound entry's price, when it has one and the provider reported tokens."""
 
 
 class AssistantMessage(Payload, event="assistant/message", scope=Scope.turn):

@@ -19,7 +19,8 @@ they make, as the `acp` package's schema models:
   every item (`completed` or `pending`; Trellis has no priorities, so each is `medium`), when the
   items changed;
 - `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
-  at the last reported rate or 3 a token, against the model's window, else the cap / 3); `retry` -> a thought saying so;
+  at the last reported rate or 3 a token, against the model's window, else the cap / 3; `cost`,
+  the session's so far, when its steps recorded one); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
@@ -171,6 +172,8 @@ class AcpProjection:
     _calls: dict[str, _Call] = field(default_factory=dict)
     _rate: TokenRate | None = None
     """The last reported tokens per character: a step that reports none is estimated at it."""
+    _costs: dict[str, float] = field(default_factory=dict)
+    """The session's cost so far, by currency (`step/end`'s `cost`)."""
     _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The plan Areas by id, each with the entries last sent for it (none at first: an empty
     plan is not sent)."""
@@ -343,14 +346,15 @@ class AcpProjection:
             "turn": end.turn,
             "step": end.step,
         }
-        return [
-            {
-                "sessionUpdate": "usage_update",
-                "used": used,
-                "size": size,
-                "_meta": {"trellis/usage": usage},
-            }
-        ]
+        update: AcpUpdate = {"sessionUpdate": "usage_update", "used": used, "size": size}
+        if end.cost is not None:
+            costs = self._costs
+            costs[end.cost.currency] = costs.get(end.cost.currency, 0.0) + end.cost.amount
+        if len(self._costs) == 1:  # ACP's cost has one currency: a mixed total is not sent
+            ((currency, amount),) = self._costs.items()
+            update["cost"] = {"amount": amount, "currency": currency}
+        update["_meta"] = {"trellis/usage": usage}
+        return [update]
 
     def _retry(self, retry: Retry) -> list[AcpUpdate]:
         text = f"\n[retrying the request (attempt {retry.attempt}): {retry.reason}]\n"
