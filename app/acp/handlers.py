@@ -64,7 +64,7 @@ from app.acp import rpc
 from app.acp.feed import Feed, SessionUpdate, event_params, update_params
 from app.acp.mcp import ClientMcpServer
 from app.acp.opening import SessionOpenError
-from app.acp.prompt import STOP_REASONS, prompt_of, read_linked_files
+from app.acp.prompt import STOP_REASONS, USAGE_META, prompt_of, read_linked_files, turn_usage
 from app.acp.protocol import Methods, Notification, Request
 from app.acp.sessions import AcpSession
 from engine.agent import Agent
@@ -413,7 +413,8 @@ class SessionHandlers:
                 f"the prompt did not run: {outcome.reason}",
                 {"details": outcome.reason},
             )
-        return _stop(outcome.reason, outcome.message)
+        response = _stop(outcome.reason, outcome.message)
+        return with_usage(response, await agent.read_log(start))
 
     async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
         """A slash command from the engine's registry; its text goes to the client as a message.
@@ -567,6 +568,14 @@ class SessionHandlers:
             await self._connection.notify(
                 "session/update", update_params(session_id, _message(text))
             )
+
+
+def with_usage(response: PromptResponse, turn: Sequence[Event]) -> PromptResponse:
+    """The answer with the turn's reported tokens under `_meta["usage"]` (`turn_usage`)."""
+    usage = turn_usage(turn)
+    if usage is None:
+        return response
+    return response.model_copy(update={"field_meta": {USAGE_META: usage}})
 
 
 def _stop(reason: Any, message: str) -> PromptResponse:

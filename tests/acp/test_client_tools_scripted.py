@@ -240,7 +240,7 @@ async def test_a_request_for_a_tool_call_follows_that_calls_update(tmp_path: Pat
         answer = await peer.result(
             "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}
         )
-        assert answer == {"stopReason": "end_turn"}
+        assert answer["stopReason"] == "end_turn"
     finally:
         await server.aclose()
     asked = next(i for i, m in enumerate(peer.sent) if m.get("method") == "fs/read_text_file")

@@ -84,7 +84,7 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
         ],
         agent_args=replies,
     )
-    assert response(lines, "session/prompt") == {"stopReason": "end_turn"}
+    assert response(lines, "session/prompt")["stopReason"] == "end_turn"
     assert (place.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
     (asked,) = [line for line in lines if line["kind"] == "request"]
     assert asked["method"] == "session/request_permission"

@@ -72,6 +72,9 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
         session_id = (await peer.conn.new_session(cwd=root, mcp_servers=[])).session_id
         answer = await peer.conn.prompt(session_id=session_id, prompt=[text_block("change")])
         assert answer.stop_reason == "end_turn"
+        # the turn's reported tokens, under _meta while ACP's `usage` is unstable
+        usage = (answer.field_meta or {})["usage"]
+        assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"] > 0
         for line in ("/plan add buy bread", "/plan add pay", "/plan check 1"):
             await peer.conn.prompt(session_id=session_id, prompt=[text_block(line)])
 
