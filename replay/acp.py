@@ -148,6 +148,8 @@ def cut_text(text: str, limit: int) -> str:
 class _Call:
     name: str
     output: str = ""
+    terminal: str = ""
+    """The client's terminal the call runs in (its output is shown there), if any."""
 
 
 @dataclass(slots=True)
@@ -264,8 +266,8 @@ class AcpProjection:
 
     def _output(self, delta: ToolOutputDelta) -> list[AcpUpdate]:
         call = self._calls.get(delta.call_id)
-        if call is None:
-            return []
+        if call is None or call.terminal:
+            return []  # a call in the client's terminal: the terminal shows its output
         call.output = (call.output + delta.text)[-OUTPUT_TAIL:]
         return [
             {
@@ -287,7 +289,10 @@ class AcpProjection:
             update["kind"] = tool_kind(call.name)
         change = result.change
         if change is None:
-            update["content"] = [_text_content(cut_text(result.content, self.limit - 4096))]
+            text = _text_content(cut_text(result.content, self.limit - 4096))
+            terminal = call.terminal if call is not None else ""
+            # a terminal stays beside the result: ACP clients keep showing a released one
+            update["content"] = [_terminal_content(terminal), text] if terminal else [text]
             return [update]
         # the diff stays beside the result: a client shows the last content it was sent
         path = self._absolute(change.path)
@@ -313,6 +318,20 @@ class AcpProjection:
         if json_size(new) > budget or (old is not None and json_size(old) > budget):
             return None
         return {"type": "diff", "path": self._absolute(path), "oldText": old, "newText": new}
+
+    def show_terminal(self, call_id: str, terminal_id: str) -> AcpUpdate | None:
+        """The call runs in the client's terminal: the update that embeds it (live only, for
+        the connection whose client created it; None once the call has ended)."""
+        call = self._calls.get(call_id)
+        if call is None:
+            return None
+        call.terminal = terminal_id
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "in_progress",
+            "content": [_terminal_content(terminal_id)],
+        }
 
     def preview(self, call_id: str, path: str, old: str | None, new: str) -> AcpUpdate | None:
         """The `tool_call_update` that shows a pending write or edit as the whole file before and
@@ -549,6 +568,10 @@ def _unstreamed(full: str, streamed: str) -> str:
     if not streamed:
         return full
     return full[len(streamed) :] if full.startswith(streamed) else ""
+
+
+def _terminal_content(terminal_id: str) -> dict[str, Any]:
+    return {"type": "terminal", "terminalId": terminal_id}
 
 
 def _text_content(text: str) -> dict[str, Any]:

@@ -158,6 +158,13 @@ class Feed:
         self._sent(sent)
         return True
 
+    async def show_terminal(self, call_id: str, terminal_id: str) -> None:
+        """The call runs in this client's terminal `terminal_id`: the call's updates embed it
+        from now on (`AcpProjection.show_terminal`)."""
+        update = self._projection.show_terminal(call_id, terminal_id)
+        if update is not None:
+            await self._deliver(self._notifications([update]))
+
     def _previewed(self, event: Event | LiveEvent) -> ToolCallRecord | None:
         """The call `event` makes whose change is previewed, if any (live only: a replayed or
         followed log is history, and the disk has moved on since)."""

@@ -184,6 +184,13 @@ class SessionHandlers:
             await self._let_go(opened)
         self._opened.clear()
 
+    async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        """The tool call `call_id` runs in the client's terminal `terminal_id`: its updates on
+        this connection embed that terminal (nothing for a session not open here)."""
+        opened = self._opened.get(session_id)
+        if opened is not None and opened.feed is not None:
+            await opened.feed.show_terminal(call_id, terminal_id)
+
     async def caught_up(self, session_id: str) -> None:
         """Wait until the session's updates so far are sent (nothing for a session not open)."""
         opened = self._opened.get(session_id)
