@@ -35,6 +35,7 @@ from app.acp import rpc
 from engine.events import Event, LiveEvent, ToolCallRecord
 from engine.session import Immediate
 from engine.tools.builtins.file_change import FileChange, file_change
+from engine.tools.tool import DEFAULT_SECRET_PATTERNS, is_secret_path
 from replay.acp import AcpProjection, AcpUpdate
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class Feed:
         from_seq: int,
         engine_events: bool,
         deliver_now: DeliverNow | None = None,
+        secret_patterns: Callable[[], Sequence[str]] = lambda: DEFAULT_SECRET_PATTERNS,
     ) -> None:
         self._session_id = session_id
         self._events = events
@@ -97,6 +99,8 @@ class Feed:
         self._deliver = deliver
         self._deliver_now = deliver_now
         self._engine_events = engine_events
+        self._secret_patterns = secret_patterns
+        """The session's secret patterns now: a secret file's text is not previewed."""
         self._stopped = False
         self.sent = from_seq - 1
         """The seq of the last durable event whose updates were sent (or that had none)."""
@@ -186,6 +190,8 @@ class Feed:
             change = await asyncio.to_thread(file_change, root, call.name, call.arguments)
             if not isinstance(change, FileChange) or change.before == change.after:
                 continue  # nothing to show, or the call already ran
+            if is_secret_path(change.path, self._secret_patterns()):
+                continue  # as the call's record keeps only hashes, no text goes out
             update = projection.preview(call.call_id, change.path, change.before, change.after)
             if update is not None:
                 messages += self._notifications([update])

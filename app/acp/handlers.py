@@ -75,6 +75,7 @@ from engine.message import AdditionalContext, Source
 from engine.os_text import storable_os_text
 from engine.session import READ_CHUNK
 from engine.store.errors import StoreError, UnknownSessionError
+from engine.tools.tool import DEFAULT_SECRET_PATTERNS
 from replay.acp import AcpProjection
 
 if TYPE_CHECKING:
@@ -528,6 +529,7 @@ class SessionHandlers:
                 from_seq=start,
                 engine_events=self._protocol.wants_events,
                 deliver_now=self._connection.deliver_now(),
+                secret_patterns=lambda: _secret_patterns(session),
             )
         self._opened[session.id] = _Opened(session, feed, start)
 
@@ -575,6 +577,11 @@ class SessionHandlers:
             await self._connection.notify(
                 "session/update", update_params(session_id, _message(text))
             )
+
+
+def _secret_patterns(session: AcpSession) -> tuple[str, ...]:
+    agent = session.agent
+    return agent.secret_patterns if agent is not None else DEFAULT_SECRET_PATTERNS
 
 
 def with_usage(response: PromptResponse, turn: Sequence[Event]) -> PromptResponse:

@@ -69,8 +69,7 @@ class ToolContext:
 
     def is_secret(self, relative_path: str) -> bool:
         """A file is secret when its name matches a secret pattern (DESIGN.md, privacy labels)."""
-        name = PurePosixPath(relative_path).name
-        return any(fnmatch.fnmatch(name, pattern) for pattern in self.secret_patterns)
+        return is_secret_path(relative_path, self.secret_patterns)
 
     def label_for(self, relative_paths: Iterable[str]) -> PrivatizationLabel:
         """The label of material read from these workspace files: restricted if any is secret."""
@@ -78,6 +77,12 @@ class ToolContext:
         secret = any(self.is_secret(p) for p in paths)
         privacy_class = PrivacyClass.restricted if secret else PrivacyClass.internal
         return PrivatizationLabel.of(privacy_class, *paths)
+
+
+def is_secret_path(relative_path: str, patterns: Iterable[str]) -> bool:
+    """Whether the file's name matches one of the secret `patterns`."""
+    name = PurePosixPath(relative_path).name
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
 @dataclass(frozen=True, slots=True)

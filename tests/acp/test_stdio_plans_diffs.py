@@ -41,6 +41,7 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
     config.write_text("")
     workspace.mkdir()
     (workspace / "notes.txt").write_text("remember the milk\nand the eggs\n")
+    (workspace / ".env").write_text("TOKEN=abc\nOTHER=keep-me\n")
     root = str(workspace.resolve())
     args = script(
         tmp_path,
@@ -50,6 +51,10 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
                 {
                     "name": "edit_file",
                     "arguments": {"path": "notes.txt", "old": "the eggs", "new": "the bread"},
+                },
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": ".env", "old": "TOKEN=abc", "new": "TOKEN=xyz"},
                 },
             ]
         },
@@ -81,7 +86,7 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
         calls = [
             u["toolCallId"] for u in peer.updates(session_id) if u["sessionUpdate"] == "tool_call"
         ]
-        write, edit = calls
+        write, edit, secret = calls
         written = tool_updates(peer, session_id, write)
         # before it runs: the whole file's diff, read from the disk, then asked about
         (preview,) = [u for u in written if u.get("content") == [new_diff] and "status" not in u]
@@ -96,6 +101,9 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
         assert edited[-1]["content"][0] == edit_diff
         assert edited[-1]["locations"] == [{"path": f"{root}/notes.txt", "line": 2}]
         assert plans(peer, session_id) == plan
+        # a secret file's text reaches the client neither before nor after the edit
+        assert "keep-me" not in json.dumps(tool_updates(peer, session_id, secret))
+        assert tool_updates(peer, session_id, secret)[-1]["status"] == "completed"
         live_final = {call: tool_updates(peer, session_id, call)[-1] for call in calls}
 
     async with trellis_acp(home=home, config=config, cwd=workspace) as peer:
