@@ -22,6 +22,7 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
+from replay.file_diff import change_diff, change_heading
 from replay.wording import (
     area_line,
     command_line,
@@ -108,6 +109,9 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
             yield f"{color}▸ {tool_line(entry)}{s.reset}"
             if entry.result is not None:
                 yield from _result(entry.result)
+            if entry.change is not None:
+                yield f"{s.dim}  {change_heading(entry.change)}{s.reset}"
+                yield from _indented(change_diff(entry.change), "    ")
         case AreaEntry():
             yield f"{s.dim}· {area_line(entry)}{s.reset}"
         case GcEntry():

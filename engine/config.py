@@ -23,6 +23,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -105,6 +106,27 @@ class _Section(BaseModel):
     # about 5 ms (issue 10).
 
 
+class ModelPrice(_Section):
+    """What an endpoint charges, per million tokens, in `currency` (an ISO 4217 code): each step
+    the provider reports tokens for records its cost (`step/end`'s `cost`)."""
+
+    input: NonNegativeFloat
+    """Per million input (prompt) tokens."""
+    output: NonNegativeFloat
+    """Per million output (reply) tokens."""
+    currency: str = "USD"
+
+    @field_validator("currency")
+    @classmethod
+    def _iso_4217(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Z]{3}", value):
+            raise ValueError("must be an ISO 4217 currency code (three capital letters: USD, EUR)")
+        return value
+
+    def cost_of(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+
 class ModelEntry(_Section):
     """One named model endpoint. The key itself never lives here: `api_key_env` names its variable."""
 
@@ -125,6 +147,8 @@ class ModelEntry(_Section):
     request_timeout: PositiveFloat = DEFAULT_REQUEST_TIMEOUT
     """Seconds for a whole response."""
     max_retries: NonNegativeInt = 3
+    price: ModelPrice | None = None
+    """What the endpoint charges; None: its steps record no cost."""
 
     def api_key(self) -> str | None:
         """The key from the environment; None when no variable is named or it is unset or empty."""

@@ -116,6 +116,14 @@ class Usage(_Model):
         )
 
 
+class Cost(_Model):
+    """What one step cost at its model entry's price (`ModelPrice`), from the tokens the provider
+    reported; `currency` is an ISO 4217 code."""
+
+    amount: float
+    currency: str
+
+
 class Figures(_Model):
     """The budget figures of one request (context-orchestration governors): `chars` of `cap`
     characters, and `window`, the bound model's window in tokens (None when its entry declares
@@ -136,6 +144,31 @@ class Attachment(_Model):
     uri: str = ""
     mime_type: str = "text/plain"
     text: str = ""
+
+
+class FileChangeRecord(_Model):
+    """What a write_file or edit_file call did to its file, exact enough to put the file back:
+    its text before (`existed` false: the call created it, so undoing it removes the file) and
+    after, each with the SHA-256 of its UTF-8 bytes. A text is withheld, its hash kept, when the
+    file matches a secret pattern (`withheld="secret"`, both texts), is larger than the record
+    keeps (`"size"`), was not UTF-8 text before (`"binary"`) or could not be read
+    (`"unreadable"`, no hash either); `label` is the file's, as a read of it would have. `line` is the first line the change touches, in the new text."""
+
+    path: str
+    """Relative to the workspace, as the tool's result names it."""
+    existed: bool
+    old_text: str | None = None
+    new_text: str | None = None
+    old_sha256: str | None = None
+    new_sha256: str
+    withheld: Literal["secret", "size", "binary", "unreadable"] | None = None
+    line: int = 1
+    label: PrivatizationLabel | None = None
+
+    @property
+    def restorable(self) -> bool:
+        """Whether the log alone can put the file back as it was before the call."""
+        return not self.existed or self.old_text is not None
 
 
 TurnEndReason = Literal[
@@ -219,6 +252,8 @@ class StepEnd(Payload, event="step/end", scope=Scope.turn):
     turn: int
     step: int
     usage: Usage = Usage.model_construct()
+    cost: Cost | None = None
+    """At the bound entry's price, when it has one and the provider reported tokens."""
 
 
 class AssistantMessage(Payload, event="assistant/message", scope=Scope.turn):
@@ -254,6 +289,8 @@ class ToolResultRecord(Payload, event="tool/result", scope=Scope.turn):
     content: str
     is_error: bool = False
     label: PrivatizationLabel | None = None
+    change: FileChangeRecord | None = None
+    """The file the call changed (write_file, edit_file), when it did."""
 
 
 class AreaRender(Payload, event="area/render", scope=Scope.turn):

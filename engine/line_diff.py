@@ -60,6 +60,14 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def first_changed_line(old: Sequence[str], new: Sequence[str]) -> int:
+    """The 1-based line of `new` where it first differs from `old` (1 when they are equal)."""
+    for number, (a, b) in enumerate(zip(old, new, strict=False), start=1):
+        if a != b:
+            return number
+    return min(len(old), len(new)) + 1 if len(old) != len(new) else 1
+
+
 def diff_hunks(
     old: Sequence[str], new: Sequence[str], *, context: int = CONTEXT_LINES
 ) -> list[Hunk]:

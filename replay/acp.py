@@ -13,9 +13,16 @@ they make, as the `acp` package's schema models:
   its turn and step name (`message_id`: "3.2" for turn 3, step 2), the same live and on replay.
 - `tool/call` -> `tool_call` (kind, locations, raw input, a diff for edits); an allowed
   `permission/decision` -> `in_progress`; `tool/output` -> the running output's tail; `tool/result`
-  -> `tool_call_update` with its final status and the result.
-- `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else characters / 3,
-  against the model's window, else the cap / 3); `retry` -> a thought saying so;
+  -> `tool_call_update` with its final status and the result, and for a file the call changed the
+  diff of the whole file as its record holds it (`FileChangeRecord`: `oldText` null for a file the
+  call created) beside the result, with the changed line in `locations`. Live, the feed adds the
+  whole file's diff before the call runs (`preview`), from the disk.
+- a plan Area's `area/state` (`engine.context.areas.plan`, what `/plan` changes) -> `plan` with
+  every item (`completed` or `pending`; Trellis has no priorities, so each is `medium`), when the
+  items changed;
+- `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
+  at the last reported rate or 3 a token, against the model's window, else the cap / 3; `cost`,
+  the session's so far, when its steps recorded one); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
 - `permission/mode` -> `current_mode_update` (and, when approve-all fell back to ask on a resume,
   a message saying so); `command/run` -> the command as the user's words (when replaying: live,
@@ -35,8 +42,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from engine.context.usage import context_usage, reply_chars
+from engine.context.usage import TokenRate, context_usage, reply_chars
 from engine.events import (
+    AreaRegister,
+    AreaState,
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
@@ -44,6 +53,7 @@ from engine.events import (
     CommandRun,
     Event,
     Figures,
+    FileChangeRecord,
     LiveEvent,
     Payload,
     PermissionDecision,
@@ -57,6 +67,7 @@ from engine.events import (
     ToolResultRecord,
     UserMessage,
 )
+from engine.line_diff import first_changed_line, split_lines
 from engine.permission_mode import DEFAULT_MODE, PermissionMode
 
 AcpUpdate = dict[str, Any]
@@ -145,6 +156,8 @@ def cut_text(text: str, limit: int) -> str:
 class _Call:
     name: str
     output: str = ""
+    terminal: str = ""
+    """The client's terminal the call runs in (its output is shown there), if any."""
 
 
 @dataclass(slots=True)
@@ -169,6 +182,13 @@ class AcpProjection:
     """The permission mode the log set last, of the events translated so far."""
     _step: _Step = field(default_factory=_Step)
     _calls: dict[str, _Call] = field(default_factory=dict)
+    _rate: TokenRate | None = None
+    """The last reported tokens per character: a step that reports none is estimated at it."""
+    _costs: dict[str, float] = field(default_factory=dict)
+    """The session's cost so far, by currency (`step/end`'s `cost`)."""
+    _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The plan Areas by id, each with the entries last sent for it (none at first: an empty
+    plan is not sent)."""
 
     def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
         """The updates `event` makes (none for most events). One lookup by the payload's exact
@@ -263,8 +283,8 @@ class AcpProjection:
 
     def _output(self, delta: ToolOutputDelta) -> list[AcpUpdate]:
         call = self._calls.get(delta.call_id)
-        if call is None:
-            return []
+        if call is None or call.terminal:
+            return []  # a call in the client's terminal: the terminal shows its output
         call.output = (call.output + delta.text)[-OUTPUT_TAIL:]
         return [
             {
@@ -284,12 +304,75 @@ class AcpProjection:
         }
         if call is not None:
             update["kind"] = tool_kind(call.name)
-        update["content"] = [_text_content(cut_text(result.content, self.limit - 4096))]
+        change = result.change
+        if change is None:
+            text = _text_content(cut_text(result.content, self.limit - 4096))
+            terminal = call.terminal if call is not None else ""
+            # a terminal stays beside the result: ACP clients keep showing a released one
+            update["content"] = [_terminal_content(terminal), text] if terminal else [text]
+            return [update]
+        # the diff stays beside the result: a client shows the last content it was sent
+        path = self._absolute(change.path)
+        update["locations"] = [{"path": path, "line": change.line}]
+        budget = (self.limit - 8192) // 3
+        summary = _text_content(cut_text(result.content, budget))
+        diff = self.recorded_diff(change, budget)
+        update["content"] = [diff, summary] if diff is not None else [summary]
         return [update]
+
+    def recorded_diff(self, change: FileChangeRecord, budget: int) -> dict[str, Any] | None:
+        """The whole file's `diff` a change record holds (`oldText` null: the call created the
+        file); None when its text is withheld or would not fit `budget` bytes a side."""
+        old, new = change.old_text, change.new_text
+        if new is None or (change.existed and old is None):
+            return None
+        return self.file_diff(change.path, old if change.existed else None, new, budget)
+
+    def file_diff(self, path: str, old: str | None, new: str, budget: int) -> dict[str, Any] | None:
+        """ACP's `diff` of the workspace file `path` (`oldText` null for a new file, which a
+        client needs to draw it at all); None when a side would not fit `budget` bytes: a cut
+        text would draw a change the call did not make."""
+        if json_size(new) > budget or (old is not None and json_size(old) > budget):
+            return None
+        return {"type": "diff", "path": self._absolute(path), "oldText": old, "newText": new}
+
+    def show_terminal(self, call_id: str, terminal_id: str) -> AcpUpdate | None:
+        """The call runs in the client's terminal: the update that embeds it (live only, for
+        the connection whose client created it; None once the call has ended)."""
+        call = self._calls.get(call_id)
+        if call is None:
+            return None
+        call.terminal = terminal_id
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "in_progress",
+            "content": [_terminal_content(terminal_id)],
+        }
+
+    def preview(self, call_id: str, path: str, old: str | None, new: str) -> AcpUpdate | None:
+        """The `tool_call_update` that shows a pending write or edit as the whole file before and
+        after (`engine.tools.builtins.file_change`, read from the disk before the call runs),
+        with the first changed line; None when it would not fit or the call has ended."""
+        if call_id not in self._calls:
+            return None
+        diff = self.file_diff(path, old, new, (self.limit - 8192) // 2)
+        if diff is None:
+            return None
+        line = first_changed_line(split_lines(old or ""), split_lines(new))
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "locations": [{"path": diff["path"], "line": line}],
+            "content": [diff],
+        }
 
     def _usage(self, end: StepEnd) -> list[AcpUpdate]:
         step = self._step
-        counted = context_usage(step.figures, end.usage, output_chars=step.output_chars)
+        counted = context_usage(
+            step.figures, end.usage, output_chars=step.output_chars, rate=self._rate
+        )
+        self._rate = TokenRate.of(step.figures, end.usage) or self._rate
         used = counted.used
         size = max(used, counted.size)  # ACP's `used` may not exceed `size`
         usage = {
@@ -299,19 +382,35 @@ class AcpProjection:
             "turn": end.turn,
             "step": end.step,
         }
-        return [
-            {
-                "sessionUpdate": "usage_update",
-                "used": used,
-                "size": size,
-                "_meta": {"trellis/usage": usage},
-            }
-        ]
+        update: AcpUpdate = {"sessionUpdate": "usage_update", "used": used, "size": size}
+        if end.cost is not None:
+            costs = self._costs
+            costs[end.cost.currency] = costs.get(end.cost.currency, 0.0) + end.cost.amount
+        if len(self._costs) == 1:  # ACP's cost has one currency: a mixed total is not sent
+            ((currency, amount),) = self._costs.items()
+            update["cost"] = {"amount": amount, "currency": currency}
+        update["_meta"] = {"trellis/usage": usage}
+        return [update]
 
     def _retry(self, retry: Retry) -> list[AcpUpdate]:
         text = f"\n[retrying the request (attempt {retry.attempt}): {retry.reason}]\n"
         note = message_id(retry.turn, retry.step, f"retry-{retry.attempt}")
         return self._chunks("agent_thought_chunk", text, note)
+
+    def _area(self, register: AreaRegister) -> list[AcpUpdate]:
+        if register.kind == PLAN_KIND:
+            self._plans[register.area] = []
+        return []
+
+    def _area_state(self, state: AreaState) -> list[AcpUpdate]:
+        """The whole plan, each time its items change (ACP: the client replaces the plan)."""
+        if state.area not in self._plans or state.state is None:
+            return []
+        entries = plan_entries(state.state)
+        if entries is None or entries == self._plans[state.area]:
+            return []
+        self._plans[state.area] = entries
+        return [{"sessionUpdate": "plan", "entries": entries}]
 
     def _title(self, title: SessionTitle) -> list[AcpUpdate]:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
@@ -456,6 +555,8 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     SessionTitle: AcpProjection._title,
     PermissionModeSet: AcpProjection._mode,
     CommandRun: AcpProjection._command,
+    AreaRegister: AcpProjection._area,
+    AreaState: AcpProjection._area_state,
 }
 """The payload types a client sees, each with what translates it; the rest show nothing."""
 
@@ -471,6 +572,34 @@ def message_id(turn: int, step: int, part: str = "") -> str:
     Cached: every streamed delta of a step asks for the same one."""
     base = f"{turn}.{step}"  # short: every streamed chunk carries it
     return f"{base}.{part}" if part else base
+
+
+PLAN_KIND = "plan"
+"""The kind a plan Area registers with (`PlanArea.kind`)."""
+
+PLAN_PRIORITY = "medium"
+"""ACP wants a priority per entry; Trellis's plan items have none."""
+
+
+def plan_entries(snapshot: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """ACP's plan entries from a plan Area's snapshot (`PlanArea.snapshot`: items as
+    `[id, text, done]`); None for a snapshot of another shape (an Area of kind `plan` that is
+    not Trellis's)."""
+    items = snapshot.get("items")
+    if not isinstance(items, list):
+        return None
+    entries: list[dict[str, Any]] = []
+    for item in items:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[1], str)):
+            return None
+        entries.append(
+            {
+                "content": item[1],
+                "priority": PLAN_PRIORITY,
+                "status": "completed" if item[2] else "pending",
+            }
+        )
+    return entries
 
 
 _STREAMED_KINDS = frozenset(("agent_message_chunk", "agent_thought_chunk"))
@@ -502,6 +631,10 @@ def _unstreamed(full: str, streamed: str) -> str:
     if not streamed:
         return full
     return full[len(streamed) :] if full.startswith(streamed) else ""
+
+
+def _terminal_content(terminal_id: str) -> dict[str, Any]:
+    return {"type": "terminal", "terminalId": terminal_id}
 
 
 def _text_content(text: str) -> dict[str, Any]:

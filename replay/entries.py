@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, TypeVar, dataclass_transform
 
-from engine.events import Attachment, Decision, Finish, MessageData, TurnEndReason, Usage
+from engine.events import (
+    Attachment,
+    Decision,
+    FileChangeRecord,
+    Finish,
+    MessageData,
+    TurnEndReason,
+    Usage,
+)
 from engine.message import Source
 from engine.permission_mode import PermissionMode
 from engine.privacy import PrivatizationLabel
@@ -157,6 +165,7 @@ class ToolEntry:
     permission: Decision | None = None
     label: PrivatizationLabel | None = None  # of the call (the reply that made it)
     result_label: PrivatizationLabel | None = None
+    change: FileChangeRecord | None = None  # the file the call changed, as its result records
 
 
 @entry

@@ -50,6 +50,8 @@ def content_class(payload: Payload) -> PrivacyClass | None:
             return None
         case AreaRegister() | AreaState():
             return PrivacyClass.restricted  # an Area's state has no stored label
+        case ToolResultRecord(label=label, change=change) if change is not None:
+            return max(_class_of(label), _class_of(change.label))  # the file's own label
         case (
             UserMessage(label=label)
             | AssistantMessage(label=label)
@@ -119,7 +121,12 @@ def _without_content(payload: Payload, marker: str) -> Payload:
             }
         case ToolCallRecord():
             update = {"arguments": {}}
-        case ToolResultRecord() | CompactSummary():
+        case ToolResultRecord():
+            change = payload.change
+            update = {"content": marker}
+            if change is not None:  # the hashes, the path and the line stay
+                update["change"] = change.model_copy(update={"old_text": None, "new_text": None})
+        case CompactSummary():
             update = {"content": marker}
         case AreaRender():
             update = {"messages": tuple(_message(m, marker) for m in payload.messages)}

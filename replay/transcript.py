@@ -456,6 +456,7 @@ class Transcript:
                 result=content,
                 is_error=is_error,
                 result_label=values["label"],
+                change=values["change"],
             )
         )
 

@@ -85,6 +85,11 @@ class ClientPeer(Protocol):
         client is gone."""
         ...
 
+    async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        """Show the client the terminal it created for the tool call `call_id`, in that call's
+        updates (ACP's terminal content)."""
+        ...
+
 
 def lent_by(peer: ClientPeer | None, session_id: str) -> FrontEndAccess:
     """What `peer` (the connection whose prompt runs, if any) lends a tool call of `session_id`:
@@ -192,6 +197,8 @@ class ClientTerminal:
         terminal = _Terminal(self.peer, self.session_id, created.terminal_id)
         live = _Live(run)
         try:
+            if run.call_id:
+                await self.peer.show_terminal(self.session_id, run.call_id, created.terminal_id)
             exited = await terminal.wait(deadline, live)
             if exited is None:
                 await terminal.kill()

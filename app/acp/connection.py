@@ -201,6 +201,10 @@ class AcpConnection:
         result = await self.request("session/request_permission", params, session_id=session.id)
         return answer_of(result)
 
+    async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        """Embed the terminal this client created for a tool call in the call's updates."""
+        await self.handlers.show_terminal(session_id, call_id, terminal_id)
+
     async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
         """Ask the client and wait for its result: `RequestError` for an error answer,
         `ConnectionError` when the client is gone. With `session_id`, the session's updates so

@@ -13,6 +13,11 @@ streamed delta costs the bridge one pass, not one wake-up and one write each. Wh
 with nothing queued, each event is offered to it as it happens (`Immediate`): when the connection
 can take messages at once (`DeliverNow`), they are written there and then, inside the append, so
 a feed that keeps up costs no wake-up of its task per delta either.
+
+A write or an edit is shown as the whole file before and after as soon as it is called: the feed
+reads the file from the disk in a worker thread (`file_change`, what the console's permission
+dialog shows) and sends that diff before it counts the call as sent, so a permission question
+about the call reaches the client after it. A call's record replaces it once the call ran.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from acp.schema import (
@@ -31,8 +37,10 @@ from acp.schema import (
 )
 
 from app.acp import rpc
-from engine.events import Event, LiveEvent
+from engine.events import Event, LiveEvent, ToolCallRecord
 from engine.session import Immediate
+from engine.tools.builtins.file_change import FileChange, file_change
+from engine.tools.tool import DEFAULT_SECRET_PATTERNS, is_secret_path
 from replay.acp import AcpProjection, AcpUpdate
 
 log = logging.getLogger(__name__)
@@ -40,6 +48,9 @@ log = logging.getLogger(__name__)
 Deliver = Callable[[list[dict[str, Any]]], Awaitable[None]]
 """Sends messages on the connection, in order, none of another writer's between them."""
 
+
+PREVIEWED = frozenset(("write_file", "edit_file"))
+"""The tools whose change the feed shows from the disk before they run."""
 
 SessionUpdate = AgentMessageChunk | ConfigOptionUpdate | AvailableCommandsUpdate | CurrentModeUpdate
 """The `session/update` payloads the core builds itself, as schema models (rare: one each per
@@ -85,6 +96,7 @@ class Feed:
         from_seq: int,
         engine_events: bool,
         deliver_now: DeliverNow | None = None,
+        secret_patterns: Callable[[], Sequence[str]] = lambda: DEFAULT_SECRET_PATTERNS,
     ) -> None:
         self._session_id = session_id
         self._events = events
@@ -92,6 +104,8 @@ class Feed:
         self._deliver = deliver
         self._deliver_now = deliver_now
         self._engine_events = engine_events
+        self._secret_patterns = secret_patterns
+        """The session's secret patterns now: a secret file's text is not previewed."""
         self._stopped = False
         self.sent = from_seq - 1
         """The seq of the last durable event whose updates were sent (or that had none)."""
@@ -119,6 +133,9 @@ class Feed:
                 messages, sent = self._messages(batch)
                 if messages:
                     await self._deliver(messages)
+                previews = await self._previews(batch)
+                if previews:
+                    await self._deliver(previews)
                 self._sent(sent)
         except asyncio.CancelledError:
             raise
@@ -135,8 +152,8 @@ class Feed:
         now = self._deliver_now
         if self._stopped:
             return True  # stopping: nothing more goes out
-        if now is None or not now.ready():
-            return False
+        if now is None or not now.ready() or self._previewed(event) is not None:
+            return False  # a previewed call reads the disk: in the feed's task
         try:
             messages, sent = self._messages((event,))
             if messages:
@@ -149,6 +166,41 @@ class Feed:
             return True
         self._sent(sent)
         return True
+
+    async def show_terminal(self, call_id: str, terminal_id: str) -> None:
+        """The call runs in this client's terminal `terminal_id`: the call's updates embed it
+        from now on (`AcpProjection.show_terminal`)."""
+        update = self._projection.show_terminal(call_id, terminal_id)
+        if update is not None:
+            await self._deliver(self._notifications([update]))
+
+    def _previewed(self, event: Event | LiveEvent) -> ToolCallRecord | None:
+        """The call `event` makes whose change is previewed, if any (live only: a replayed or
+        followed log is history, and the disk has moved on since)."""
+        data = event.data
+        if type(data) is not ToolCallRecord or self._projection.replaying:
+            return None
+        call: ToolCallRecord = data
+        return call if call.name in PREVIEWED else None
+
+    async def _previews(self, batch: Sequence[Event | LiveEvent]) -> list[dict[str, Any]]:
+        """The whole-file diffs of the writes and edits the batch calls, read from the disk."""
+        projection = self._projection
+        messages: list[dict[str, Any]] = []
+        for event in batch:
+            call = self._previewed(event)
+            if call is None:
+                continue
+            root = Path(projection.workspace)
+            change = await asyncio.to_thread(file_change, root, call.name, call.arguments)
+            if not isinstance(change, FileChange) or change.before == change.after:
+                continue  # nothing to show, or the call already ran
+            if is_secret_path(change.path, self._secret_patterns()):
+                continue  # as the call's record keeps only hashes, no text goes out
+            update = projection.preview(call.call_id, change.path, change.before, change.after)
+            if update is not None:
+                messages += self._notifications([update])
+        return messages
 
     def _sent(self, seq: int) -> None:
         if seq > self.sent:

@@ -68,7 +68,7 @@ from app.acp import modes, rpc
 from app.acp.feed import Feed, SessionUpdate, event_params, update_params
 from app.acp.mcp import ClientMcpServer
 from app.acp.opening import SessionOpenError
-from app.acp.prompt import STOP_REASONS, prompt_of, read_linked_files
+from app.acp.prompt import STOP_REASONS, USAGE_META, prompt_of, read_linked_files, turn_usage
 from app.acp.protocol import Methods, Notification, Request
 from app.acp.sessions import AcpSession
 from engine.agent import Agent
@@ -79,6 +79,7 @@ from engine.message import AdditionalContext, Source
 from engine.os_text import storable_os_text
 from engine.session import READ_CHUNK
 from engine.store.errors import StoreError, UnknownSessionError
+from engine.tools.tool import DEFAULT_SECRET_PATTERNS
 from replay.acp import AcpProjection
 
 if TYPE_CHECKING:
@@ -189,6 +190,13 @@ class SessionHandlers:
         for opened in list(self._opened.values()):
             await self._let_go(opened)
         self._opened.clear()
+
+    async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        """The tool call `call_id` runs in the client's terminal `terminal_id`: its updates on
+        this connection embed that terminal (nothing for a session not open here)."""
+        opened = self._opened.get(session_id)
+        if opened is not None and opened.feed is not None:
+            await opened.feed.show_terminal(call_id, terminal_id)
 
     async def caught_up(self, session_id: str) -> None:
         """Wait until the session's updates so far are sent (nothing for a session not open)."""
@@ -430,7 +438,8 @@ class SessionHandlers:
                 f"the prompt did not run: {outcome.reason}",
                 {"details": outcome.reason},
             )
-        return _stop(outcome.reason, outcome.message)
+        response = _stop(outcome.reason, outcome.message)
+        return with_usage(response, await agent.read_log(start))
 
     async def _command(self, opened: _Opened, line: str, start: int) -> PromptResponse:
         """A slash command from the engine's registry; its text goes to the client as a message
@@ -556,6 +565,7 @@ class SessionHandlers:
                 from_seq=start,
                 engine_events=self._protocol.wants_events,
                 deliver_now=self._connection.deliver_now(),
+                secret_patterns=lambda: _secret_patterns(session),
             )
         self._opened[session.id] = _Opened(session, feed, start)
 
@@ -609,6 +619,19 @@ class SessionHandlers:
             await self._connection.notify(
                 "session/update", update_params(session_id, _message(text))
             )
+
+
+def _secret_patterns(session: AcpSession) -> tuple[str, ...]:
+    agent = session.agent
+    return agent.secret_patterns if agent is not None else DEFAULT_SECRET_PATTERNS
+
+
+def with_usage(response: PromptResponse, turn: Sequence[Event]) -> PromptResponse:
+    """The answer with the turn's reported tokens under `_meta["usage"]` (`turn_usage`)."""
+    usage = turn_usage(turn)
+    if usage is None:
+        return response
+    return response.model_copy(update={"field_meta": {USAGE_META: usage}})
 
 
 def _stop(reason: Any, message: str) -> PromptResponse:

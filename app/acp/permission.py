@@ -14,6 +14,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from app.acp.feed import PREVIEWED
 from engine.tools.permission import PermissionAnswer, PermissionQuestion
 from replay.acp import AcpProjection
 
@@ -36,9 +37,13 @@ def permission_request(
     session_id: str, question: PermissionQuestion, workspace: str
 ) -> RequestPermissionRequest:
     """The question, with the tool call shown as its `tool_call` update showed it (kind,
-    locations, diff), through the same translator."""
+    locations, diff), through the same translator. A write or an edit leaves its content out:
+    the client already holds the whole file's diff the feed sent (`PREVIEWED`), which a client
+    that merges the question's fields into the call would otherwise replace with the input's."""
     shown = AcpProjection(workspace).tool_call(question.call_id, question.tool, question.arguments)
     del shown["sessionUpdate"]  # the rest is a `ToolCallUpdate`, pending
+    if question.tool in PREVIEWED:
+        shown.pop("content", None)
     return RequestPermissionRequest(
         session_id=session_id,
         tool_call=ToolCallUpdate.model_validate(shown),

@@ -4,7 +4,7 @@ a turn's end as an ACP stop reason (DESIGN.md's mapping)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
@@ -25,7 +25,7 @@ from acp.schema import (
 
 from app.acp import rpc
 from app.attachment_files import read_attachment
-from engine.events import Attachment, TurnEndReason
+from engine.events import Attachment, Event, StepEnd, TurnEndReason
 
 log = logging.getLogger(__name__)
 
@@ -126,3 +126,26 @@ STOP_REASONS: dict[TurnEndReason, StopReason] = {
     "egress": "refusal",
 }
 """A turn's end reason as an ACP stop reason; `error` and `budget` are error answers instead."""
+
+
+USAGE_META = "usage"
+"""The `_meta` key of a prompt answer's token usage: ACP's `PromptResponse.usage` is in its
+unstable schema only, so the same object travels under `_meta` until it is stable."""
+
+
+def turn_usage(events: Iterable[Event]) -> dict[str, int] | None:
+    """The tokens the provider reported for the steps among `events` (a prompt's turn), as ACP's
+    `Usage` writes them; None when no step reported any."""
+    input_tokens = output_tokens = 0
+    for event in events:
+        data = event.data
+        if type(data) is StepEnd:  # by exact class (see `Payload`)
+            input_tokens += data.usage.input_tokens
+            output_tokens += data.usage.output_tokens
+    if not input_tokens and not output_tokens:
+        return None
+    return {
+        "totalTokens": input_tokens + output_tokens,
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+    }

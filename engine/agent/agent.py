@@ -12,7 +12,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from engine.agent.admission import Allow, PromptListener, PromptSubmission, Reject, run_admission
 from engine.agent.options import DEFAULT_KEEP_GROUPS
@@ -57,6 +57,10 @@ if TYPE_CHECKING:  # the views and /compact are imported by the front ends that 
     from engine.model_catalog import ModelChoice
 
 __all__ = ["Agent", "AgentClosedError", "ModelChange", "ToolHook"]
+
+RATE_LOOKBACK_STEPS = 64
+"""How many steps `Agent.last_request` reads back for one that reported its tokens, whose rate
+estimates the steps after it; a model that never reports is estimated at the default rate."""
 
 log = logging.getLogger(__name__)
 
@@ -241,27 +245,45 @@ class Agent:
         return self._rt.assembler.budget()
 
     async def last_request(self) -> tuple[StepStart, ContextUsage] | None:
-        """The last request's `step/start` and its tokens (reported, else estimated), read from
-        the log, a resumed session's too; None before the first request."""
-        from engine.context.usage import UsageTally
+        """The last request's `step/start` and its tokens (reported, else estimated at the rate
+        of the latest step that reported some), read from the log, a resumed session's too; None
+        before the first request."""
+        from engine.context.usage import UsageTally, reported
 
         end = self._rt.session.next_seq
-        after: list[Event] = []  # what the chunks read so far hold of the last step
-        while end > 0:
+        found: list[Event] = []  # the steps' events read so far, newest first
+        last: StepStart | None = None
+        steps = 0
+        ended_reported = False  # the step whose start comes next (reading backwards) reported
+        done = False
+        while end > 0 and not done:
             start = max(0, end - READ_CHUNK)
             chunk = await self.read_log(start, end)
-            for index in range(len(chunk) - 1, -1, -1):
-                data = chunk[index].data
-                if type(data) is StepStart:  # by exact class (see `Payload`)
-                    tally = UsageTally()
-                    for event in (*chunk[index:], *after):
-                        tally.take(event.data)
-                    usage = tally.current()
-                    assert usage is not None
-                    return data, usage
-            after = [e for e in chunk if type(e.data) in (AssistantMessage, StepEnd)] + after
             end = start
-        return None
+            for event in reversed(chunk):
+                data = event.data
+                kind = type(data)  # by exact class (see `Payload`)
+                if kind is StepEnd:
+                    ended_reported = reported(cast(StepEnd, data).usage)
+                elif kind is StepStart:
+                    last = last or cast(StepStart, data)
+                    steps += 1
+                    # a step that reported gives the rate the later ones are estimated at
+                    done = ended_reported or steps > RATE_LOOKBACK_STEPS
+                    ended_reported = False
+                elif kind is not AssistantMessage:
+                    continue
+                found.append(event)
+                if done:
+                    break
+        if last is None:
+            return None
+        tally = UsageTally()
+        for event in reversed(found):
+            tally.take(event.data)
+        usage = tally.current()
+        assert usage is not None
+        return last, usage
 
     def model_names(self) -> list[str]:
         return list(self._rt.assembler.config.models)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.agent.retry import with_retries
 from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
+from engine.cost import step_cost
 from engine.events import (
     AssistantMessage,
     AssistantReset,
@@ -237,7 +238,14 @@ class Turn:
                 await self._run_tools(calls)
             # 4. drain after the complete batch of results, never between a call and its result
             steered = rt.drain_outbox()
-            rt.session.append(StepEnd(turn=self.number, step=self.step, usage=reply.usage))
+            rt.session.append(
+                StepEnd(
+                    turn=self.number,
+                    step=self.step,
+                    usage=reply.usage,
+                    cost=step_cost(rt.assembler.binding.entry, reply.usage),
+                )
+            )
             self._step_open = False
             # checkpoint: step end. The flush that follows with no await between takes it: the
             # next step's, before its model request, or the turn end's; so nothing can happen
@@ -422,6 +430,7 @@ class Turn:
                 content=output.content,
                 is_error=output.is_error,
                 label=output.label,
+                change=output.change,
             )
 
         try:

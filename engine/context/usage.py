@@ -3,7 +3,10 @@ estimated from characters.
 
 The one place the figure is computed, so the console's status line, `/context` and ACP's
 `usage_update` say the same number for the same step. The estimate counts the orchestrator's
-characters at `CHARS_PER_TOKEN` (context-orchestration: three characters a token, conservative).
+characters at the rate the provider last reported for this session (`TokenRate`), else at
+`CHARS_PER_TOKEN` (context-orchestration: three characters a token, conservative): a cancelled or
+failed step reports no tokens, and estimating it at a fixed rate between two reported steps made
+the figure jump up and back down.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from dataclasses import dataclass
 
 from engine.context.budget import CHARS_PER_TOKEN
 from engine.events import AssistantMessage, Figures, Payload, StepEnd, StepStart, Usage
+
+
+def reported(usage: Usage) -> bool:
+    """Whether the provider counted the step's tokens (a cancelled or failed step has none)."""
+    return usage.input_tokens > 0 or usage.output_tokens > 0
 
 
 def estimated_tokens(chars: int) -> int:
@@ -28,6 +36,26 @@ def reply_chars(message: AssistantMessage) -> int:
     for call in message.tool_calls:
         chars += len(json.dumps(call.arguments))
     return chars
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRate:
+    """Tokens per character as the bound model last counted them: the input tokens it reported
+    for a request of `chars` characters."""
+
+    tokens: int
+    chars: int
+
+    def tokens_for(self, chars: int) -> int:
+        """`chars` characters in tokens at this rate, rounded up."""
+        return -(-chars * self.tokens // self.chars)
+
+    @classmethod
+    def of(cls, figures: Figures, usage: Usage) -> TokenRate | None:
+        """The rate a step's report gives; None when it reported no input or had no characters."""
+        if usage.input_tokens <= 0 or figures.chars <= 0:
+            return None
+        return cls(usage.input_tokens, figures.chars)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,13 +83,19 @@ class ContextUsage:
 
 
 def context_usage(
-    figures: Figures, usage: Usage | None = None, *, output_chars: int = 0
+    figures: Figures,
+    usage: Usage | None = None,
+    *,
+    output_chars: int = 0,
+    rate: TokenRate | None = None,
 ) -> ContextUsage:
     """The step whose request had `figures`: the provider's `usage` when it reported any tokens,
-    else estimated from the request's characters and the reply's (`output_chars`)."""
-    reported = usage is not None and (usage.input_tokens > 0 or usage.output_tokens > 0)
-    if usage is not None and reported:
+    else estimated from the request's characters and the reply's (`output_chars`), at `rate`
+    when the session has one."""
+    if usage is not None and reported(usage):
         input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+    elif rate is not None:
+        input_tokens, output_tokens = rate.tokens_for(figures.chars), rate.tokens_for(output_chars)
     else:
         input_tokens, output_tokens = (
             estimated_tokens(figures.chars),
@@ -70,7 +104,7 @@ def context_usage(
     return ContextUsage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        estimated=not reported,
+        estimated=usage is None or not reported(usage),
         window=figures.window,
         cap_tokens=figures.cap // CHARS_PER_TOKEN,
     )
@@ -89,6 +123,8 @@ class UsageTally:
     session_tokens: int = 0
     session_estimated: bool = False
     """Some step of the total reported no tokens: its share is estimated."""
+    rate: TokenRate | None = None
+    """The last reported rate, which the estimates use."""
 
     def take(self, data: Payload) -> bool:
         """Fold one event's payload; True when the figures changed."""
@@ -101,7 +137,10 @@ class UsageTally:
             return False
         if type(data) is StepEnd and self.figures is not None:
             self.usage = data.usage
-            step = context_usage(self.figures, data.usage, output_chars=self.output_chars)
+            step = context_usage(
+                self.figures, data.usage, output_chars=self.output_chars, rate=self.rate
+            )
+            self.rate = TokenRate.of(self.figures, data.usage) or self.rate
             self.session_tokens += step.used
             self.session_estimated = self.session_estimated or step.estimated
             return True
@@ -112,4 +151,6 @@ class UsageTally:
         first request."""
         if self.figures is None:
             return None
-        return context_usage(self.figures, self.usage, output_chars=self.output_chars)
+        return context_usage(
+            self.figures, self.usage, output_chars=self.output_chars, rate=self.rate
+        )

@@ -47,6 +47,9 @@ class CommandRun:
     """Characters of output to keep; a runner cuts more and says where."""
     on_output: Callable[[str], None] | None = None
     """Receives output as it arrives (the live `tool/output`), complete lines where possible."""
+    call_id: str = ""
+    """The tool call the command runs for: a front end that shows its own terminal shows it
+    with that call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.events import FileChangeRecord
 from engine.gateway.base import ToolSpec
 from engine.message import AdditionalContext
 from engine.privacy import PrivacyClass, PrivatizationLabel
@@ -68,8 +69,7 @@ class ToolContext:
 
     def is_secret(self, relative_path: str) -> bool:
         """A file is secret when its name matches a secret pattern (DESIGN.md, privacy labels)."""
-        name = PurePosixPath(relative_path).name
-        return any(fnmatch.fnmatch(name, pattern) for pattern in self.secret_patterns)
+        return is_secret_path(relative_path, self.secret_patterns)
 
     def label_for(self, relative_paths: Iterable[str]) -> PrivatizationLabel:
         """The label of material read from these workspace files: restricted if any is secret."""
@@ -77,6 +77,12 @@ class ToolContext:
         secret = any(self.is_secret(p) for p in paths)
         privacy_class = PrivacyClass.restricted if secret else PrivacyClass.internal
         return PrivatizationLabel.of(privacy_class, *paths)
+
+
+def is_secret_path(relative_path: str, patterns: Iterable[str]) -> bool:
+    """Whether the file's name matches one of the secret `patterns`."""
+    name = PurePosixPath(relative_path).name
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,8 @@ class ToolOutput:
     is_error: bool = False
     additional_contexts: tuple[AdditionalContext, ...] = ()
     label: PrivatizationLabel | None = None
+    change: FileChangeRecord | None = None
+    """The file the call changed, as the log records it (`tool/result`'s `change`)."""
 
     @classmethod
     def error(cls, message: str) -> ToolOutput:
@@ -102,6 +110,7 @@ def unstorable_output(output: ToolOutput, tool: str, reason: str) -> ToolOutput:
         content=f"The result of {tool} could not be recorded, so it is withheld: {reason}",
         is_error=True,
         label=PrivatizationLabel.of(PrivacyClass.internal),
+        change=None,
     )
 
 

@@ -28,6 +28,7 @@ from replay.entries import (
     UserEntry,
 )
 from replay.export.view import SessionView
+from replay.file_diff import change_diff, change_heading
 from replay.wording import (
     UNTITLED,
     area_line,
@@ -135,6 +136,12 @@ def _entry(entry: TranscriptEntry) -> str:
             ]
             if entry.result is not None:
                 parts.append(_output(entry.result, entry.is_error))
+            if entry.change is not None:
+                heading = change_heading(entry.change).capitalize()
+                parts.append(
+                    f'<div class="who">{escape(heading)}</div>'
+                    f"{_text(change_diff(entry.change), 'output diff')}"
+                )
             return "".join(parts) + "</div>"
         case AreaEntry():
             return (

@@ -24,6 +24,7 @@ from replay.entries import (
     UserEntry,
 )
 from replay.export.view import SessionView
+from replay.file_diff import change_diff, change_heading
 from replay.wording import (
     UNTITLED,
     area_line,
@@ -150,6 +151,9 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             if entry.result is not None:
                 kind = "Error" if entry.is_error else "Result"
                 blocks += [f"*{kind}:*", fence(entry.result, "text")]
+            if entry.change is not None:
+                heading = change_heading(entry.change).capitalize()
+                blocks += [f"*{heading}:*", fence(change_diff(entry.change), "diff")]
             return blocks
         case AreaEntry():
             return [f"*{area_line(entry)}:*", *_messages(entry.messages)]

@@ -239,6 +239,15 @@ async def test_run_shell_runs_in_the_clients_terminal(
         session_id = await _open(peer, workspace, LENT)
         assert await _prompt(peer, session_id) == "end_turn"
         (created,) = _requests(peer, "terminal/create")
+        # the call shows the client's terminal while it runs and keeps it beside the result
+        updates = [u for u in peer.updates(session_id) if u.get("toolCallId") == "c1"]
+        embed = {"type": "terminal", "terminalId": "term-1"}
+        shown = next(i for i, u in enumerate(updates) if u.get("content") == [embed])
+        assert updates[0]["sessionUpdate"] == "tool_call"
+        assert 0 < shown < len(updates) - 1
+        assert updates[-1]["status"] == "completed"
+        assert updates[-1]["content"][0] == embed
+        assert updates[-1]["content"][1]["content"]["text"] == "3 passed\n\n[exit code 0]"
     (terminal,) = editor.terminals.values()
     assert (terminal.command, terminal.args, terminal.cwd) == (
         "/bin/sh",
@@ -260,10 +269,10 @@ async def test_cancel_mid_terminal_kills_and_releases_it(
     ) as peer:
         session_id = await _open(peer, workspace, LENT)
         running = asyncio.create_task(_prompt(peer, session_id))
-        # the running command's output reaches the client while it runs (tool/output)
+        # the running command shows in the client's own terminal, embedded in the call
         await _until(
             lambda: any(
-                u.get("toolCallId") == "c1" and "listening" in json.dumps(u.get("content"))
+                u.get("toolCallId") == "c1" and "term-1" in json.dumps(u.get("content"))
                 for u in peer.updates(session_id)
             )
         )

@@ -38,6 +38,11 @@ class ScriptedPeer:
     client_capabilities: ClientCapabilities | None = None
     answers: dict[str, Answer] = field(default_factory=dict)
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    shown: list[tuple[str, str]] = field(default_factory=list)
+    """The (call id, terminal id) of each terminal shown with its call."""
+
+    async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        self.shown.append((call_id, terminal_id))
 
     async def request(self, method: str, params: Any, *, session_id: str | None = None) -> Any:
         assert session_id == params["sessionId"]
@@ -240,7 +245,7 @@ async def test_a_request_for_a_tool_call_follows_that_calls_update(tmp_path: Pat
         answer = await peer.result(
             "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}
         )
-        assert answer == {"stopReason": "end_turn"}
+        assert answer["stopReason"] == "end_turn"
     finally:
         await server.aclose()
     asked = next(i for i, m in enumerate(peer.sent) if m.get("method") == "fs/read_text_file")

@@ -102,7 +102,7 @@ async def test_a_prompt_streams_its_reply_and_ends_the_turn(
     result = await peer.result(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
     )
-    assert result == {"stopReason": "end_turn"}
+    assert result["stopReason"] == "end_turn"
     chunks = [
         u["content"]["text"]
         for u in peer.updates(session_id)
@@ -157,7 +157,7 @@ async def test_a_client_that_fell_behind_gets_the_same_text_in_fewer_chunks(
     assert session.agent is not None
     await session.agent.when_idle()  # the whole reply waits for the client
     peer.reading.set()
-    assert (await answer)["result"] == {"stopReason": "end_turn"}
+    assert (await answer)["result"]["stopReason"] == "end_turn"
     assert peer.text(session_id, "agent_thought_chunk") == "think " * 50
     assert peer.text(session_id) == words
     kinds = [u["sessionUpdate"] for u in peer.updates(session_id)]
@@ -217,12 +217,13 @@ async def test_a_tool_needing_permission_asks_the_client(
     peer.permission = answer
     session_id = await _new(peer, workspace)
     result = await peer.result("session/prompt", _prompt(session_id, "write it"))
-    assert result == {"stopReason": "end_turn"}
+    assert result["stopReason"] == "end_turn"
     (asked,) = peer.permission_requests
     tool_call = asked["params"]["toolCall"]
     assert tool_call["toolCallId"] == "w1"
     assert tool_call["kind"] == "edit"
-    assert tool_call["content"][0]["type"] == "diff"
+    # the question leaves the content to the whole file's diff the client already holds
+    assert "content" not in tool_call
     assert {o["kind"] for o in asked["params"]["options"]} == {
         "allow_once",
         "allow_always",
@@ -239,6 +240,21 @@ async def test_a_tool_needing_permission_asks_the_client(
         if m.get("method") == "session/update" and m["params"]["update"].get("toolCallId") == "w1"
     )
     assert first_call < peer.sent.index(asked)
+    preview = next(
+        m
+        for m in peer.sent
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("toolCallId") == "w1"
+        and m["params"]["update"].get("content", [{}])[0].get("type") == "diff"
+        and m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+    )
+    assert preview["params"]["update"]["content"] == [
+        {"type": "diff", "path": str(workspace / "out.txt"), "oldText": None, "newText": "new text"}
+    ]
+    assert preview["params"]["update"]["locations"] == [
+        {"path": str(workspace / "out.txt"), "line": 1}
+    ]
+    assert peer.sent.index(preview) < peer.sent.index(asked)
     assert updates[-1]["status"] == status
     assert (workspace / "out.txt").exists() is exists
 
@@ -253,7 +269,7 @@ async def test_cancel_mid_stream_sends_every_update_before_the_cancelled_answer(
     await _until(lambda: len(peer.text(session_id)) > 10)
     await peer.cancel(session_id)
     result = await answer
-    assert result["result"] == {"stopReason": "cancelled"}
+    assert result["result"]["stopReason"] == "cancelled"
     at = peer.sent.index(result)
     assert all("method" not in m or m["method"] != "session/update" for m in peer.sent[at + 1 :])
     events = await _stored(server, session_id)
@@ -274,12 +290,12 @@ async def test_a_cancel_right_behind_its_prompt_cancels_that_prompt(
     session_id = await _new(peer, workspace)
     answer = await peer.start("session/prompt", _prompt(session_id, "never mind"))
     await peer.cancel(session_id)
-    assert (await asyncio.wait_for(answer, 10))["result"] == {"stopReason": "cancelled"}
+    assert (await asyncio.wait_for(answer, 10))["result"]["stopReason"] == "cancelled"
     assert peer.text(session_id) == ""
     # the cancel was for that prompt only: the next one runs
-    assert await peer.result("session/prompt", _prompt(session_id, "go")) == {
-        "stopReason": "end_turn"
-    }
+    assert (await peer.result("session/prompt", _prompt(session_id, "go")))[
+        "stopReason"
+    ] == "end_turn"
     assert peer.text(session_id) == "the answer"
 
 
@@ -294,11 +310,11 @@ async def test_a_cancel_right_behind_a_busy_prompt_leaves_the_next_one_alone(
     await _until(lambda: len(peer.text(session_id)) > 10)
     refused = await peer.start("session/prompt", _prompt(session_id, "also"))
     await peer.cancel(session_id)
-    assert (await running)["result"] == {"stopReason": "cancelled"}
+    assert (await running)["result"]["stopReason"] == "cancelled"
     assert (await refused)["error"]["code"] == rpc.SESSION_BUSY
-    assert await peer.result("session/prompt", _prompt(session_id, "again")) == {
-        "stopReason": "end_turn"
-    }
+    assert (await peer.result("session/prompt", _prompt(session_id, "again")))[
+        "stopReason"
+    ] == "end_turn"
     assert peer.text(session_id).endswith("later")
 
 
@@ -316,7 +332,7 @@ async def test_cancel_while_a_client_never_answers_permission_does_not_hang(
     answer = await peer.start("session/prompt", _prompt(session_id, "run it"))
     await _until(lambda: bool(peer.permission_requests))
     await peer.cancel(session_id)
-    assert (await answer)["result"] == {"stopReason": "cancelled"}
+    assert (await answer)["result"]["stopReason"] == "cancelled"
     assert _tool_updates(peer, "s1")[-1]["status"] == "failed"
 
 
@@ -329,7 +345,7 @@ async def test_cancel_mid_tool_kills_it_and_reports_the_call(
     answer = await peer.start("session/prompt", _prompt(session_id, "run it"))
     await _until(lambda: any(u.get("status") == "in_progress" for u in _tool_updates(peer, "s1")))
     await peer.cancel(session_id)
-    assert (await answer)["result"] == {"stopReason": "cancelled"}
+    assert (await answer)["result"]["stopReason"] == "cancelled"
     assert _tool_updates(peer, "s1")[-1]["status"] == "failed"
 
 
@@ -559,7 +575,7 @@ async def test_slash_commands_run_through_the_engine_registry(
     session_id = await _new(peer, workspace)
     await peer.result("session/prompt", _prompt(session_id, "hello"))
     result = await peer.result("session/prompt", _prompt(session_id, "/pin remember the tests"))
-    assert result == {"stopReason": "end_turn"}
+    assert result["stopReason"] == "end_turn"
     answer = "pinned pin1; it joins the stable floor at the next turn"
     assert peer.text(session_id).count(answer) == 1  # from the log, not said a second time
     assert [p.text for p in server.sessions.get(session_id).agent.pins] == ["remember the tests"]  # type: ignore[union-attr]
@@ -698,7 +714,7 @@ async def test_max_steps_is_max_turn_requests(
         peer = Peer(made)
         session_id = await _new(peer, workspace)
         result = await peer.result("session/prompt", _prompt(session_id, "list forever"))
-        assert result == {"stopReason": "max_turn_requests"}
+        assert result["stopReason"] == "max_turn_requests"
     finally:
         await made.aclose()
 
@@ -764,7 +780,7 @@ async def test_loading_again_on_the_same_connection_keeps_its_running_prompt(
     await _until(lambda: bool(peer.text(session_id)))
     load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
     assert (await peer.request("session/load", load))["result"].keys() == {"modes"}
-    assert (await running)["result"] == {"stopReason": "end_turn"}
+    assert (await running)["result"]["stopReason"] == "end_turn"
 
 
 async def test_text_no_utf_8_can_carry_goes_out_json_escaped(server: AcpServer) -> None:

@@ -84,7 +84,7 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
         ],
         agent_args=replies,
     )
-    assert response(lines, "session/prompt") == {"stopReason": "end_turn"}
+    assert response(lines, "session/prompt")["stopReason"] == "end_turn"
     assert (place.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
     (asked,) = [line for line in lines if line["kind"] == "request"]
     assert asked["method"] == "session/request_permission"
@@ -147,7 +147,11 @@ def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None
     assert done.returncode == 0, done.stderr[-3000:]
     messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     prompt_ids = {m["id"] for m in messages if m.get("method") == "session/prompt"}
-    (answer,) = [m for m in messages if "result" in m and m.get("id") in prompt_ids]
+    # acpx prints both directions, and ids of each side's requests may meet: the prompt's
+    # answer is the result with a stop reason (write_file now reads the file it replaces first)
+    (answer,) = [
+        m for m in messages if m.get("id") in prompt_ids and "stopReason" in (m.get("result") or {})
+    ]
     assert answer["result"]["stopReason"] == "end_turn"
     assert (place.workspace / "by-acpx.txt").read_text(encoding="utf-8") == "x\n"
     assert any(m.get("method") == "session/request_permission" for m in messages)

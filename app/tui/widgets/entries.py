@@ -49,6 +49,7 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
+from replay.file_diff import change_diff, change_heading
 from replay.wording import (
     area_line,
     command_line,
@@ -547,6 +548,16 @@ class AssistantMessage(EntryWidget):
         return entry.content if isinstance(entry, AssistantEntry) else ""
 
 
+_DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan", "(": "italic"}
+"""A diff line's style by its first character."""
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("--- ", "+++ ")):
+        return "bold"
+    return _DIFF_STYLES.get(line[:1], "")
+
+
 TOOL_ICON = {"pending": "…", "running": "⟳", "done": "✓", "error": "✗", "cancelled": "⊘"}
 
 
@@ -592,13 +603,19 @@ class ToolCard(LongEntry):
     """
 
     def render(self) -> Text:
-        """The output or result, collapsed when long (no child widget: each costs every frame)."""
+        """The output or result, collapsed when long (no child widget: each costs every frame);
+        under it the file change the call recorded, as a diff."""
         entry = self.entry
         assert isinstance(entry, ToolEntry)
         shown = collapsed(tool_body(entry), self.expanded)
         # a cancelled call's output is what the command printed, not an error it reported
         failed = entry.is_error and entry.status != "cancelled"
-        return Text(shown, style="red" if failed else "")
+        text = Text(shown, style="red" if failed else "")
+        if entry.change is not None:
+            text.append(f"\n{change_heading(entry.change)}", style="dim")
+            for line in collapsed(change_diff(entry.change), self.expanded).splitlines():
+                text.append(f"\n{line}", style=_diff_style(line))
+        return text
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """No output yet: the borders alone (an empty text would still take a line)."""

@@ -24,17 +24,32 @@ def looks_binary(head: bytes) -> bool:
 async def lent_text(
     ctx: ToolContext, reader: TextFileReader, target: Path, shown: str, binary_note: str
 ) -> str | ToolOutput:
-    """The text the front end holds for `target`, or the error the model should read."""
+    """The text the front end holds for `target`, or the error the model should read. A file
+    the disk does not have either, which the front end answers with an error or with no text
+    at all (Toad reads a missing file as empty), is no such file, not an empty one."""
     try:
         async with asyncio.timeout(ctx.timeout):
             text = await reader.read_text(target)
     except FrontEndError as error:
+        if not await asyncio.to_thread(on_disk, target):
+            return ToolOutput.error(f"file {shown!r} not found")
         return ToolOutput.error(f"cannot read {shown!r}: {error}")
     except TimeoutError:
         return ToolOutput.error(f"cannot read {shown!r}: {_no_answer(ctx)}")
+    if not text and not await asyncio.to_thread(on_disk, target):
+        return ToolOutput.error(f"file {shown!r} not found")
     if "\x00" in text[:SNIFF_BYTES]:  # looks_binary, on text
         return ToolOutput.error(f"{shown!r} is a binary file; {binary_note}")
     return text
+
+
+def on_disk(target: Path) -> bool:
+    """Whether the local disk has something at `target` (True when it cannot tell: a folder that
+    cannot be searched leaves the front end's own answer standing)."""
+    try:
+        return target.exists()
+    except OSError:
+        return True
 
 
 def _no_answer(ctx: ToolContext) -> str:

@@ -22,13 +22,16 @@ from pydantic import Field, model_validator
 from engine.counts import counted
 from engine.os_text import escape_os_text
 from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.tools.builtins.file_record import PriorText, read_prior, recorded_change
 from engine.tools.builtins.file_text import (
     SNIFF_BYTES,
     lent_text,
     local_text,
     looks_binary,
+    on_disk,
     write_text,
 )
+from engine.tools.front_end import FrontEndError
 from engine.tools.protected import write_refusal
 from engine.tools.tool import Tool, ToolArgs, ToolContext, ToolKind, ToolOutput, bound_text
 from engine.tools.workspace import (
@@ -291,16 +294,36 @@ class WriteFile(Tool[WriteFileArgs]):
         existed = await asyncio.to_thread(_existing_file, where.target, args.path)
         if isinstance(existed, ToolOutput):
             return existed
+        prior = await _prior(ctx, where, args.path)
         failed = await write_text(ctx, where.target, args.path, args.content)
         if failed is not None:
             return failed
-        verb = "replaced" if existed else "created"
+        verb = "replaced" if prior is not None else "created"
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") else 1)
         lines = lines if args.content else 0
         return ToolOutput(
             f"{verb} {where.relative} ({counted(len(args.content), 'character')}, {counted(lines, 'line')})",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
+            change=recorded_change(ctx, where.relative, prior, args.content),
         )
+
+
+async def _prior(ctx: ToolContext, where: Confined, shown: str) -> PriorText | None:
+    """What write_file replaces, for its record: the front end's text where it lends its files
+    (a file neither it nor the disk has, or an answer it cannot give, is read from the disk),
+    else the disk's; None when there is no such file."""
+    reader = ctx.front_end.reader
+    if reader is not None:
+        try:
+            async with asyncio.timeout(ctx.timeout):
+                text = await reader.read_text(where.target)
+        except (FrontEndError, TimeoutError):
+            pass
+        else:
+            there = bool(text) or await asyncio.to_thread(on_disk, where.target)
+            if there:
+                return PriorText.of_text(text)
+    return await asyncio.to_thread(read_prior, where.target, shown)
 
 
 def _existing_file(target: Path, shown: str) -> bool | ToolOutput:
@@ -354,6 +377,9 @@ class EditFile(Tool[EditFileArgs]):
         return ToolOutput(
             f"edited {where.relative}: replaced 1 occurrence at line {line}",
             label=PrivatizationLabel.of(PrivacyClass.internal, where.relative),
+            change=recorded_change(
+                ctx, where.relative, PriorText.of_text(text), new_text, line=line
+            ),
         )
 
 

@@ -115,6 +115,7 @@ class RunShell(Tool[RunShellArgs]):
             timeout=timeout,
             output_limit=ctx.max_output,
             on_output=ctx.on_output,
+            call_id=ctx.call_id,
         )
         try:
             outcome = await runner.run(run)

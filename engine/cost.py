@@ -1,0 +1,18 @@
+"""What a step cost: the tokens the provider reported, at the price of the model entry that ran
+it (`ModelEntry.price`). Recorded on `step/end`, so a replay, an export or a client totals the
+session from the log alone, at the prices of the time."""
+
+from __future__ import annotations
+
+from engine.config import ModelEntry
+from engine.events import Cost, Usage
+
+
+def step_cost(entry: ModelEntry, usage: Usage) -> Cost | None:
+    """The step's cost; None when the entry has no price or the provider reported no tokens (a
+    failed or cancelled step: what it would cost is not known)."""
+    price = entry.price
+    if price is None or (usage.input_tokens <= 0 and usage.output_tokens <= 0):
+        return None
+    amount = price.cost_of(usage.input_tokens, usage.output_tokens)
+    return Cost(amount=amount, currency=price.currency)
