@@ -60,6 +60,11 @@ class HttpLimits:
     bug: it is logged and not sent."""
     high_water: int = 1024 * 1024
     """Bytes waiting for a connection's streams past which the core's writes wait."""
+    coalesce_seconds: float = 0.005
+    """While messages keep coming, a stream is written at most once per this many seconds, with
+    everything gathered since (a streamed reply reaches the client in pieces at most 5 ms late;
+    a message after a quiet spell is not delayed): one write per message cost more than the
+    messages, as on the WebSocket (`app.acp.websocket.CoalescingConnection`)."""
     keepalive: float = 15.0
     """Seconds of silence after which a stream gets an SSE comment, so that proxies and load
     balancers do not time out a quiet stream."""

@@ -418,19 +418,26 @@ class _WebSocketSender:
 
 
 async def _pump(connection: HttpConnection, ticket: StreamTicket, send: Send) -> None:
-    """The stream's messages as SSE events, everything waiting in one write; a comment after
-    `keepalive` seconds of silence; the response ends with the stream."""
-    outbox, keepalive = connection.outbox, connection.limits.keepalive
+    """The stream's messages as SSE events, everything waiting in one write (at most one write
+    per `coalesce_seconds` while they keep coming); a comment after `keepalive` seconds of
+    silence; the response ends with the stream."""
+    outbox, limits = connection.outbox, connection.limits
+    loop = asyncio.get_running_loop()
+    last_write = -limits.coalesce_seconds
     while True:
+        wait = last_write + limits.coalesce_seconds - loop.time()
+        if wait > 0 and not ticket.ended:
+            await asyncio.sleep(wait)
         taken = outbox.take(ticket)
         if taken:
             body = b"data: " + b"\n\ndata: ".join(taken) + b"\n\n"
+            last_write = loop.time()
             await send({"type": "http.response.body", "body": body, "more_body": True})
             continue
         if ticket.ended:
             break
         try:
-            async with asyncio.timeout(keepalive):
+            async with asyncio.timeout(limits.keepalive):
                 await ticket.wake.wait()
         except TimeoutError:
             await send(
