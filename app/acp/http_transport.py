@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 from app.acp import rpc
-from app.acp.auth import UpgradeGate, authenticate_first_message
+from app.acp.auth import Refusal, UpgradeGate, authenticate_first_message
 from app.acp.http_connection import SESSION_SCOPED, HttpConnection, HttpLimits
 from app.acp.http_streams import Destination, StreamTicket, request_key
 from app.acp.websocket import ACP_PATH, CONNECTION_ID_HEADER
@@ -326,20 +326,27 @@ class AcpHttpApp:
         request = _Request(scope)
         if (await receive())["type"] != "websocket.connect":
             return
-        refusal = None
-        if request.path != ACP_PATH:
-            status, reason = HTTPStatus.NOT_FOUND, f"ACP is served at {ACP_PATH}"
-        else:
-            query = scope.get("query_string", b"").decode("latin-1")
-            refusal = self._gate.check(
+        query = scope.get("query_string", b"").decode("latin-1")
+        refusal = (
+            Refusal(HTTPStatus.NOT_FOUND, f"ACP is served at {ACP_PATH}")
+            if request.path != ACP_PATH
+            else self._gate.check(
                 origins=request.headers("origin"),
                 authorization=request.headers("authorization"),
                 query=query,
             )
-            status, reason = (refusal.status, refusal.reason) if refusal else (HTTPStatus.OK, "")
-        if status is not HTTPStatus.OK:
-            log.warning("refused a WebSocket upgrade from %s: %d %s", request.peer, status, reason)
-            await _refuse(send, status, reason, prefix="websocket.")
+        )
+        if refusal is not None:
+            log.warning(
+                "refused a WebSocket upgrade from %s: %d %s",
+                request.peer,
+                refusal.status.value,
+                refusal.reason,
+            )
+            extra = []
+            if refusal.status is HTTPStatus.UNAUTHORIZED:
+                extra.append((b"www-authenticate", b'Bearer realm="trellis"'))
+            await _refuse(send, refusal.status, refusal.reason, extra, prefix="websocket.")
             return
         connection_id = str(uuid.uuid4())
         cookie = f"{AFFINITY_COOKIE}={self.server_id}; Path={ACP_PATH}; HttpOnly; SameSite=Strict"

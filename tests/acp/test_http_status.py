@@ -316,3 +316,35 @@ async def test_a_refused_post_leaves_the_clients_other_streams_open(
         await post(http, url, rpc(4, "session/list"), connection_id=connection)
         answer, _ = await stream.until_answer(4)
     assert "sessions" in answer["result"]
+
+
+async def test_a_session_stream_opened_before_the_load_carries_its_replay(
+    http: httpx.AsyncClient, url: str, server: ServeProcess
+) -> None:
+    first = await initialized(http, url)
+    async with sse(http, url, first) as stream:
+        new = rpc(1, "session/new", {"cwd": str(server.root), "mcpServers": []})
+        await post(http, url, new, connection_id=first)
+        session = (await stream.until_answer(1))[0]["result"]["sessionId"]
+        async with sse(http, url, first, session) as session_stream:
+            prompt = rpc(2, "session/prompt", {"sessionId": session, "prompt": [text("hi")]})
+            await post(http, url, prompt, connection_id=first, session_id=session)
+            await session_stream.until_answer(2)
+    await http.delete(url, headers={**bearer(), "Acp-Connection-Id": first})
+    # the RFD's resume flow: a new connection opens both streams, then loads the session
+    second = await initialized(http, url)
+    async with sse(http, url, second) as stream, sse(http, url, second, session) as session_stream:
+        params = {"sessionId": session, "cwd": str(server.root), "mcpServers": []}
+        load = rpc(3, "session/load", params)
+        response = await post(http, url, load, connection_id=second, session_id=session)
+        assert response.status_code == 202
+        answer, on_connection = await stream.until_answer(3)
+        replayed = [await session_stream.next() for _ in range(3)]
+    assert answer["result"] == {}
+    assert on_connection == []  # the replay went to the session's stream
+    told = [
+        m["params"]["update"]["content"]["text"]
+        for m in replayed
+        if m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert told == ["hi"]

@@ -206,3 +206,33 @@ async def test_a_websocket_message_over_the_size_limit_closes_with_1009(served: 
             await asyncio.wait_for(ws.recv(), WAIT)
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1009
+
+
+def authenticate(token: str) -> str:
+    params = {"methodId": "trellis-token", "_meta": {"trellis/token": token}}
+    return json.dumps(message(0, "authenticate", params))
+
+
+async def test_a_websocket_may_authenticate_by_its_first_message(served: Served) -> None:
+    ws_url = served.url.replace("http://", "ws://") + "?auth=message"
+    async with connect(ws_url) as ws:
+        await ws.send(authenticate("test-token-0123456789abcdef"))
+        assert json.loads(await ws.recv()) == {"jsonrpc": "2.0", "id": 0, "result": {}}
+        await ws.send(json.dumps(message(1, "initialize", {})))
+        answer = json.loads(await ws.recv())
+    assert answer["result"] == {"method": "initialize"}
+
+
+async def test_a_websocket_with_a_wrong_first_message_token_is_closed_with_1008(
+    served: Served,
+) -> None:
+    ws_url = served.url.replace("http://", "ws://") + "?auth=message"
+    async with connect(ws_url) as ws:
+        await ws.send(authenticate("wrong"))
+        refused = json.loads(await ws.recv())
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), WAIT)
+    assert refused["error"]["code"] == -32000
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1008
+    assert served.core.connections == {}
