@@ -185,3 +185,25 @@ async def wait_for_text(client: RecordingClient, session: str, text: str) -> Non
             return
         await asyncio.sleep(POLL)
     raise AssertionError(f"the replay never brought {text!r}: {client.text(session)!r}")
+
+
+async def test_stopping_the_server_ends_the_streams_and_stores_the_running_turn(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path, config=slow_model(tmp_path, replies=1)) as server:
+        async with (
+            h2_client() as http,
+            http_acp_client(http_url(server), http=http) as (connection, client),
+        ):
+            session = (await connection.new_session(cwd=str(server.root))).session_id
+            prompt = asyncio.create_task(
+                connection.prompt(session_id=session, prompt=[text_block("go on")])
+            )
+            await streaming(client, session)
+            code = await asyncio.to_thread(server.stop)
+            # the connection's stream ended: the client fails its pending prompt
+            with pytest.raises(ConnectionError, match="Connection closed"):
+                await asyncio.wait_for(prompt, WAIT)
+        events = await wait_for_turn_end(server, session)
+    assert code == 0
+    assert [end.reason for end in payloads(events, TurnEnd)] == ["cancelled"]
