@@ -74,7 +74,8 @@ class AcpHttpApp:
         self.limits = limits or HttpLimits()
         self.server_id = server_id or uuid.uuid4().hex[:16]
         self._connections: dict[str, HttpConnection] = {}
-        self._sockets: set[asyncio.Task[None]] = set()
+        self._sockets: dict[str, Send] = {}
+        """The WebSockets open on this port, by connection id: what closes each."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -86,10 +87,13 @@ class AcpHttpApp:
             await _lifespan(receive, send)
 
     async def close(self) -> None:
-        """End every connection (their streams end, their running prompts are cancelled and
-        stored); WebSocket connections are closed by the server's shutdown."""
+        """End every connection: its streams end, or its WebSocket is closed with 1001 (going
+        away); their running prompts are cancelled and stored."""
         for connection in list(self._connections.values()):
             await connection.close()
+        for send in list(self._sockets.values()):
+            with contextlib.suppress(OSError):
+                await send({"type": "websocket.close", "code": 1001})
 
     # --- HTTP ----------------------------------------------------------------------------------
 
@@ -369,6 +373,7 @@ class AcpHttpApp:
         except RuntimeError:  # the server is stopping
             await send({"type": "websocket.close", "code": 1001})
             return
+        self._sockets[connection_id] = send
         try:
             while True:
                 message = await receive()
@@ -378,6 +383,7 @@ class AcpHttpApp:
                 if text is not None:  # binary frames carry nothing in ACP
                     await core.receive(text)
         finally:
+            del self._sockets[connection_id]
             await core.close()
 
     async def _authenticate_by_message(self, receive: Receive, send: Send) -> bool:

@@ -236,3 +236,17 @@ async def test_a_websocket_with_a_wrong_first_message_token_is_closed_with_1008(
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1008
     assert served.core.connections == {}
+
+
+async def test_closing_the_server_closes_its_websockets_with_1001(served: Served) -> None:
+    ws_url = served.url.replace("http://", "ws://")
+    async with connect(ws_url, additional_headers={**bearer("test-token-0123456789abcdef")}) as ws:
+        await ws.send(json.dumps(message(1, "initialize", {})))
+        await ws.recv()
+        closing = asyncio.ensure_future(served.server.close())
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), WAIT)
+        await asyncio.wait_for(closing, WAIT)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1001
+    assert all(fake.closed.is_set() for fake in served.core.connections.values())
