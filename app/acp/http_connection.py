@@ -1,8 +1,8 @@
-"""One connection of the streamable HTTP transport (`Acp-Connection-Id`): the protocol core's
-connection for it, fed by POSTs and read from SSE streams.
+"""One connection of the streamable HTTP transport (`Acp-Connection-Id`): the third transport
+driver of the protocol core (`app.acp.transport`), fed by POSTs and read from SSE streams.
 
-The core writes its messages through `StreamSender` as it writes to a WebSocket; each goes to the
-stream the RFD names (`app.acp.http_streams`): the answer to `initialize` back to its POST, the
+The connection writes its messages through `StreamSender` (a `SendNow`) as it writes to a
+WebSocket; each goes to the stream the RFD names (`app.acp.http_streams`): the answer to `initialize` back to its POST, the
 answer to a session-scoped request (one POSTed with `Acp-Session-Id`) to that session's stream,
 a request or notification about a session to that session's stream, the rest to the connection's
 stream. A connection ends on DELETE, when the server stops, or when no stream of it has been open
@@ -26,10 +26,11 @@ from app.acp.http_streams import (
     addressed,
 )
 from app.acp.rpc import MAX_INCOMING_BYTES, MAX_OUTGOING_BYTES
+from app.acp.transport import ConnectionEnd
 from engine.store.errors import UnknownSessionError
 
 if TYPE_CHECKING:
-    from app.acp.core import AcpConnection, AcpServer
+    from app.acp.core import AcpServer
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ class HttpLimits:
 
 
 class StreamSender:
-    """The `Send` (and `SendNow`) the core writes through: each message to its stream."""
+    """The `Send` and `SendNow` (`app.acp.transport`) the connection writes through: each message
+    to its stream; it waits (and `ready()` is False) while `HttpLimits.high_water` bytes wait."""
 
     def __init__(self, connection: HttpConnection) -> None:
         self._connection = connection
@@ -122,7 +124,7 @@ class HttpConnection:
         self._orphan: asyncio.TimerHandle | None = None
         self._closing: asyncio.Task[None] | None = None
         self.closed = False
-        self._core: AcpConnection = acp.connect(StreamSender(self), connection_id=connection_id)
+        self._core: ConnectionEnd = acp.connect(StreamSender(self), connection_id=connection_id)
         self._arm_orphan_timer()
 
     async def initialize(self, text: str, ident: RequestKey) -> bytes:

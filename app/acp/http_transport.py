@@ -369,7 +369,7 @@ class AcpHttpApp:
             return
         outgoing = _WebSocketSender(send, self.limits.max_outgoing, connection_id)
         try:
-            core = self._acp.connect(outgoing, connection_id=connection_id)
+            connection = self._acp.connect(outgoing, connection_id=connection_id)
         except RuntimeError:  # the server is stopping
             await send({"type": "websocket.close", "code": 1001})
             return
@@ -381,10 +381,10 @@ class AcpHttpApp:
                     break
                 text = message.get("text")
                 if text is not None:  # binary frames carry nothing in ACP
-                    await core.receive(text)
+                    await connection.receive(text)
         finally:
             del self._sockets[connection_id]
-            await core.close()
+            await connection.close()
 
     async def _authenticate_by_message(self, receive: Receive, send: Send) -> bool:
         """`/acp?auth=message`: the first text frame must be `authenticate` with the token
@@ -408,7 +408,8 @@ class AcpHttpApp:
 
 
 class _WebSocketSender:
-    """The core's `Send` on a WebSocket of the HTTP port: one text frame per message."""
+    """The connection's `Send` (`app.acp.transport`) on a WebSocket of the HTTP port: one text
+    frame per message; it waits while Hypercorn's buffer for the socket is full."""
 
     def __init__(self, send: Send, max_outgoing: int, connection_id: str) -> None:
         self._send = send
@@ -426,7 +427,7 @@ class _WebSocketSender:
                 self._max,
             )
             return
-        with contextlib.suppress(OSError):  # gone: the core learns of it from close()
+        with contextlib.suppress(OSError):  # gone: the connection learns of it from close()
             await self._send({"type": "websocket.send", "text": text})
 
 

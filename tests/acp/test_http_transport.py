@@ -18,10 +18,11 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from app.acp import rpc
-from app.acp.core import AcpServer, Send
+from app.acp.core import AcpServer
 from app.acp.http_connection import HttpLimits
 from app.acp.http_server import HttpServer, listen_http
 from app.acp.http_transport import AcpHttpApp
+from app.acp.transport import Send
 from tests.acp.http_peer import h2_client, post, sse
 from tests.acp.http_peer import rpc as message
 from tests.acp.ws_peer import WAIT, bearer

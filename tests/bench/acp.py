@@ -558,8 +558,10 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
             config=load_config(server.root, user_file=config_file),
         )
         http_url_ = http_url(server)
-        names = ("trellis", "raw", "cheap", "cheap_raw", "http", "cheap_http")
-        names += ("before", "cheap_before")
+        names = (
+            *("trellis", "raw", "cheap", "cheap_raw", "before", "cheap_before"),
+            *("http", "cheap_http"),
+        )
         counts: dict[str, list[float]] = {k: [] for k in names}
         times: dict[str, list[float]] = {k: [] for k in counts}
         core_rates = []
