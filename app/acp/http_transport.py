@@ -101,6 +101,7 @@ class AcpHttpApp:
         request = _Request(scope)
         # the body is read before any answer: Hypercorn's HTTP/2 drops the client's whole
         # connection, its other streams with it, when a request's data arrives after its answer
+        # (pgjones/hypercorn#329)
         body = await _body(receive, self.limits.max_incoming)
         if request.path != ACP_PATH:
             await _refuse(send, HTTPStatus.NOT_FOUND, f"ACP is served at {ACP_PATH}")
