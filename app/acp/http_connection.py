@@ -73,6 +73,9 @@ class HttpLimits:
     """Seconds a connection lives with no stream open before it is closed."""
     initialize_timeout: float = 30.0
     """Seconds the `initialize` POST waits for the core's answer."""
+    auth_timeout: float = 10.0
+    """Seconds a WebSocket upgraded at `/acp?auth=message` has to send its `authenticate` frame
+    (as on the WebSocket port)."""
 
 
 class StreamSender:

@@ -389,10 +389,11 @@ class AcpHttpApp:
 
     async def _authenticate_by_message(self, receive: Receive, send: Send) -> bool:
         """`/acp?auth=message`: the first text frame must be `authenticate` with the token
-        (`app.acp.auth`); anything else closes the connection with 1008."""
+        (`app.acp.auth`); anything else, or nothing within `auth_timeout`, closes the connection
+        with 1008."""
         text: str | None = None
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(10.0):
+            async with asyncio.timeout(self.limits.auth_timeout):
                 while text is None:
                     message = await receive()
                     if message["type"] == "websocket.disconnect":

@@ -71,6 +71,7 @@ LIMITS = HttpLimits(
     keepalive=0.2,
     orphan_timeout=0.5,
     initialize_timeout=WAIT,
+    auth_timeout=0.5,
 )
 
 
@@ -251,3 +252,13 @@ async def test_closing_the_server_closes_its_websockets_with_1001(served: Served
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1001
     assert all(fake.closed.is_set() for fake in served.core.connections.values())
+
+
+async def test_a_websocket_that_never_authenticates_is_closed_with_1008(served: Served) -> None:
+    ws_url = served.url.replace("http://", "ws://") + "?auth=message"
+    async with connect(ws_url) as ws:
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), WAIT)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1008
+    assert served.core.connections == {}
