@@ -12,7 +12,8 @@ One endpoint, `/acp`:
 - DELETE with `Acp-Connection-Id` ends the connection: 202.
 - GET with `Upgrade: websocket`: the same ACP over one WebSocket (ASGI's websocket scope).
 Every request passes the token and Origin check of the WebSocket server first (`UpgradeGate`: 403
-for a foreign Origin, 401 without the bearer token). Served by Hypercorn (`app.acp.http_server`),
+for a foreign Origin, 401 without the bearer token); a page of `[serve] allowed_origins` gets CORS
+answers (an OPTIONS preflight, which carries no token, and the headers its script may read). Served by Hypercorn (`app.acp.http_server`),
 which speaks HTTP/2 (and HTTP/1.1, for clients that cannot do HTTP/2 without TLS).
 """
 
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 from app.acp import rpc
-from app.acp.auth import Refusal, UpgradeGate, authenticate_first_message
+from app.acp.auth import Refusal, UpgradeGate, authenticate_first_message, normalized_origin
 from app.acp.http_connection import SESSION_SCOPED, HttpConnection, HttpLimits
 from app.acp.http_streams import Destination, StreamTicket, request_key
 from app.acp.websocket import ACP_PATH, CONNECTION_ID_HEADER
@@ -52,6 +53,9 @@ keeps a client on the host whose cookie it carries keeps its connection's reques
 JSON = "application/json"
 EVENT_STREAM = "text/event-stream"
 ALLOWED_METHODS = "GET, POST, DELETE"
+CORS_REQUEST_HEADERS = "authorization, content-type, acp-connection-id, acp-session-id"
+CORS_MAX_AGE = 600
+"""Seconds a browser may keep a preflight's answer."""
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +110,15 @@ class AcpHttpApp:
         if request.path != ACP_PATH:
             await _refuse(send, HTTPStatus.NOT_FOUND, f"ACP is served at {ACP_PATH}")
             return
+        method = scope["method"]
+        if method == "OPTIONS":  # a browser's preflight carries no token
+            await self._preflight(request, send)
+            return
         if not await self._admitted(request, send):
             return
-        method = scope["method"]
+        origin = request.header("origin")
+        if origin:  # admitted: an allowed page, whose browser reads the answer only with these
+            send = _with_cors(send, origin)
         if method == "POST":
             await self._post(request, body, send)
         elif method == "GET" and request.header("upgrade").lower() == "websocket":
@@ -124,6 +134,25 @@ class AcpHttpApp:
                 f"{method} is not served at {ACP_PATH}; use {ALLOWED_METHODS}",
                 [(b"allow", ALLOWED_METHODS.encode())],
             )
+
+    async def _preflight(self, request: _Request, send: Send) -> None:
+        """CORS for the pages of `[serve] allowed_origins`: the methods and headers they may send
+        (the token among them); any other origin is 403, as its request would be."""
+        origins = request.headers("origin")
+        if len(origins) != 1 or normalized_origin(origins[0]) not in self._gate.allowed_origins:
+            shown = ", ".join(origins) or "none"
+            await _refuse(send, HTTPStatus.FORBIDDEN, f"origin {shown} is not allowed")
+            return
+        headers = [
+            (b"access-control-allow-origin", origins[0].encode("latin-1")),
+            (b"access-control-allow-credentials", b"true"),
+            (b"access-control-allow-methods", ALLOWED_METHODS.encode()),
+            (b"access-control-allow-headers", CORS_REQUEST_HEADERS.encode()),
+            (b"access-control-max-age", str(CORS_MAX_AGE).encode()),
+            (b"vary", b"origin"),
+        ]
+        await send({"type": "http.response.start", "status": 204, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
 
     async def _admitted(self, request: _Request, send: Send) -> bool:
         """The WebSocket server's gate: 403 for a foreign Origin, 401 without the token."""
@@ -431,6 +460,24 @@ class _WebSocketSender:
             return
         with contextlib.suppress(OSError):  # gone: the connection learns of it from close()
             await self._send({"type": "websocket.send", "text": text})
+
+
+def _with_cors(send: Send, origin: str) -> Send:
+    """`send` with the CORS headers of an allowed page added to the answer's start: the origin,
+    its cookie, and the connection's id it may read."""
+    added = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-allow-credentials", b"true"),
+        (b"access-control-expose-headers", CONNECTION_ID_HEADER.lower().encode()),
+        (b"vary", b"origin"),
+    ]
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *added]}
+        await send(message)
+
+    return sending
 
 
 async def _pump(connection: HttpConnection, ticket: StreamTicket, send: Send) -> None:

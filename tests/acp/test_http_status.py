@@ -348,3 +348,40 @@ async def test_a_session_stream_opened_before_the_load_carries_its_replay(
         if m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
     ]
     assert told == ["hi"]
+
+
+async def test_an_allowed_page_gets_its_preflight_and_may_read_the_answers(
+    http: httpx.AsyncClient, url: str
+) -> None:
+    asked = {
+        "Origin": "https://editor.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    preflight = await http.options(url, headers=asked)
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "https://editor.example"
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert "authorization" in preflight.headers["access-control-allow-headers"]
+    assert "acp-session-id" in preflight.headers["access-control-allow-headers"]
+    headers = {**bearer(), "Origin": "https://editor.example"}
+    response = await post(http, url, rpc(0, "initialize", {"protocolVersion": 1}), headers=headers)
+    assert response.headers["access-control-allow-origin"] == "https://editor.example"
+    assert response.headers["access-control-expose-headers"] == "acp-connection-id"
+    assert response.headers["access-control-allow-credentials"] == "true"
+
+
+@pytest.mark.parametrize("origin", [{"Origin": "https://evil.example"}, {}])
+async def test_a_preflight_from_another_page_is_403(
+    http: httpx.AsyncClient, url: str, origin: dict[str, str]
+) -> None:
+    preflight = await http.options(url, headers={**origin, "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 403
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+async def test_an_answer_without_an_origin_has_no_cors_headers(
+    http: httpx.AsyncClient, url: str
+) -> None:
+    response = await post(http, url, rpc(0, "initialize", {"protocolVersion": 1}))
+    assert "access-control-allow-origin" not in response.headers
