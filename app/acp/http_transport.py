@@ -36,6 +36,7 @@ from app.acp.auth import Refusal, UpgradeGate, authenticate_first_message, norma
 from app.acp.http_connection import SESSION_SCOPED, HttpConnection, HttpLimits
 from app.acp.http_streams import Destination, StreamTicket, request_key
 from app.acp.websocket import ACP_PATH, CONNECTION_ID_HEADER
+from engine.store.errors import StoreError
 
 if TYPE_CHECKING:
     from app.acp.core import AcpServer
@@ -296,8 +297,14 @@ class AcpHttpApp:
         return None
 
     async def _session_known(self, connection: HttpConnection, session: str, send: Send) -> bool:
-        if await connection.knows_session(session):
-            return True
+        """Whether the server has `session`; False once 404 (or 503: the store cannot say) is
+        sent."""
+        try:
+            if await connection.knows_session(session):
+                return True
+        except StoreError as error:
+            await _refuse(send, HTTPStatus.SERVICE_UNAVAILABLE, str(error))
+            return False
         await _refuse(send, HTTPStatus.NOT_FOUND, f"no session {session} on this server")
         return False
 

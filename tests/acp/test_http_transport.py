@@ -23,6 +23,7 @@ from app.acp.http_connection import HttpLimits
 from app.acp.http_server import HttpServer, listen_http
 from app.acp.http_transport import AcpHttpApp
 from app.acp.transport import Send
+from engine.store.errors import StoreError
 from tests.acp.http_peer import h2_client, post, sse
 from tests.acp.http_peer import rpc as message
 from tests.acp.ws_peer import WAIT, bearer
@@ -48,9 +49,23 @@ class FakeConnection:
         self.closed.set()
 
 
+class UnreadableStore:
+    """A session table whose store cannot be read (a database away)."""
+
+    def get(self, session_id: str) -> None:
+        return None
+
+    async def store(self) -> UnreadableStore:
+        return self
+
+    async def info(self, session_id: str) -> None:
+        raise StoreError("the store cannot be reached")
+
+
 @dataclass(slots=True)
 class FakeCore:
     connections: dict[str, FakeConnection] = field(default_factory=dict)
+    sessions: UnreadableStore = field(default_factory=UnreadableStore)
 
     def connect(self, send: Send, *, connection_id: str) -> FakeConnection:
         self.connections[connection_id] = FakeConnection(send)
@@ -262,3 +277,18 @@ async def test_a_websocket_that_never_authenticates_is_closed_with_1008(served: 
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 1008
     assert served.core.connections == {}
+
+
+async def test_a_session_id_the_store_cannot_check_is_503(
+    served: Served, http: httpx.AsyncClient
+) -> None:
+    name, _ = await opened(served, http)
+    headers = {
+        **bearer(),
+        "Accept": "text/event-stream",
+        "Acp-Connection-Id": name,
+        "Acp-Session-Id": "s-1",
+    }
+    response = await http.get(served.url, headers=headers)
+    assert response.status_code == 503
+    assert response.text == "the store cannot be reached\n"
