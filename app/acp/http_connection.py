@@ -2,12 +2,13 @@
 driver of the protocol core (`app.acp.transport`), fed by POSTs and read from SSE streams.
 
 The connection writes its messages through `StreamSender` (a `SendNow`) as it writes to a
-WebSocket; each goes to the stream the RFD names (`app.acp.http_streams`): the answer to `initialize` back to its POST, the
-answer to a session-scoped request (one POSTed with `Acp-Session-Id`) to that session's stream,
-a request or notification about a session to that session's stream, the rest to the connection's
-stream. A connection ends on DELETE, when the server stops, or when no stream of it has been open
-for `HttpLimits.orphan_timeout` (a client that vanished without a DELETE); its running prompts are
-cancelled and stored then, as when a WebSocket drops.
+WebSocket; each goes to the stream the RFD names (`app.acp.http_streams`): the answer to
+`initialize` back to its POST, the answer to a session-scoped request (one POSTed with
+`Acp-Session-Id`) to that session's stream, a request or notification about a session to that
+session's stream, the rest to the connection's stream. A connection ends on DELETE, when the
+server stops, or when no stream of it has been open for `HttpLimits.orphan_timeout` (a client
+that vanished without a DELETE); its running prompts are cancelled and stored then, as when a
+WebSocket drops.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hypercorn serving the streamable HTTP transport (`app.acp.http_transport`) inside `trellis serve`.
+"""Hypercorn serving the streamable HTTP transport (`app.acp.http_transport`) in `trellis serve`.
 
 The socket is bound here, before Hypercorn starts, so that an address in use is the same one-line
 error as for the WebSocket port and `--http-port 0` learns its port; Hypercorn takes it over

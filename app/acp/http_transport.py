@@ -13,8 +13,9 @@ One endpoint, `/acp`:
 - GET with `Upgrade: websocket`: the same ACP over one WebSocket (ASGI's websocket scope).
 Every request passes the token and Origin check of the WebSocket server first (`UpgradeGate`: 403
 for a foreign Origin, 401 without the bearer token); a page of `[serve] allowed_origins` gets CORS
-answers (an OPTIONS preflight, which carries no token, and the headers its script may read). Served by Hypercorn (`app.acp.http_server`),
-which speaks HTTP/2 (and HTTP/1.1, for clients that cannot do HTTP/2 without TLS).
+answers (an OPTIONS preflight, which carries no token, and the headers its script may read).
+Served by Hypercorn (`app.acp.http_server`), which speaks HTTP/2 (and HTTP/1.1, for clients that
+cannot do HTTP/2 without TLS).
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ async def serve(
     """Serve until a stop signal; raises `TrellisError` when the token, the store or the address
     is unusable.
 
-    `host`, `port` and `http_port` override the configured ones; `started_in` is the default root; `store`
-    names the session store (None: the SQLite file in the data directory).
+    `host`, `port` and `http_port` override the configured ones; `started_in` is the default
+    root; `store` names the session store (None: the SQLite file in the data directory).
     """
     store = store or StoreSettings()
     token = await asyncio.to_thread(load_token, settings.token_env)

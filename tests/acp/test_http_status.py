@@ -1,5 +1,5 @@
-"""The streamable HTTP endpoint of `trellis serve` (issue 29, section 4) as a real process, spoken to
-in HTTP/2 with httpx: the RFD's status codes for each bad request, the token and Origin rules of
+"""The streamable HTTP endpoint of `trellis serve` (issue 29, section 4) as a real process, spoken
+to in HTTP/2 with httpx: the RFD's status codes for each bad request, the token and Origin rules of
 the WebSocket, which stream carries what, and the WebSocket upgrade on the same path."""
 
 from __future__ import annotations
