@@ -93,7 +93,7 @@ class StreamSender:
             await self._outbox.room()
 
     def ready(self) -> bool:
-        """Whether `write` may take a message now (`app.acp.core.SendNow`)."""
+        """Whether `write` may take a message now (`app.acp.transport.SendNow`)."""
         return self._outbox.ready()
 
     def write(self, text: str) -> None:

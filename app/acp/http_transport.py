@@ -204,10 +204,19 @@ class AcpHttpApp:
             await _refuse(send, HTTPStatus.NOT_IMPLEMENTED, "batches are not supported")
             return
         if not isinstance(message, dict):
-            failure = RequestError(-32600, "Invalid request: a message must be a JSON object")
+            failure = RequestError(
+                rpc.INVALID_REQUEST, "Invalid request: a message must be a JSON object"
+            )
             await _answer_json(send, HTTPStatus.BAD_REQUEST, rpc.error_message(None, failure))
             return
         if message.get("method") == "initialize" and "id" in message:
+            ident = message["id"]
+            if isinstance(ident, bool) or not isinstance(ident, int | str | None):
+                failure = RequestError(
+                    rpc.INVALID_REQUEST, "Invalid request: id must be a number, a string or null"
+                )
+                await _answer_json(send, HTTPStatus.BAD_REQUEST, rpc.error_message(None, failure))
+                return
             await self._initialize(request, text, message, send)
             return
         connection = await self._connection(request, send)

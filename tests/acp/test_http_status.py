@@ -4,6 +4,7 @@ the WebSocket, which stream carries what, and the WebSocket upgrade on the same 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 
@@ -385,3 +386,14 @@ async def test_an_answer_without_an_origin_has_no_cors_headers(
 ) -> None:
     response = await post(http, url, rpc(0, "initialize", {"protocolVersion": 1}))
     assert "access-control-allow-origin" not in response.headers
+
+
+@pytest.mark.parametrize("ident", [{}, [1], 1.5, True])
+async def test_an_initialize_whose_id_is_no_id_is_400_at_once(
+    http: httpx.AsyncClient, url: str, ident: object
+) -> None:
+    message = {"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": {}}
+    response = await asyncio.wait_for(post(http, url, message), 5)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+    assert "acp-connection-id" not in response.headers
