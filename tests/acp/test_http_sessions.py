@@ -8,10 +8,10 @@ client, which speaks HTTP/1.1 to a plain `http://` URL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 from acp import text_block
 
@@ -30,7 +30,7 @@ async def test_a_prompt_streams_its_updates_before_its_answer(tmp_path: Path, ht
     versions: list[str] = []
     with serving(tmp_path) as server:
         async with (
-            h2_client(versions) if http2 else httpx.AsyncClient(timeout=None) as http,
+            h2_client(versions) if http2 else contextlib.nullcontext() as http,
             http_acp_client(http_url(server), http=http) as (connection, client),
         ):
             new = await connection.new_session(cwd=str(server.root))
