@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         parents=[config],
         setup=_serve_options,
-        help="serve ACP over WebSocket at ws://HOST:PORT/acp",
+        help="serve ACP over WebSocket at ws://HOST:PORT/acp and streamable HTTP at "
+        "http://HOST:HTTP_PORT/acp",
     )
     return parser
 
@@ -255,6 +256,11 @@ def _trust_options(trust: argparse.ArgumentParser) -> None:
 def _serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", help="the address to bind (default: [serve] host, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="the port (default: [serve] port, 8765; 0: any)")
+    serve.add_argument(
+        "--http-port",
+        type=int,
+        help="the streamable HTTP port (default: [serve] http_port, else the next port; 0: any)",
+    )
     _store_option(serve)
 
 
@@ -748,9 +754,10 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
     from engine.store.settings import chosen_settings
 
     cwd = Path.cwd().resolve()
-    if args.port is not None and not 0 <= args.port <= 65535:
-        print(f"trellis: --port must be 0 to 65535, got {args.port}", file=sys.stderr)
-        return EXIT_USAGE
+    for option, value in (("--port", args.port), ("--http-port", args.http_port)):
+        if value is not None and not 0 <= value <= 65535:
+            print(f"trellis: {option} must be 0 to 65535, got {value}", file=sys.stderr)
+            return EXIT_USAGE
     loaded = await asyncio.to_thread(load_config_report, cwd, trust_project=args.trust_project)
     config = _reported(loaded, log_secrets)
     await serve(
@@ -759,6 +766,7 @@ async def _serve(args: argparse.Namespace, log_secrets: RedactingLogFilter | Non
         started_in=cwd,
         host=args.host,
         port=args.port,
+        http_port=args.http_port,
         trust_project=args.trust_project,
         log_secrets=log_secrets,
     )

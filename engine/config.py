@@ -252,6 +252,8 @@ class ServeConfig(_Section):
 
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=8765, ge=0, le=65535)
+    http_port: int | None = Field(default=None, ge=0, le=65535)
+    """The streamable HTTP endpoint's port (`app.acp.http_transport`); none: `http_port_for`."""
     allowed_origins: list[str] = []
     """Browser origins (`scheme://host[:port]`) that may connect; empty: no web page may."""
     roots: list[Annotated[str, AfterValidator(_absolute_root)]] = []
@@ -262,6 +264,13 @@ class ServeConfig(_Section):
         """The roots, `~` expanded and resolved; `[started_in]` when none is configured."""
         roots = [Path(root).expanduser() for root in self.roots] or [started_in]
         return [root.resolve() for root in roots]
+
+    def http_port_for(self, port: int) -> int:
+        """The HTTP port beside the WebSocket `port`: the configured one, else the next port
+        (any free one when `port` is 0 or the last)."""
+        if self.http_port is not None:
+            return self.http_port
+        return port + 1 if 0 < port < 65535 else 0
 
     def token(self) -> str | None:
         """The bearer token from the environment; None when unset or empty."""

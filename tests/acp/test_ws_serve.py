@@ -13,6 +13,8 @@ import pytest
 from acp import text_block
 from acp.exceptions import RequestError
 
+from engine.config import ServeConfig
+from tests.acp.http_peer import http_url
 from tests.acp.ws_peer import ServeProcess, acp_client, serving
 from tests.agent.harness import trellis
 
@@ -67,6 +69,7 @@ def test_it_names_url_roots_and_token_and_a_stop_signal_stops_it_cleanly(
     assert banner(server) == (
         "trellis: token from the environment variable TRELLIS_SERVE_TOKEN; send it as "
         "`Authorization: Bearer TOKEN`\n"
+        f"trellis: streamable HTTP (HTTP/2, or a WebSocket upgrade) at {http_url(server)}\n"
         f"trellis: serving ACP at {server.url} (sessions under {server.root})\n"
         "trellis: stopped\n"
     )
@@ -86,6 +89,31 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2
     assert stderr.startswith(f"trellis: cannot listen on 127.0.0.1:{port}: ")
     assert stderr.count("\n") == 1
+
+
+def test_an_http_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with serving(tmp_path) as server:
+        port = http_url(server).rsplit(":", 1)[1].split("/")[0]
+        code, stderr = run_serve(tmp_path, "--port", "0", "--http-port", port)
+    assert code == 2
+    assert stderr.startswith(f"trellis: cannot listen on 127.0.0.1:{port}: ")
+    assert stderr.count("\n") == 1
+
+
+def test_the_http_port_is_the_next_one_unless_configured(tmp_path: Path) -> None:
+    with serving(tmp_path, config="[serve]\nhttp_port = 0\n") as server:
+        assert http_url(server).startswith("http://127.0.0.1:")
+    settings = ServeConfig()
+    assert (settings.http_port_for(8765), settings.http_port_for(0)) == (8766, 0)
+    assert settings.http_port_for(65535) == 0
+    assert ServeConfig(http_port=9000).http_port_for(8765) == 9000
+
+
+def test_a_bad_http_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    assert run_serve(tmp_path, "--http-port", "-1") == (
+        2,
+        "trellis: --http-port must be 0 to 65535, got -1\n",
+    )
 
 
 def test_a_bad_port_is_one_line_and_exit_2(tmp_path: Path) -> None:

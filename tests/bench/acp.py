@@ -20,7 +20,9 @@ baseline in the same run, in interleaved rounds:
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
-  as it can. Target: at least 50% of the raw sender. The raw sender's frames are one per delta
+  as it can. Target: at least 50% of the raw sender. The same reply over the streamable HTTP
+  transport (HTTP/2, the session's SSE stream, httpx as the client) is measured in the same rounds
+  (`http`), each figure beside the WebSocket's and the raw sender's. The raw sender's frames are one per delta
   (checked); a client that falls behind may get deltas joined (fewer frames, the same text), so
   each round's frame count is reported beside the rate, which counts frames and so never favours
   a joined round.
@@ -55,10 +57,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import load_config
+from tests.acp.http_peer import h2_client, http_url, post, sse
+from tests.acp.http_peer import initialized as http_initialized
+from tests.acp.http_peer import rpc as http_rpc
 from tests.acp.long_session import store_session
 from tests.acp.ws_peer import ServeProcess, bearer, initialized, raw_socket, request, serving
 from tests.bench.frame_reader import FrameReader
@@ -193,6 +199,48 @@ async def cheap_streamed_reply(url: str, cwd: Path) -> tuple[float, int]:
         return time.perf_counter() - start, frames
     finally:
         await reader.close()
+
+
+async def http_streamed_reply(url: str, cwd: Path, *, decode: bool) -> tuple[float, int]:
+    """Over streamable HTTP (HTTP/2): seconds from the `session/prompt` POST to its answer on the
+    session's stream, and the `session/update` events before it; each event decoded (`decode`)
+    or, as the cheap client does, only split apart."""
+    async with h2_client() as http:
+        connection = await http_initialized(http, url)
+        async with sse(http, url, connection) as connection_stream:
+            params = {"cwd": str(cwd), "mcpServers": []}
+            await post(http, url, http_rpc(1, "session/new", params), connection_id=connection)
+            opened, _ = await connection_stream.until_answer(1)
+            session = opened["result"]["sessionId"]
+            async with sse(http, url, connection, session) as stream:
+                start = time.perf_counter()
+                prompt = http_rpc(2, "session/prompt", prompt_params(session))
+                await post(http, url, prompt, connection_id=connection, session_id=session)
+                if decode:
+                    answer, before = await stream.until_answer(2)
+                    assert answer["result"]["stopReason"] == "end_turn", answer
+                    sent = sum(1 for m in before if m.get("method") == "session/update")
+                else:
+                    sent = await cheap_sse_until_answer(stream.response, 2)
+                elapsed = time.perf_counter() - start
+        await http.delete(url, headers={**bearer(), "Acp-Connection-Id": connection})
+    return elapsed, sent
+
+
+async def cheap_sse_until_answer(response: httpx.Response, ident: int) -> int:
+    """The SSE events before the answer to `ident`, found without decoding them."""
+    answer = b'data: {"jsonrpc":"2.0","id":%d,' % ident
+    count, pending = 0, b""
+    async for chunk in response.aiter_raw():
+        complete, separator, pending = (pending + chunk).rpartition(b"\n\n")
+        if not separator:
+            pending = complete
+            continue
+        for event in complete.split(b"\n\n"):
+            if event.startswith(answer):
+                return count
+            count += event.startswith(b"data: ")
+    raise AssertionError("the stream ended before the answer")
 
 
 def prompt_params(session_id: str) -> dict[str, Any]:
@@ -510,7 +558,11 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
             roots=[server.root],
             config=load_config(server.root, user_file=config_file),
         )
-        names = ("trellis", "raw", "cheap", "cheap_raw", "before", "cheap_before")
+        http_url_ = http_url(server)
+        names = (
+            *("trellis", "raw", "cheap", "cheap_raw", "before", "cheap_before"),
+            *("http", "cheap_http"),
+        )
         counts: dict[str, list[float]] = {k: [] for k in names}
         times: dict[str, list[float]] = {k: [] for k in counts}
         core_rates = []
@@ -521,6 +573,8 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
                     ("raw", raw_stream(port)),
                     ("cheap", cheap_streamed_reply(server.url, server.root)),
                     ("cheap_raw", cheap_raw_stream(port)),
+                    ("http", http_streamed_reply(http_url_, server.root, decode=True)),
+                    ("cheap_http", http_streamed_reply(http_url_, server.root, decode=False)),
                 ]
                 if old is not None:  # each beside its twin from this tree, in turn first
                     decoding = [measured[0], ("before", counted_reply(old.url, old.root))]
@@ -528,7 +582,7 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
                     if round_ % 2:
                         decoding.reverse()
                         cheap.reverse()
-                    measured = [*decoding, measured[1], *cheap, measured[3]]
+                    measured = [*decoding, measured[1], *cheap, *measured[3:]]
                 for name, measure in measured:
                     elapsed, sent = await measure
                     times[name].append(elapsed)
@@ -575,6 +629,34 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
                     counts["trellis"], times["trellis"], counts["raw"], times["raw"], strict=True
                 )
             ],
+        },
+        "http": {
+            "transport": "streamable HTTP over HTTP/2 (httpx client), the session's SSE stream",
+            "cheap": {
+                "trellis_updates_per_s": round(rates["cheap_http"]),
+                "websocket_updates_per_s": round(rates["cheap"]),
+                "raw_websockets_frames_per_s": round(rates["cheap_raw"]),
+                "ratio_to_websocket": round(rates["cheap_http"] / rates["cheap"], 3),
+                "ratio_to_raw": round(rates["cheap_http"] / rates["cheap_raw"], 3),
+                "trellis_events_per_round": [round(c) for c in counts["cheap_http"]],
+            },
+            "decoding": {
+                "trellis_updates_per_s": round(rates["http"]),
+                "websocket_updates_per_s": round(rates["trellis"]),
+                "raw_websockets_frames_per_s": round(rates["raw"]),
+                "ratio_to_websocket": round(rates["http"] / rates["trellis"], 3),
+                "ratio_to_raw": round(rates["http"] / rates["raw"], 3),
+                "rounds_per_s_http_websocket": [
+                    [round(c / t), round(wc / wt)]
+                    for c, t, wc, wt in zip(
+                        counts["http"],
+                        times["http"],
+                        counts["trellis"],
+                        times["trellis"],
+                        strict=True,
+                    )
+                ],
+            },
         },
         "core_in_process_updates_per_s": round(statistics.median(core_rates)),
         **earlier_figures,
