@@ -211,3 +211,60 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
     )
     assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
     assert "read-only" in [u["currentModeId"] for u in updates(loaded, "current_mode_update")]
+
+
+def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) -> None:
+    """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null` and stays
+    beside the completed call; a failed request's error carries `data.details`."""
+    replies = script(
+        place,
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "plan.txt", "content": "one\n"}}
+                ]
+            },
+            {"text": "Written."},
+        ],
+    )
+    cwd = str(place.workspace)
+
+    def prompt(text: str) -> dict[str, Any]:
+        return {
+            "method": "session/prompt",
+            "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": text}]},
+        }
+
+    lines = sdk_run(
+        place,
+        [
+            INIT,
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": []},
+                "save": {"sid": "sessionId"},
+            },
+            prompt("/plan add buy bread"),
+            prompt("/plan add pay"),
+            prompt("/plan check 1"),
+            prompt("write plan.txt"),
+            {"method": "session/prompt", "params": {"sessionId": "$sid"}},
+        ],
+        agent_args=replies,
+    )
+    plans = [[(e["content"], e["status"]) for e in u["entries"]] for u in updates(lines, "plan")]
+    assert plans[-1] == [("buy bread", "completed"), ("pay", "pending")]
+    assert all(e["priority"] == "medium" for u in updates(lines, "plan") for e in u["entries"])
+    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
+    diffs = [c for u in done for c in u.get("content") or [] if c["type"] == "diff"]
+    assert diffs == [
+        {
+            "type": "diff",
+            "path": str(place.workspace / "plan.txt"),
+            "oldText": None,
+            "newText": "one\n",
+        }
+    ]
+    (failed,) = [line for line in lines if line["kind"] == "error"]
+    assert failed["error"]["code"] == -32602
+    assert "prompt" in failed["error"]["data"]["details"]
