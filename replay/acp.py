@@ -187,6 +187,10 @@ class AcpProjection:
     _costs: dict[str, float] = field(default_factory=dict)
     """The session's cost so far, by currency (`step/end`'s `cost`)."""
     _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    _seq: int | None = None
+    """The seq of the stored event being translated (None for a live one): what a note that
+    belongs to no step (a command's answer, a mode's fallback) takes its `messageId` from, the
+    same live and replayed."""
     """The plan Areas by id, each with the entries last sent for it (none at first: an empty
     plan is not sent)."""
 
@@ -194,7 +198,10 @@ class AcpProjection:
         """The updates `event` makes (none for most events). One lookup by the payload's exact
         class (payload classes are never subclassed), not a test per translated type."""
         translate = _TRANSLATORS.get(type(event.data))
-        return translate(self, event.data) if translate is not None else []
+        if translate is None:
+            return []
+        self._seq = getattr(event, "seq", None)
+        return translate(self, event.data)
 
     def replay(self, events: Iterable[Event]) -> Iterator[AcpUpdate]:
         """The updates of stored events, direct user messages included; afterwards the
@@ -206,6 +213,7 @@ class AcpProjection:
                 data = event.data
                 translate = translators.get(type(data))
                 if translate is not None:
+                    self._seq = event.seq
                     yield from translate(self, data)
         finally:
             self.replaying = False
@@ -421,13 +429,18 @@ class AcpProjection:
         if not change.resumed:
             return [update]
         said = "The mode is ask: approve all ends when a session is reopened.\n"
-        return [update, *self._chunks("agent_message_chunk", said)]
+        return [update, *self._chunks("agent_message_chunk", said, self._note_id("mode"))]
 
     def _command(self, command: CommandRun) -> list[AcpUpdate]:
         """The exchange as the client saw it live: the prompt it sent (shown again when
         replaying) and the answer the agent gave as a message."""
         asked = self._chunks("user_message_chunk", command.line) if self.replaying else []
-        return [*asked, *self._chunks("agent_message_chunk", command.result)]
+        answer = self._chunks("agent_message_chunk", command.result, self._note_id("command"))
+        return [*asked, *answer]
+
+    def _note_id(self, kind: str) -> str | None:
+        """The `messageId` of a note of `kind` from the stored event being translated."""
+        return None if self._seq is None else f"{kind}-{self._seq}"
 
     # --- text ----------------------------------------------------------------------------------
 

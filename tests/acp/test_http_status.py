@@ -341,7 +341,7 @@ async def test_a_session_stream_opened_before_the_load_carries_its_replay(
         assert response.status_code == 202
         answer, on_connection = await stream.until_answer(3)
         replayed = [await session_stream.next() for _ in range(3)]
-    assert answer["result"] == {}
+    assert answer["result"].keys() == {"modes"}
     assert on_connection == []  # the replay went to the session's stream
     told = [
         m["params"]["update"]["content"]["text"]

@@ -193,7 +193,7 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
     new = response(lines, "session/new")
     assert new["modes"]["currentModeId"] == "ask"
     assert [o["id"] for o in new["configOptions"]] == ["model", "mode"]
-    assert response(lines, "session/prompt") == {"stopReason": "end_turn"}
+    assert response(lines, "session/prompt")["stopReason"] == "end_turn"
     assert not [line for line in lines if line["kind"] == "request"]  # nobody was asked
     assert not (place.workspace / "new.txt").exists()
     modes = [u["currentModeId"] for u in updates(lines, "current_mode_update")]
