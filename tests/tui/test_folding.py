@@ -4,6 +4,7 @@ out only what is near the viewport), line for line, and shows again before the v
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,11 +32,14 @@ def shown(widget: Widget) -> bool:
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], bool], message: str) -> None:
-    """A fold pass follows the frame that grew the reply; under load, some frames later."""
-    for _ in range(100):
+    """A fold pass follows the frame that grew the reply; under load, some frames later (waited
+    for by the clock, not a count of pauses: on a loaded machine a hundred pauses pass in less
+    than the frames it takes)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
         if condition():
             return
-        await pilot.pause()
+        await pilot.pause(0.01)
     assert condition(), message
 
 
