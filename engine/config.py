@@ -306,6 +306,21 @@ class ConsoleConfig(_Section):
     for the session."""
 
 
+class CheckpointsConfig(_Section):
+    """Workspace checkpoints (`engine.checkpoints`): what is left out and past which size a
+    workspace gets none."""
+
+    enabled: bool = True
+    exclude: list[str] = []
+    """Patterns left out beside the workspace's `.gitignore` files and the defaults
+    (`engine.checkpoints.settings.DEFAULT_EXCLUDES`), in `.gitignore` syntax."""
+    max_file_bytes: PositiveInt = 1024 * 1024
+    """A larger file is recorded as changed (path, size, hash) but not kept, so not restorable."""
+    max_files: PositiveInt = 20_000
+    max_bytes: PositiveInt = 512 * 1024 * 1024
+    """Past either, checkpoints are off for that workspace."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DetectedModel:
     """An entry no file defines, found in the environment or on a local server, and where."""
@@ -341,6 +356,7 @@ class Config(_Section):
     agent: AgentConfig = Field(default_factory=AgentConfig.model_construct)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig.model_construct)
     discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig.model_construct)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig.model_construct)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _detected: frozenset[str] = PrivateAttr(default=frozenset())
 

@@ -1,0 +1,393 @@
+"""`CheckpointStore`: one session's checkpoints of its workspace, in the workspace's shadow
+repository (`engine.checkpoints.shadow_repo`).
+
+A checkpoint is a commit of the work tree, kept alive by `refs/trellis/<session>/<n>`. Each
+session has its own index (`index-<session>`), so two sessions in one workspace never share
+one, and its stat cache makes a checkpoint cost what changed: one `git status` pass, then
+`update-index` for the changed paths only, `write-tree`, `commit-tree` and one ref update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from engine.checkpoints.changes import (
+    SYMLINK_MODE,
+    FileChange,
+    changes_between,
+    read_checkpoint,
+    sides_between,
+)
+from engine.checkpoints.checkpoint import (
+    Checkpoint,
+    CheckpointsOffError,
+    SkippedFile,
+    Unavailable,
+    commit_message,
+)
+from engine.checkpoints.large_files import LargeFileLedger
+from engine.checkpoints.restore import (
+    PathNote,
+    RestorePlan,
+    RestoreResult,
+    apply_plan,
+    make_plan,
+    points_outside,
+)
+from engine.checkpoints.settings import exclude_text, refused_workspace
+from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
+from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
+from engine.config import CheckpointsConfig
+from engine.os_text import escape_os_text
+
+REF_ROOT = "refs/trellis"
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+"""What a session id may be: it names a ref and files."""
+
+
+class CheckpointStore:
+    """One session's checkpoints. Every method that touches the disk or git is async; git runs
+    as subprocesses and file walks in worker threads."""
+
+    def __init__(
+        self,
+        repo: ShadowRepo,
+        settings: CheckpointsConfig,
+        session_id: str,
+        secret_patterns: tuple[str, ...],
+        ledger: LargeFileLedger,
+        clock: Callable[[], float],
+    ) -> None:
+        self._repo = repo
+        self._settings = settings
+        self.session_id = session_id
+        self._secret_patterns = secret_patterns
+        self._ledger = ledger
+        self._clock = clock
+        self._index = repo.git_dir / f"index-{session_id}"
+        self._lock = asyncio.Lock()
+        self._last: Checkpoint | None = None
+        self._last_tree: str | None = None
+        self._count = 0
+        self._index_matches_last = False
+        self._files = 0
+        self._bytes = 0
+        self._off: Unavailable | None = None
+
+    @property
+    def workspace(self) -> Path:
+        return self._repo.workspace
+
+    @property
+    def shadow_dir(self) -> Path:
+        return self._repo.git_dir
+
+    @classmethod
+    async def open(
+        cls,
+        workspace: Path,
+        data_dir: Path,
+        settings: CheckpointsConfig,
+        session_id: str,
+        *,
+        secret_patterns: Iterable[str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> CheckpointStore | Unavailable:
+        """The session's store, or why the workspace gets no checkpoints: `git` missing, off
+        in the config, the home folder or `/`, or more files or bytes than the limits allow.
+        Raises `ValueError` for a session id that cannot name a ref."""
+        if not SESSION_ID.fullmatch(session_id):
+            raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
+        if not settings.enabled:
+            return Unavailable("checkpoints are off in the configuration ([checkpoints] enabled)")
+        git = git_binary()
+        if git is None:
+            return Unavailable("checkpoints need git, and no `git` is on PATH")
+        root = await asyncio.to_thread(workspace.resolve)
+        refused = await asyncio.to_thread(refused_workspace, root)
+        if refused is not None:
+            return Unavailable(f"no checkpoints: {refused}")
+        repo = ShadowRepo(git, shadow_dir_for(data_dir, root), root)
+        ledger = await asyncio.to_thread(_prepare, repo, settings, session_id)
+        store = cls(repo, settings, session_id, tuple(secret_patterns), ledger, clock)
+        over = await store._measure()
+        if over is not None:
+            return over
+        await store._load_refs()
+        return store
+
+    async def _measure(self) -> Unavailable | None:
+        """Count the files a checkpoint would keep (and their bytes) against the limits."""
+        out = await self._repo.run(
+            "ls-files", "-z", "--cached", "--others", "--exclude-standard", index=self._index
+        )
+        paths = [os.fsdecode(p) for p in out.split(b"\0") if p and not p.endswith(b"/")]
+        if len(paths) > self._settings.max_files:
+            return self._over_files(len(paths))
+        total = await asyncio.to_thread(_total_bytes, self.workspace, paths)
+        if total > self._settings.max_bytes:
+            return self._over_bytes(total)
+        self._files, self._bytes = len(paths), total
+        return None
+
+    def _over_files(self, count: int) -> Unavailable:
+        return Unavailable(
+            f"no checkpoints: the workspace holds {count:,} files, more than "
+            f"[checkpoints] max_files ({self._settings.max_files:,})"
+        )
+
+    def _over_bytes(self, total: int) -> Unavailable:
+        return Unavailable(
+            f"no checkpoints: the workspace holds {total:,} bytes, more than "
+            f"[checkpoints] max_bytes ({self._settings.max_bytes:,})"
+        )
+
+    async def _load_refs(self) -> None:
+        """Pick up where an earlier instance of this session left off."""
+        out = await self._repo.run(
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(tree)",
+            f"{REF_ROOT}/{self.session_id}/",
+        )
+        newest: tuple[int, str, str] | None = None
+        for line in out.decode("ascii").splitlines():
+            ref, commit, tree = line.split(" ")
+            number = int(ref.rsplit("/", 1)[1])
+            if newest is None or number > newest[0]:
+                newest = (number, commit, tree)
+        if newest is not None:
+            self._count, commit, self._last_tree = newest
+            self._last = await read_checkpoint(self._repo, commit)
+
+    async def take(self, reason: str) -> Checkpoint:
+        """A checkpoint of the workspace now; the session's last one when nothing changed.
+        Raises `CheckpointsOffError` once the workspace has grown past a limit."""
+        async with self._lock, self._repo.locked(exclusive=False):
+            if self._off is not None:
+                raise CheckpointsOffError(self._off)
+            return await self._take(reason)
+
+    async def _take(self, reason: str) -> Checkpoint:
+        # 1. the large files by their stat, so the status below leaves the known ones out
+        limit = self._settings.max_file_bytes
+        released, large_changed = await asyncio.to_thread(self._ledger.refresh, limit)
+        # 2. one status pass finds what else changed
+        out = await self._repo.run(
+            "-c",
+            f"core.excludesFile={self._ledger.exclude}",
+            *STATUS_ARGS,
+            index=self._index,
+        )
+        found = await asyncio.to_thread(sort_entries, self.workspace, parse_status(out), limit)
+        self._check_growth(found.added_files, found.added_bytes)
+        if found.large:
+            await asyncio.to_thread(self._record_large, found.large)
+            large_changed = True
+        # 3. the index takes the changed paths only
+        if found.unindex:
+            await self._update_index(("--force-remove",), found.unindex)
+        if found.index or released:
+            await self._update_index(("--add", "--remove", "--replace"), [*found.index, *released])
+        nothing_new = not (found.index or found.unindex or released or large_changed)
+        if nothing_new and self._index_matches_last and self._last is not None:
+            return self._last
+        # 4. the tree; unchanged since the session's last checkpoint, that checkpoint
+        tree = (await self._repo.run("write-tree", index=self._index)).decode("ascii").strip()
+        skipped = self._ledger.skipped()
+        nested = tuple(sorted(found.nested))
+        if self._last is not None and tree == self._last_tree and skipped == self._last.skipped:
+            self._index_matches_last = True
+            return self._last
+        return await self._commit(tree, reason, skipped, nested)
+
+    def _check_growth(self, files: int, size: int) -> None:
+        self._files += files
+        self._bytes += size
+        if self._files > self._settings.max_files:
+            self._off = self._over_files(self._files)
+        elif self._bytes > self._settings.max_bytes:
+            self._off = self._over_bytes(self._bytes)
+        if self._off is not None:
+            raise CheckpointsOffError(self._off)
+
+    def _record_large(self, large: Sequence[tuple[str, os.stat_result]]) -> None:
+        for path, info in large:
+            self._ledger.record(path, info)
+        self._ledger.save()
+
+    async def _update_index(self, options: tuple[str, ...], paths: Sequence[str]) -> None:
+        data = b"".join(os.fsencode(path) + b"\0" for path in paths)
+        await self._repo.run(
+            "update-index", *options, "-z", "--stdin", index=self._index, stdin=data
+        )
+
+    async def _commit(
+        self, tree: str, reason: str, skipped: tuple[SkippedFile, ...], nested: tuple[str, ...]
+    ) -> Checkpoint:
+        date = f"@{int(self._clock())} +0000"
+        parent = ("-p", self._last.id) if self._last is not None else ()
+        commit = (
+            (
+                await self._repo.run(
+                    "commit-tree",
+                    tree,
+                    *parent,
+                    "-F",
+                    "-",
+                    stdin=commit_message(reason, skipped).encode("utf-8"),
+                    env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+                )
+            )
+            .decode("ascii")
+            .strip()
+        )
+        number = self._count + 1
+        updates = f"update {REF_ROOT}/{self.session_id}/{number} {commit}\noption no-deref\nupdate HEAD {commit}\n"
+        await self._repo.run("update-ref", "--stdin", stdin=updates.encode("ascii"))
+        self._count = number
+        self._last_tree = tree
+        self._index_matches_last = True
+        self._last = Checkpoint(
+            id=commit, reason=reason, skipped=skipped, nested_repositories=nested
+        )
+        return self._last
+
+    async def changes(self, a: str, b: str | None = None) -> tuple[FileChange, ...]:
+        """The file changes from checkpoint `a` to `b`; None for `b`: to the workspace now
+        (which takes a checkpoint)."""
+        if b is None:
+            b = (await self.take("workspace now")).id
+        return await changes_between(self._repo, a, b, self._secret_patterns)
+
+    async def plan_restore(self, target: str, expected: str) -> RestorePlan:
+        """What restoring checkpoint `target` would do, given `expected`, the checkpoint the
+        agent last left: files that differ from it now are someone else's (conflicts). Takes a
+        checkpoint of the workspace first, so the restore itself can be undone."""
+        current = (await self.take("before restore")).id
+        to_target = await sides_between(self._repo, current, target)
+        since = await sides_between(self._repo, expected, current)
+        ignore_files, outside = await self._tree_notes(target)
+        return make_plan(
+            target=target,
+            expected=expected,
+            current=current,
+            to_target=to_target,
+            changed_since_expected=since.keys(),
+            ignore_rules=tuple(exclude_text(self._settings).splitlines()),
+            ignore_files=ignore_files,
+            outside_links=outside,
+        )
+
+    async def _tree_notes(self, target: str) -> tuple[tuple[str, ...], tuple[PathNote, ...]]:
+        """The `.gitignore` files of the target, and its symlinks that point outside."""
+        out = await self._repo.run("ls-tree", "-r", "-z", "--full-tree", target)
+        ignore_files: list[str] = []
+        links: dict[str, str] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, _, blob = meta.decode("ascii").split(" ")
+            raw = os.fsdecode(name)
+            if raw == ".gitignore" or raw.endswith("/.gitignore"):
+                ignore_files.append(escape_os_text(raw))
+            if mode == SYMLINK_MODE:
+                links[raw] = blob
+        targets = await self._repo.read_blobs(links.values())
+        outside = tuple(
+            PathNote(
+                escape_os_text(raw), f"points outside the workspace ({os.fsdecode(targets[blob])})"
+            )
+            for raw, blob in sorted(links.items())
+            if points_outside(self.workspace, raw, targets[blob])
+        )
+        return tuple(ignore_files), outside
+
+    async def restore(self, plan: RestorePlan, *, overwrite: bool = False) -> RestoreResult:
+        """Bring the workspace to the plan's target. Conflicts, and paths changed since the plan
+        was made, are kept unless `overwrite`."""
+        now = (await self.take("restore")).id
+        conflicts = set(plan.conflicts)
+        if now != plan.current:
+            moved = await sides_between(self._repo, plan.current, now)
+            planned = {w.path for w in plan.writes} | set(plan.deletes)
+            late = {escape_os_text(raw) for raw in moved} & planned
+            conflicts |= late
+            plan = replace(plan, conflicts=tuple(sorted(conflicts)))
+        keep = frozenset() if overwrite else frozenset(conflicts)
+        blobs = await self._repo.read_blobs(w.blob for w in plan.writes if w.path not in keep)
+        async with self._repo.locked(exclusive=False):
+            return await asyncio.to_thread(apply_plan, self.workspace, plan, blobs, keep)
+
+    async def prune(self, session_id: str) -> None:
+        """Drop a deleted session's checkpoints (its refs, index and large-file list) and the
+        objects no other checkpoint uses."""
+        if not SESSION_ID.fullmatch(session_id):
+            raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
+        async with self._lock, self._repo.locked(exclusive=True):
+            out = await self._repo.run(
+                "for-each-ref", "--format=%(refname)", f"{REF_ROOT}/{session_id}/"
+            )
+            refs = out.decode("ascii").split()
+            if refs:
+                lines = "".join(f"delete {ref}\n" for ref in refs)
+                await self._repo.run("update-ref", "--stdin", stdin=lines.encode("ascii"))
+            await asyncio.to_thread(_drop_session_files, self._repo.git_dir, session_id)
+            await self._point_head_at_a_checkpoint()
+            await self._repo.run("reflog", "expire", "--expire=now", "--all")
+            await self._repo.run("gc", "--prune=now", "--quiet")
+            if session_id == self.session_id:
+                self._last, self._last_tree, self._count = None, None, 0
+                self._index_matches_last = False
+
+    async def _point_head_at_a_checkpoint(self) -> None:
+        """HEAD only speeds up `git status`; it must not keep a pruned checkpoint alive."""
+        out = await self._repo.run(
+            "for-each-ref", "--count=1", "--sort=-committerdate", "--format=%(objectname)", REF_ROOT
+        )
+        newest = out.decode("ascii").strip()
+        if newest:
+            await self._repo.run("update-ref", "--no-deref", "HEAD", newest)
+        else:
+            await self._repo.run("update-ref", "-d", "--no-deref", "HEAD", ok_codes=(0, 1))
+            await self._repo.run("symbolic-ref", "HEAD", "refs/heads/main")
+
+
+def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> LargeFileLedger:
+    """Create or update the shadow repository; a new session's index starts as a copy of the
+    newest other one, so its first checkpoint finds the stat cache warm."""
+    repo.prepare()
+    repo.write_excludes(exclude_text(settings))
+    git_dir = repo.git_dir
+    index = git_dir / f"index-{session_id}"
+    if not index.exists():
+        others = sorted(git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime_ns)
+        if others:
+            shutil.copyfile(others[-1], index)
+    return LargeFileLedger(
+        repo.workspace,
+        git_dir / f"large-{session_id}.json",
+        git_dir / f"large-{session_id}.exclude",
+    )
+
+
+def _drop_session_files(git_dir: Path, session_id: str) -> None:
+    for name in (f"index-{session_id}", f"large-{session_id}.json", f"large-{session_id}.exclude"):
+        (git_dir / name).unlink(missing_ok=True)
+
+
+def _total_bytes(workspace: Path, paths: Sequence[str]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.lstat(workspace / path).st_size
+        except OSError:
+            continue
+    return total

@@ -1,0 +1,69 @@
+"""A workspace and a data directory per test, and a store opened on them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from engine.checkpoints import CheckpointStore, Unavailable
+from engine.config import CheckpointsConfig
+
+OpenStore = Callable[..., Awaitable[CheckpointStore]]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root.resolve()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def open_store(workspace: Path, data_dir: Path) -> OpenStore:
+    async def opened(session: str = "s1", **settings: object) -> CheckpointStore:
+        store = await CheckpointStore.open(
+            workspace,
+            data_dir,
+            CheckpointsConfig.model_validate(settings),
+            session,
+            secret_patterns=(".env*", "*.pem"),
+        )
+        assert not isinstance(store, Unavailable), store
+        return store
+
+    return opened
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, bytes, bool]]:
+    """Every entry under `root` but `.git`: kind, bytes (a link's target) and exec bit."""
+    found: dict[str, tuple[str, bytes, bool]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, root)
+            if os.path.islink(path):
+                found[relative] = ("link", os.fsencode(os.readlink(path)), False)
+            else:
+                with open(path, "rb") as raw:
+                    data = raw.read()
+                found[relative] = ("file", data, os.access(path, os.X_OK))
+    return found
+
+
+def run(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    """A command to its end (tests only: a moment of the loop is nothing to them); its stdout,
+    or raises on a non-zero exit."""
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"{args} failed ({done.returncode}): {done.stderr}")
+    return done.stdout
