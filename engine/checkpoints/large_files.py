@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.checkpoints.checkpoint import SkippedFile
+from engine.checkpoints.status import FolderCheck
 from engine.os_text import escape_os_text, unescape_os_text
 
 READ_PIECE = 1024 * 1024
@@ -69,14 +70,14 @@ class LargeFileLedger:
         )
 
     def refresh(self, limit: int) -> tuple[list[str], bool]:
-        """Look at each large file again: the paths to hand back to the index (gone, or now
-        small: the status will see them), and whether anything changed."""
+        """Look at each large file again: the paths to hand back to the index (now small or
+        not a file), and whether anything changed."""
         released: list[str] = []
         changed = False
+        folders = FolderCheck(self._workspace)
         for path, known in list(self._files.items()):
-            try:
-                info = os.lstat(self._workspace / path)
-            except FileNotFoundError:
+            info = folders.lstat(path)
+            if info is None:
                 del self._files[path]
                 changed = True
                 continue
@@ -90,7 +91,8 @@ class LargeFileLedger:
                     changed = True
                 continue
             del self._files[path]
-            released.append(path)
+            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                released.append(path)
             changed = True
         if changed:
             self.save()

@@ -46,9 +46,9 @@ class Sorted:
     """Where each changed path goes."""
 
     index: list[str] = field(default_factory=list)
-    """To `update-index --add --remove`: present and small, or gone."""
+    """To `update-index --add`: a small file or a symlink."""
     unindex: list[str] = field(default_factory=list)
-    """Tracked but no longer to be kept (now too large, or a FIFO or socket)."""
+    """Tracked but no longer to be kept: gone, beyond a symlink, too large, a FIFO."""
     large: list[tuple[str, os.stat_result]] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
     added_files: int = 0
@@ -56,17 +56,19 @@ class Sorted:
 
 
 def sort_entries(workspace: Path, entries: list[StatusEntry], limit: int) -> Sorted:
-    """One `lstat` per changed path. Blocking: call it from a worker thread."""
+    """One `lstat` per changed path (and one per folder above it). Blocking: call it from a
+    worker thread."""
     result = Sorted()
+    folders = FolderCheck(workspace)
     for entry in entries:
         if entry.path.endswith("/"):
             # git lists a folder holding another repository instead of its files
             result.nested.append(entry.path.rstrip("/"))
             continue
-        try:
-            info = os.lstat(workspace / entry.path)
-        except FileNotFoundError:
-            result.index.append(entry.path)
+        info = folders.lstat(entry.path)
+        if info is None:
+            if entry.tracked:
+                result.unindex.append(entry.path)
             continue
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
             result.large.append((entry.path, info))
@@ -80,3 +82,35 @@ def sort_entries(workspace: Path, entries: list[StatusEntry], limit: int) -> Sor
             result.added_files += 1
             result.added_bytes += info.st_size
     return result
+
+
+class FolderCheck:
+    """`lstat` of a workspace path that counts it gone when a folder above it is a symlink (or
+    not a folder): `lstat` itself follows those, and what is beyond a link is not the
+    workspace's."""
+
+    def __init__(self, workspace: Path) -> None:
+        self._workspace = workspace
+        self._real: dict[str, bool] = {"": True}
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        parent = path.rpartition("/")[0]
+        if not self._is_real_folder(parent):
+            return None
+        try:
+            return os.lstat(self._workspace / path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _is_real_folder(self, folder: str) -> bool:
+        known = self._real.get(folder)
+        if known is not None:
+            return known
+        real = self._is_real_folder(folder.rpartition("/")[0])
+        if real:
+            try:
+                real = stat.S_ISDIR(os.lstat(self._workspace / folder).st_mode)
+            except OSError:
+                real = False
+        self._real[folder] = real
+        return real

@@ -194,7 +194,7 @@ class CheckpointStore:
         if found.unindex:
             await self._update_index(("--force-remove",), found.unindex)
         if found.index or released:
-            await self._update_index(("--add", "--remove", "--replace"), [*found.index, *released])
+            await self._update_index(("--add", "--replace"), [*found.index, *released])
         nothing_new = not (found.index or found.unindex or released or large_changed)
         if nothing_new and self._index_matches_last and self._last is not None:
             return self._last
