@@ -171,6 +171,31 @@ class FileChangeRecord(_Model):
         return not self.existed or self.old_text is not None
 
 
+class WorkspaceFileChange(_Model):
+    """One file's change between two checkpoints of the workspace (`engine.checkpoints`), what
+    a shell command or an MCP tool did as much as a file tool: its status, the git object ids of
+    its bytes before and after (git's, as the shadow repository names them; None where the file
+    was not), git's modes (`100755` executable, `120000` a symlink), the line counts and a unified
+    diff for text within the cap. `withheld` says why there is no diff (`secret`: a file that
+    matches a secret pattern, ids only; `size`; `binary`); `restorable` is false when either side
+    was over `[checkpoints] max_file_bytes`, so its bytes were never kept. `label` is the file's,
+    as a read of it would have."""
+
+    path: str
+    """Relative to the workspace; a name that is not UTF-8 escaped as `engine.os_text` does."""
+    status: Literal["added", "modified", "deleted"]
+    old_blob: str | None = None
+    new_blob: str | None = None
+    old_mode: str | None = None
+    new_mode: str | None = None
+    added_lines: int | None = None
+    removed_lines: int | None = None
+    diff: str | None = None
+    withheld: Literal["size", "binary", "secret"] | None = None
+    restorable: bool = True
+    label: PrivatizationLabel | None = None
+
+
 TurnEndReason = Literal[
     "completed",
     "cancelled",
@@ -329,6 +354,35 @@ class PermissionDecision(Payload, event="permission/decision", scope=Scope.turn)
 
 
 # session-level: anywhere
+
+
+class ToolChanges(Payload, event="tool/changes", scope=Scope.turn):
+    """What a batch of calls that no file record covers (a shell command, an MCP tool) changed
+    in the workspace: the checkpoints taken right before and after the batch, and the files."""
+
+    turn: int
+    step: int
+    call_ids: tuple[str, ...]
+    before: str
+    after: str
+    files: tuple[WorkspaceFileChange, ...] = ()
+
+
+class TurnChanges(Payload, event="turn/changes", scope=Scope.session):
+    """What a turn changed in the workspace, from the checkpoint taken before its first call
+    that could change it to the one taken when it ended (after its `turn/end`, so what a
+    cancelled command left is in it). A rewind to the turn puts back `before`."""
+
+    turn: int
+    before: str
+    after: str
+    files: tuple[WorkspaceFileChange, ...] = ()
+
+
+class CheckpointsOff(Payload, event="checkpoints/off", scope=Scope.session):
+    """The workspace gets no checkpoints from here on, and why (said once)."""
+
+    reason: str
 
 
 class UserMessage(Payload, event="user/message", scope=Scope.session):

@@ -574,7 +574,7 @@ class Agent:
 
     def _save_when_idle(self) -> None:
         """Between turns a session-level change is flushed at once (like an idle inject); during a
-        turn the turn's next checkpoint takes it."""
+        turn the turn's next flush takes it."""
         if not self.turn_open:
             self._rt.flush_soon(self._flushes)
 
@@ -692,6 +692,10 @@ class Agent:
         task = asyncio.create_task(turn.run(), name=f"{self.session_id}-turn-{number}")
         try:
             await asyncio.shield(task)
+            # after turn/end: what the turn changed, a cancelled command's leftovers included
+            changes = await rt.checkpointing.end_turn(number)
+            if changes is not None:
+                rt.session.append(changes)
         except asyncio.CancelledError:
             # The runner itself was cancelled (loop shutdown): end the turn, then stop.
             turn.stop("disposed")
@@ -701,11 +705,11 @@ class Agent:
             self._turn = None
             rt.assembler.end_turn()
             try:
-                await rt.session.flush()  # checkpoint: turn end
+                await rt.session.flush()  # durable: turn end
             except Exception as exc:
                 log.exception("session %s: flush at turn end failed", self.session_id)
                 rt.report_error(number, f"Saving the session failed: {exc}")
-            # after the checkpoint: whoever awaits the outcome (an ACP prompt's answer, a headless
+            # after the flush: whoever awaits the outcome (an ACP prompt's answer, a headless
             # run's exit) may rely on the turn's end being in the store
             handle.finish(TurnOutcome(number, turn.end_reason, turn.end_message))
 

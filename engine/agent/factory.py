@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
+from engine.agent.checkpointing import StoreOpener
 from engine.agent.options import AgentOptions
 from engine.agent.runtime import Runtime, replay_log
 from engine.config import Config, ConfigError
@@ -22,7 +23,7 @@ from engine.events import Event, PermissionModeSet
 from engine.gateway.base import Gateway, GatewayType
 from engine.gateway.factory import api_key_env_of, make_gateway
 from engine.os_text import storable_os_text, stored_os_path
-from engine.paths import trust_file_path, user_config_file
+from engine.paths import data_dir, trust_file_path, user_config_file
 from engine.permission_mode import PermissionMode
 from engine.redaction import Redactor
 from engine.session import Session
@@ -33,6 +34,7 @@ from engine.tools.mcp import McpToolset
 from engine.tools.permission import HeadlessPolicy, PermissionBroker, PermissionResponder
 
 if TYPE_CHECKING:
+    from engine.checkpoints import CheckpointStore, Unavailable
     from engine.context import ContextReplayer, RebuiltContext
     from engine.local_servers import LocalServer
 
@@ -212,6 +214,24 @@ async def open_agent(
             assert store is not None
             return (await store.fork(session.id, at_seq)).id
 
+        checkpoints: StoreOpener | None = None
+        if store is not None:
+            settings, patterns = config.checkpoints, assembler.secret_patterns
+
+            async def open_checkpoints() -> CheckpointStore | Unavailable:
+                from engine.checkpoints import CheckpointStore
+
+                return await CheckpointStore.open(
+                    workspace,
+                    data_dir(),
+                    settings,
+                    session.id,
+                    secret_patterns=patterns,
+                    clock=clock,
+                )
+
+            checkpoints = open_checkpoints
+
         runtime = Runtime(
             session=session,
             gateway=gateway,
@@ -228,6 +248,7 @@ async def open_agent(
             redact=secrets,
             front_end=front_end,
             options=options or agent_options(config),
+            checkpoints=checkpoints,
         )
         agent = Agent(
             runtime,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.agent.assembler import Assembler
+from engine.agent.checkpointing import Checkpointing, StoreOpener
 from engine.agent.options import AgentOptions
 from engine.agent.outbox import Outbox, Steering
 from engine.agent.subtask import SubtaskDoneTool
@@ -97,6 +98,7 @@ class Runtime:
         gateway_factory: GatewayFactory | None = None,
         redact: Redactor | None = None,
         front_end: FrontEndLender | None = None,
+        checkpoints: StoreOpener | None = None,
     ) -> None:
         self.session = session
         self.redact = redact if redact is not None else Redactor()
@@ -113,6 +115,8 @@ class Runtime:
         """What the front end serving the turn lends a tool call (files, terminal)."""
         self._gateway_model = assembler.binding.name  # the model entry `gateway` was made for
         self.unrestored_areas: tuple[UnrestorableArea, ...] = ()
+        self.checkpointing = Checkpointing(session, checkpoints, assembler.secret_patterns)
+        """The workspace's checkpoints, taken around the calls that may change it."""
         if rebuilt is None:
             self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
         else:

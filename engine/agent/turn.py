@@ -227,7 +227,7 @@ class Turn:
             )
             self._step_open = True
             self._label = assembled.label
-            await rt.session.flush()  # checkpoint: before a model request
+            await rt.session.flush()  # durable: before a model request
             request = ModelRequest(
                 model=rt.model_id, system=assembled.system, items=assembled.items, tools=tools
             )
@@ -247,7 +247,7 @@ class Turn:
                 )
             )
             self._step_open = False
-            # checkpoint: step end. The flush that follows with no await between takes it: the
+            # durable: step end. The flush that follows with no await between takes it: the
             # next step's, before its model request, or the turn end's; so nothing can happen
             # between the step's end and its flush, and one transaction does for both.
             if not calls and not steered:
@@ -350,12 +350,18 @@ class Turn:
             )
             self._pending.append(call)
             rt.note_tool_call(call)
-        await rt.session.flush()  # checkpoint: before a tool runs
+        await rt.session.flush()  # durable: before a tool runs
+        tools = [rt.tools.get(call.name) for call, error in calls if error is None]
+        before = await rt.checkpointing.before_batch(self.number, tools)
         for call, error in calls:
             self._tasks[call.id] = asyncio.create_task(self._run_tool(call, error, len(calls)))
         for call, _ in calls:
             output = await self._tasks[call.id]
             self._append_result(call, output)
+        ids = [call.id for call, _ in calls]
+        changes = await rt.checkpointing.after_batch(self.number, self.step, ids, before)
+        if changes is not None:
+            rt.session.append(changes)
 
     async def _run_tool(
         self, call: ToolCall, argument_error: str | None, batch_size: int
@@ -385,7 +391,7 @@ class Turn:
             rt.session.append(PermissionDecision(call_id=call.id, decision=decision.decision))
             if decision.rule is not None:
                 rt.session.append(PermissionRule(tool=call.name, decision=decision.rule))
-            # checkpoint: before a tool runs, the answer the user gave is durable (an "always"
+            # durable: before a tool runs, the answer the user gave is durable (an "always"
             # rule included), even if the process dies while the tool runs
             await rt.session.flush()
             if decision.decision != "allow":
@@ -496,5 +502,5 @@ class Turn:
         self.rt.session.append(TurnEnd(turn=self.number, reason=reason, message=message))
         self.ended = True
         # after an early end the outbox may hold anything; after completion only contexts staged
-        # during the last checkpoint. Either way they are committed, never lost.
+        # during the last flush. Either way they are committed, never lost.
         self.rt.settle_outbox(reason)

@@ -176,6 +176,8 @@ class McpTool(Tool[McpArguments]):
         self.connection = connection
         self.remote_name = remote.name
         self.schema = input_schema(remote.inputSchema)
+        annotations = remote.annotations
+        self.may_change_workspace = not (annotations is not None and annotations.readOnlyHint)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.schema)

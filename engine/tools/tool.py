@@ -141,6 +141,9 @@ class Tool(ABC, Generic[ArgsT]):
     args_model: type[ArgsT]
     kind: ClassVar[ToolKind] = ToolKind.other
     needs_permission: ClassVar[bool] = False
+    may_change_workspace: bool = False
+    """A call may change files in the workspace: the session takes a checkpoint before it
+    (`engine.agent.checkpointing`). An MCP server's tool may, unless it says it only reads."""
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput:

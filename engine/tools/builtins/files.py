@@ -285,6 +285,7 @@ class WriteFile(Tool[WriteFileArgs]):
     )
     args_model = WriteFileArgs
     kind = ToolKind.edit
+    may_change_workspace = True
     needs_permission = True
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
@@ -352,6 +353,7 @@ class EditFile(Tool[EditFileArgs]):
     )
     args_model = EditFileArgs
     kind = ToolKind.edit
+    may_change_workspace = True
     needs_permission = True
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:

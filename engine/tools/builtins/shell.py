@@ -104,6 +104,7 @@ class RunShell(Tool[RunShellArgs]):
     )
     args_model = RunShellArgs
     kind = ToolKind.execute
+    may_change_workspace = True
     needs_permission = True
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolOutput:
