@@ -224,6 +224,16 @@ class ContextReplayer:
         if step is not None:
             step(self, event, data)
 
+    def skip(self, event: Event) -> None:
+        """Pass an event a rewind took out of the history (`engine.rewind_intervals`): it changes
+        nothing but the position, and the Area numbering, which never reuses an id."""
+        if event.seq <= self._seq:
+            raise ValueError(f"event {event.seq} arrives after event {self._seq}: out of order")
+        self._seq = event.seq
+        data = event.data
+        if type(data) is AreaRegister:
+            self._last_serial = max(self._last_serial, area_serial(data.area))
+
     def _turn_start(self, event: Event, data: TurnStart) -> None:
         self._turn = data.turn
         self._tool_names.clear()

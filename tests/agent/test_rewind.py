@@ -1,0 +1,190 @@
+"""A conversation rewind (issue 30): the session goes back to just before a prompt.
+
+The next request carries exactly the history before the rewound turn; the model, the mode, the
+pins and the Areas are those of that point; the log keeps every turn and the turn numbers go on;
+a resume builds the same state; a rewind is refused while a turn runs and for a turn that is not
+in the history.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.agent.rewind import NOT_RESTORED, RewindError
+from engine.config import Config, ModelEntry
+from engine.context.areas import PlanArea
+from engine.events import PermissionModeSet, SessionRewind, TurnStart
+from engine.gateway.scripted import Reply
+from engine.message import Message, Role
+from engine.tools import ToolRegistry
+from tests.agent.conftest import (
+    FlakyStore,
+    GateTool,
+    MakeAgent,
+    call,
+    context,
+    of_type,
+    requests_of,
+    stored_log,
+)
+
+TWO_MODELS = Config(models={"other": ModelEntry(provider="scripted")})
+
+
+def said(request: list[Message]) -> list[tuple[str, str]]:
+    return [(m.role.value, m.content) for m in request if m.role is not Role.system]
+
+
+async def test_the_request_after_a_rewind_holds_exactly_the_history_before_the_turn(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await make_agent([Reply(text=f"a{n}") for n in range(1, 5)])
+    for n in (1, 2, 3):
+        await agent.send(f"q{n}")
+    result = await agent.rewind(2)
+    assert (result.to_turn, result.prompt) == (2, "q2")
+    assert result.not_restored == NOT_RESTORED
+    await agent.send("q2 again")
+    assert said(requests_of(agent)[-1]) == [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q2 again"),
+    ]
+    log = await stored_log(store, agent.session_id)
+    # nothing is deleted, and the turn numbers go on
+    assert [t.turn for t in of_type(log, TurnStart)] == [1, 2, 3, 4]
+    [rewind] = of_type(log, SessionRewind)
+    starts = [e.seq for e in log if isinstance(e.data, TurnStart)]
+    assert (rewind.to_turn, rewind.to_seq, rewind.conversation, rewind.code) == (
+        2,
+        starts[1],
+        True,
+        False,
+    )
+
+
+async def test_undo_like_sequences_rewind_within_the_rewound_history(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await make_agent([Reply(text=f"a{n}") for n in range(1, 8)])
+    for n in (1, 2, 3, 4):
+        await agent.send(f"q{n}")
+    await agent.rewind(3)
+    await agent.send("q5")  # turn 5
+    await agent.send("q6")  # turn 6
+    with pytest.raises(RewindError, match="turn 4"):
+        await agent.rewind(4)  # taken out by the first rewind
+    result = await agent.rewind(5)
+    assert result.prompt == "q5"
+    await agent.rewind(2)
+    await agent.send("q7")
+    assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q7")]
+    live = agent.context.entries()
+    await agent.dispose()
+    resumed = await make_agent([Reply(text="a8")], session_id=agent.session_id)
+    assert resumed.context.entries() == live
+    await resumed.send("q8")
+    assert said(requests_of(resumed)[-1]) == [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q7"),
+        ("assistant", "a7"),
+        ("user", "q8"),
+    ]
+    log = await stored_log(store, agent.session_id)
+    assert [t.turn for t in of_type(log, TurnStart)] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+async def test_a_rewind_is_refused_during_a_turn_and_for_a_bad_turn(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    gate = GateTool()
+    agent = await make_agent(
+        [Reply(text="a1"), Reply(tool_calls=[call("gate", "c1")]), Reply(text="done")],
+        tools=ToolRegistry([gate]),
+    )
+    with pytest.raises(RewindError, match="no turn yet"):
+        await agent.rewind(1)
+    await agent.send("q1")
+    handle = agent.send("q2")
+    await gate.started.wait()
+    with pytest.raises(RewindError, match="while a turn is running"):
+        await agent.rewind(1)
+    gate.gate.set()
+    await handle
+    before = len(agent.log)
+    for bad in (0, 3, -1):
+        with pytest.raises(RewindError, match="turns 1, 2"):
+            await agent.rewind(bad)
+    assert len(agent.log) == before  # a refused rewind appends nothing
+
+
+async def test_a_rewind_restores_the_model_mode_pins_and_plan_of_that_point(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await make_agent(
+        [Reply(text="a1"), Reply(text="a2"), Reply(text="a3")], config=TWO_MODELS
+    )
+    plan = PlanArea("Plan", ["first step"])
+    plan_id = agent.register_area(plan)
+    first_pin = agent.pin("keep it short")
+    await agent.set_mode("accept-edits")
+    await agent.send("q1")
+    # after turn 1: everything changes
+    agent.request_model("other")
+    await agent.set_mode("read-only")
+    agent.unpin(first_pin)
+    later_pin = agent.pin("a later pin")
+    plan.add("second step")
+    agent.area_changed(plan_id)
+    agent.inject(context("ci: red"))
+    await agent.send("q2")
+    assert agent.model.name == "other"
+
+    result = await agent.rewind(1)  # the session as it was just before "q1"
+    assert (agent.model.name, result.model) == ("scripted", "scripted")
+    assert (agent.mode, result.mode, result.mode_fell_back) == (
+        "accept-edits",
+        "accept-edits",
+        False,
+    )
+    assert [(p.id, p.text) for p in agent.pins] == [(first_pin, "keep it short")]
+    assert result.pins == agent.pins
+    restored = agent.area(plan_id)
+    assert isinstance(restored, PlanArea)
+    assert [item.text for item in restored.items] == ["first step"]
+    assert [a.id for a in result.areas] == [plan_id]
+    # ids and epochs are never reused
+    assert agent.pin("new") not in (first_pin, later_pin)
+    assert agent.request_model("other").grant_epoch == 3
+
+
+async def test_approve_all_restored_by_a_rewind_falls_back_to_ask(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await make_agent([Reply(text="a1"), Reply(text="a2")])
+    await agent.set_mode("approve-all")
+    await agent.send("q1")
+    await agent.set_mode("read-only")
+    await agent.send("q2")
+    result = await agent.rewind(1)
+    assert (result.mode, result.mode_fell_back, agent.mode) == ("ask", True, "ask")
+    log = await stored_log(store, agent.session_id)
+    assert log[-1].data == PermissionModeSet(mode="ask", resumed=True)
+
+
+async def test_a_rewind_clears_steering_kept_for_the_next_turn(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    gate = GateTool()
+    agent = await make_agent(
+        [Reply(text="a1"), Reply(tool_calls=[call("gate", "c1")])], tools=ToolRegistry([gate])
+    )
+    await agent.send("q1")
+    handle = agent.send("q2")
+    await gate.started.wait()
+    agent.steer("and hurry")
+    agent.cancel(keep_inbox=True)
+    await handle
+    result = await agent.rewind(1)
+    assert result.cleared == ("and hurry",)
