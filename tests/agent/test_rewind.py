@@ -188,3 +188,72 @@ async def test_a_rewind_clears_steering_kept_for_the_next_turn(
     await handle
     result = await agent.rewind(1)
     assert result.cleared == ("and hurry",)
+
+
+async def test_a_rewind_across_a_compaction_brings_back_what_it_summarized(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    replies = [Reply(text="a1"), Reply(text="a2"), Reply(text="a3"), Reply(text="the summary")]
+    agent = await make_agent([*replies, Reply(text="a4"), Reply(text="a5"), Reply(text="a6")])
+    for n in (1, 2, 3):
+        await agent.send(f"q{n}")
+    assert await agent.compact(keep_groups=1) is not None
+    await agent.send("q4")
+    compacted = said(requests_of(agent)[-1])
+    assert ("user", "q1") not in compacted
+    assert compacted[0][1].endswith("the summary")
+    # to a turn after the compaction: the summary stays
+    await agent.rewind(4)
+    await agent.send("q5")
+    assert said(requests_of(agent)[-1]) == [*compacted[:-1], ("user", "q5")]
+    # to a turn before it: the history it summarized is back
+    await agent.rewind(2)
+    await agent.send("q6")
+    assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q6")]
+
+
+async def test_a_rewound_session_resumes_rewound(make_agent: MakeAgent, store: FlakyStore) -> None:
+    agent = await make_agent([Reply(text="a1"), Reply(text="a2")], config=TWO_MODELS)
+    plan = PlanArea("Plan", ["first step"])
+    plan_id = agent.register_area(plan)
+    pin = agent.pin("keep it short")
+    await agent.set_mode("accept-edits")
+    await agent.send("q1")
+    agent.request_model("other")
+    await agent.set_mode("read-only")
+    agent.pin("a later pin")
+    plan.add("second step")
+    agent.area_changed(plan_id)
+    await agent.send("q2")
+    await agent.rewind(2)
+    await agent.rewind(1)
+    live = (agent.context.entries(), agent.model.name, agent.mode, agent.pins, agent.areas)
+    await agent.dispose()
+
+    resumed = await make_agent(
+        [Reply(text="again")], session_id=agent.session_id, config=TWO_MODELS
+    )
+    assert (
+        resumed.context.entries(),
+        resumed.model.name,
+        resumed.mode,
+        resumed.pins,
+        resumed.areas,
+    ) == live
+    assert (resumed.model.name, resumed.mode, [p.id for p in resumed.pins]) == (
+        "scripted",
+        "accept-edits",
+        [pin],
+    )
+    restored = resumed.area(plan_id)
+    assert isinstance(restored, PlanArea)
+    assert [item.text for item in restored.items] == ["first step"]
+    await resumed.send("q3")
+    # the new prompt, and the plan as it was, rendered
+    assert said(requests_of(resumed)[-1]) == [
+        ("user", "q3"),
+        ("user", "Plan:\n- [ ] 1. first step"),
+    ]
+    # the numbering goes on after a restart too
+    assert resumed.pin("new") == "pin3"
+    assert resumed.request_model("other").grant_epoch == 3
