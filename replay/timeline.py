@@ -223,7 +223,7 @@ class Timeline:
         """Follow the next event of the log (live or stored)."""
         garbage = self._head.replayer.garbage_count
         self._events.append(event)
-        head = self._head = self._advance(self._head, event)
+        self._head = self._advance(self._head, event)
         data = event.data  # by exact class, as in `_Cursor.apply`
         if type(data) is SessionRewind:
             self._low = 0  # the Context is another one: the next checkpoint keeps all of it
