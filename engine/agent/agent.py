@@ -119,7 +119,8 @@ class Agent:
         self._turn: Turn | None = None
         self._flushes: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._rewinding = False
+        self._rewriting: str | None = None
+        """A compaction or a rewind under way: each rebuilds the history, so one at a time."""
 
     # --- identity and state ----------------------------------------------------------------------
 
@@ -385,7 +386,7 @@ class Agent:
             _Queued(PromptSubmission(content=text, attachments=tuple(attachments)), handle)
         )
         self._rt.queued_changed()
-        if self._runner is None and not self._rewinding:
+        if self._runner is None and self._rewriting != "rewind":
             self._start_runner()
         return handle
 
@@ -560,8 +561,16 @@ class Agent:
         """Summarize the oldest history groups (between turns only); None if nothing to compact."""
         from engine.agent.compactor import compact
 
+        from engine.agent.compactor import CompactionError
+
         self._check_open()
-        return await compact(self._rt, turn_open=self.turn_open, keep_groups=keep_groups)
+        if self._rewriting is not None:
+            raise CompactionError(f"cannot compact while a {self._rewriting} is under way")
+        self._rewriting = "compaction"
+        try:
+            return await compact(self._rt, turn_open=self.turn_open, keep_groups=keep_groups)
+        finally:
+            self._rewriting = None
 
     async def rewind(self, to_turn: int) -> RewindResult:
         """Take the conversation back to just before turn `to_turn`'s prompt: the Context, the
@@ -577,14 +586,14 @@ class Agent:
         self._check_open()
         if self._runner is not None or self._turn is not None:
             raise RewindError("cannot rewind while a turn is running; cancel it or wait")
-        if self._rewinding:
-            raise RewindError("another rewind is under way")
+        if self._rewriting is not None:
+            raise RewindError(f"cannot rewind while a {self._rewriting} is under way")
         # a send made while the log is read back waits for the rewind, then runs
-        self._rewinding = True
+        self._rewriting = "rewind"
         try:
             return await rewind_conversation(self._rt, to_turn)
         finally:
-            self._rewinding = False
+            self._rewriting = None
             if self._inbox and self._runner is None and not self._closed:
                 self._start_runner()
 

@@ -8,8 +8,11 @@ in the history.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from engine.agent.compactor import CompactionError
 from engine.agent.rewind import NOT_RESTORED, RewindError
 from engine.config import Config, ModelEntry
 from engine.context.areas import PlanArea
@@ -25,7 +28,9 @@ from tests.agent.conftest import (
     context,
     of_type,
     requests_of,
+    scripted,
     stored_log,
+    until,
 )
 
 TWO_MODELS = Config(models={"other": ModelEntry(provider="scripted")})
@@ -257,3 +262,38 @@ async def test_a_rewound_session_resumes_rewound(make_agent: MakeAgent, store: F
     # the numbering goes on after a restart too
     assert resumed.pin("new") == "pin3"
     assert resumed.request_model("other").grant_epoch == 3
+
+
+async def test_a_rewind_and_a_compaction_do_not_run_at_once(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    slow_summary = Reply(text="the gist of it", chunk_delay=0.05)
+    agent = await make_agent([Reply(text="a1"), Reply(text="a2"), Reply(text="a3"), slow_summary])
+    for n in (1, 2, 3):
+        await agent.send(f"q{n}")
+    compaction = asyncio.create_task(agent.compact(keep_groups=1))
+    await until(lambda: len(scripted(agent).requests) == 4)
+    with pytest.raises(RewindError, match="while a compaction is under way"):
+        await agent.rewind(1)
+    with pytest.raises(CompactionError, match="while a compaction is under way"):
+        await agent.compact(keep_groups=1)
+    assert await compaction is not None
+    await agent.rewind(1)  # once it is done
+
+
+async def test_a_send_made_during_a_rewind_runs_after_it(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    agent = await make_agent([Reply(text="a1"), Reply(text="a2"), Reply(text="a3")])
+    await agent.send("q1")
+    await agent.send("q2")
+    store.hold_flushes()  # the rewind waits in its flush, at its end
+    rewinding = asyncio.create_task(agent.rewind(2))
+    await store.flush_waiting.wait()
+    handle = agent.send("q3")
+    assert agent.status == "idle"  # queued behind the rewind
+    store.release_flushes()
+    await rewinding
+    outcome = await handle
+    assert outcome.turn == 3  # type: ignore[union-attr]
+    assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q3")]
