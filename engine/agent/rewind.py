@@ -103,6 +103,17 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
     target = next((t for t in turns if t.turn == to_turn), None)
     if target is None:
         raise RewindError(f"cannot rewind to turn {to_turn}: {_numbers(turns)}")
+    # The state is rebuilt before the rewind is appended, as if it stood at the log's end: a
+    # read that fails leaves the session as it was. An event appended meanwhile (an idle
+    # inject) moves the end: built again.
+    while True:
+        end = rt.session.next_seq
+        rewound = rt.rewound.copy()
+        rewound.add(target.seq, end)
+        start = Followers.starting(rt.assembler, rt.permission, rt.context.gateway_type)
+        state = await rebuild_state(rt.session, rewound, start)
+        if rt.session.next_seq == end:
+            break
     cleared = [s.text for s in rt.kept_steering]
     cleared += [i.text if isinstance(i, Steering) else i.content for i in rt.outbox.drain()]
     if rt.kept_steering:
@@ -116,9 +127,8 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
         label=target.label,
     )
     event = rt.session.append(payload)
-    rt.rewound.note(event)
-    start = Followers.starting(rt.assembler, rt.permission, rt.context.gateway_type)
-    rt.adopt(await rebuild_state(rt.session, rt.rewound, start))
+    rt.rewound = rewound
+    rt.adopt(state)
     fell_back = rt.permission.mode == "approve-all"
     if fell_back:
         # as on resume: approve-all never comes back without the user setting it again

@@ -9,6 +9,7 @@ in the history.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
@@ -17,9 +18,10 @@ from engine.agent.rewind import NOT_RESTORED, RewindError
 from engine.agent.send import TurnOutcome
 from engine.config import Config, ModelEntry
 from engine.context.areas import PlanArea
-from engine.events import PermissionModeSet, SessionRewind, TurnStart
+from engine.events import Event, PermissionModeSet, SessionRewind, TurnStart
 from engine.gateway.scripted import Reply
 from engine.message import Message, Role
+from engine.store.errors import StoreError
 from engine.tools import ToolRegistry
 from tests.agent.conftest import (
     FlakyStore,
@@ -298,4 +300,32 @@ async def test_a_send_made_during_a_rewind_runs_after_it(
     outcome = await handle
     assert isinstance(outcome, TurnOutcome)
     assert (outcome.turn, outcome.reason) == (3, "completed")
+    assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q3")]
+
+
+async def test_a_rewind_whose_log_read_fails_changes_nothing(
+    make_agent: MakeAgent, store: FlakyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = await make_agent([Reply(text="a1"), Reply(text="a2")])
+    await first.send("q1")
+    await first.send("q2")
+    await first.dispose()
+    agent = await make_agent([Reply(text="a3")], session_id=first.session_id)
+    before = (agent.context.entries(), len(agent.log))
+    reads = 0
+    read = store.read
+
+    async def failing_second_read(session_id: str, start: int, end: int) -> Sequence[Event]:
+        nonlocal reads
+        reads += 1
+        if reads == 2:  # the first finds the turn, the second rebuilds the state
+            raise StoreError("the disk went away (test)")
+        return await read(session_id, start, end)
+
+    monkeypatch.setattr(store, "read", failing_second_read)
+    with pytest.raises(StoreError, match="went away"):
+        await agent.rewind(2)
+    assert (agent.context.entries(), len(agent.log)) == before
+    await agent.rewind(2)  # the store is back
+    await agent.send("q3")
     assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q3")]
