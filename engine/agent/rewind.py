@@ -126,9 +126,14 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
         prompt=target.prompt,
         label=target.label,
     )
+    bound = rt.assembler.binding.name
     event = rt.session.append(payload)
     rt.rewound = rewound
     rt.adopt(state)
+    if rt.assembler.grants.active is None:
+        # a log whose first binding came after that turn (bound when it was resumed): the model
+        # in force stays, as a resume binds one
+        rt.record(rt.assembler.grants.bind(bound))
     fell_back = rt.permission.mode == "approve-all"
     if fell_back:
         # as on resume: approve-all never comes back without the user setting it again

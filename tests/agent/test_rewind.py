@@ -21,6 +21,7 @@ from engine.context.areas import PlanArea
 from engine.events import Event, PermissionModeSet, SessionRewind, TurnStart
 from engine.gateway.scripted import Reply
 from engine.message import Message, Role
+from engine.session import Session
 from engine.store.errors import StoreError
 from engine.tools import ToolRegistry
 from tests.agent.conftest import (
@@ -35,6 +36,7 @@ from tests.agent.conftest import (
     stored_log,
     until,
 )
+from tests.store.conftest import full_turn
 
 TWO_MODELS = Config(models={"other": ModelEntry(provider="scripted")})
 
@@ -329,3 +331,18 @@ async def test_a_rewind_whose_log_read_fails_changes_nothing(
     await agent.rewind(2)  # the store is back
     await agent.send("q3")
     assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q3")]
+
+
+async def test_a_rewind_before_the_first_binding_keeps_the_model_bound(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    # a log written without a binding (another writer), bound when it was resumed
+    session = Session((await store.create(cwd="/elsewhere")).id, store)
+    full_turn(session, "q1")
+    await session.flush()
+    await store.release(session.id)
+    agent = await make_agent([Reply(text="a2")], session_id=session.id)
+    result = await agent.rewind(1)
+    assert result.model == agent.model.name == "scripted"
+    await agent.send("q2")
+    assert said(requests_of(agent)[-1]) == [("user", "q2")]
