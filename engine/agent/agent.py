@@ -559,9 +559,7 @@ class Agent:
 
     async def compact(self, keep_groups: int = DEFAULT_KEEP_GROUPS) -> CompactionResult | None:
         """Summarize the oldest history groups (between turns only); None if nothing to compact."""
-        from engine.agent.compactor import compact
-
-        from engine.agent.compactor import CompactionError
+        from engine.agent.compactor import CompactionError, compact
 
         self._check_open()
         if self._rewriting is not None:

@@ -130,10 +130,12 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
     event = rt.session.append(payload)
     rt.rewound = rewound
     rt.adopt(state)
-    if rt.assembler.grants.active is None:
-        # a log whose first binding came after that turn (bound when it was resumed): the model
-        # in force stays, as a resume binds one
-        rt.record(rt.assembler.grants.bind(bound))
+    restored = rt.assembler.grants.active
+    if restored is None or restored.model != bound:
+        # Bound again, so the log says which model the session goes on with and the store's
+        # record (the session list, a fork) names it. A log whose first binding came after that
+        # turn (bound when it was resumed) keeps the model in force.
+        rt.record(rt.assembler.grants.bind(bound if restored is None else restored.model))
     fell_back = rt.permission.mode == "approve-all"
     if fell_back:
         # as on resume: approve-all never comes back without the user setting it again

@@ -18,7 +18,7 @@ from engine.agent.rewind import NOT_RESTORED, RewindError
 from engine.agent.send import TurnOutcome
 from engine.config import Config, ModelEntry
 from engine.context.areas import PlanArea
-from engine.events import Event, PermissionModeSet, SessionRewind, TurnStart
+from engine.events import Event, ModelBind, PermissionModeSet, SessionRewind, TurnStart
 from engine.gateway.scripted import Reply
 from engine.message import Message, Role
 from engine.session import Session
@@ -164,9 +164,18 @@ async def test_a_rewind_restores_the_model_mode_pins_and_plan_of_that_point(
     assert isinstance(restored, PlanArea)
     assert [item.text for item in restored.items] == ["first step"]
     assert [a.id for a in result.areas] == [plan_id]
+    # the model is bound again (a new epoch), so the log and the store's record name it
+    await agent.when_idle()
+    log = await stored_log(store, agent.session_id)
+    assert [(b.model, b.grant_epoch) for b in of_type(log, ModelBind)] == [
+        ("scripted", 1),
+        ("other", 2),
+        ("scripted", 3),
+    ]
+    assert (await store.info(agent.session_id)).model == "scripted"
     # ids and epochs are never reused
     assert agent.pin("new") not in (first_pin, later_pin)
-    assert agent.request_model("other").grant_epoch == 3
+    assert agent.request_model("other").grant_epoch == 4
 
 
 async def test_approve_all_restored_by_a_rewind_falls_back_to_ask(
@@ -266,7 +275,7 @@ async def test_a_rewound_session_resumes_rewound(make_agent: MakeAgent, store: F
     ]
     # the numbering goes on after a restart too
     assert resumed.pin("new") == "pin3"
-    assert resumed.request_model("other").grant_epoch == 3
+    assert resumed.request_model("other").grant_epoch == 4
 
 
 async def test_a_rewind_and_a_compaction_do_not_run_at_once(
