@@ -410,7 +410,8 @@ class Agent:
         return self.send(text)
 
     def inject(self, context: AdditionalContext) -> None:
-        """Add model-facing context: staged during a turn, appended and flushed when idle."""
+        """Add model-facing context: staged during a turn (or a rewind), appended and flushed
+        when idle."""
         self._check_open()
         if not isinstance(context, AdditionalContext):
             raise TypeError(f"inject() takes an AdditionalContext, not {type(context).__name__}")
@@ -418,7 +419,8 @@ class Agent:
             raise ValueError(
                 "inject() refuses Source('user'): injected context is never the user's own words"
             )
-        if self.turn_open:
+        if self.turn_open or self._rewriting == "rewind":
+            # during a rewind it waits, and is appended after the rewind
             self._rt.outbox.stage(context)
             return
         # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model

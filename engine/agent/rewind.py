@@ -99,6 +99,7 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
     Agent checks). Raises `RewindError` for a turn not in the history; appends nothing then."""
     from engine.agent.views import PinView, area_views
 
+    waiting = len(rt.outbox)  # what was staged before the rewind is dropped; what comes after stays
     turns = await history_turns(rt)
     target = next((t for t in turns if t.turn == to_turn), None)
     if target is None:
@@ -114,8 +115,9 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
         state = await rebuild_state(rt.session, rewound, start)
         if rt.session.next_seq == end:
             break
+    staged = rt.outbox.drain()
     cleared = [s.text for s in rt.kept_steering]
-    cleared += [i.text if isinstance(i, Steering) else i.content for i in rt.outbox.drain()]
+    cleared += [i.text if isinstance(i, Steering) else i.content for i in staged[:waiting]]
     if rt.kept_steering:
         rt.kept_steering = []
         rt.queued_changed()
@@ -136,6 +138,9 @@ async def rewind_conversation(rt: Runtime, to_turn: int) -> RewindResult:
         # record (the session list, a fork) names it. A log whose first binding came after that
         # turn (bound when it was resumed) keeps the model in force.
         rt.record(rt.assembler.grants.bind(bound if restored is None else restored.model))
+    for item in staged[waiting:]:  # injected while the rewind ran (steering is a send then)
+        if not isinstance(item, Steering):
+            rt.append_context(item)
     fell_back = rt.permission.mode == "approve-all"
     if fell_back:
         # as on resume: approve-all never comes back without the user setting it again

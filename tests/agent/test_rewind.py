@@ -295,7 +295,7 @@ async def test_a_rewind_and_a_compaction_do_not_run_at_once(
     await agent.rewind(1)  # once it is done
 
 
-async def test_a_send_made_during_a_rewind_runs_after_it(
+async def test_a_send_and_an_inject_made_during_a_rewind_come_after_it(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     first = await make_agent([Reply(text="a1"), Reply(text="a2")])
@@ -307,11 +307,18 @@ async def test_a_send_made_during_a_rewind_runs_after_it(
     rewinding = asyncio.create_task(agent.rewind(2))
     await asyncio.sleep(0)  # the rewind is reading the log
     handle = agent.send("q3")
-    await rewinding
+    agent.inject(context("ci: green"))  # waits for the rewind, then is appended after it
+    result = await rewinding
+    assert result.cleared == ()
     outcome = await handle
     assert isinstance(outcome, TurnOutcome)
     assert (outcome.turn, outcome.reason) == (3, "completed")
-    assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q3")]
+    assert said(requests_of(agent)[-1]) == [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "ci: green"),
+        ("user", "q3"),
+    ]
 
 
 async def test_a_rewind_whose_log_read_fails_changes_nothing(
