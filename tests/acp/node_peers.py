@@ -1,6 +1,7 @@
 """ACP clients written by others, run by the tests against `trellis acp`: the official TypeScript
-SDK's client (`node_peers/sdk_client.mjs` runs a scenario with it) and `acpx`, the headless ACP
-CLI. Both come from npm at the versions `node_peers/package-lock.json` pins, installed once into
+SDK's client (`node_peers/scenario.mjs` runs a scenario with it, over stdio from
+`stdio_client.mjs`, against `trellis serve` by WebSocket or HTTP from `serve_client.mjs`) and
+`acpx`, the headless ACP CLI. Both come from npm at the versions `node_peers/package-lock.json` pins, installed once into
 `node_peers/node_modules` by `npm install --no-save` (the lock as it is: `npm ci` refuses a lock
 that lacks other platforms' optional packages, as npm writes it); a file lock keeps
 pytest-xdist's workers from installing at once.
@@ -18,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,8 +98,7 @@ def sdk_run(
     permission: str = "allow_once",
 ) -> list[dict[str, Any]]:
     """Run `steps` with the TypeScript SDK's client against a `trellis acp` it spawns; every
-    message it got, in order (see `node_peers/sdk_client.mjs`). Fails on an SDK error."""
-    peers = node_peers()
+    message it got, in order (see `node_peers/scenario.mjs`). Fails on an SDK error."""
     scenario = {
         "agent": place.agent(*agent_args),
         "cwd": str(place.workspace),
@@ -105,10 +106,25 @@ def sdk_run(
         "permission": permission,
         "steps": list(steps),
     }
-    path = place.home / "scenario.json"
+    return _scenario("stdio_client.mjs", scenario, place.home / "scenario.json")
+
+
+def serve_run(
+    url: str, token: str, folder: Path, steps: Sequence[dict[str, Any]], *, permission: str
+) -> list[dict[str, Any]]:
+    """Run `steps` with the TypeScript SDK's client against `trellis serve` at `url` (a `ws://`
+    URL: its WebSocket client; `http://`: its streamable HTTP client), the scenario file kept in
+    `folder`; every message it got, in order. Fails on an SDK error."""
+    scenario = {"url": url, "token": token, "permission": permission, "steps": list(steps)}
+    return _scenario("serve_client.mjs", scenario, folder / f"scenario-{uuid.uuid4().hex}.json")
+
+
+def _scenario(runner: str, scenario: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    peers = node_peers()
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(scenario), encoding="utf-8")
     done = subprocess.run(
-        ["node", str(peers / "sdk_client.mjs"), str(path)],
+        ["node", str(peers / runner), str(path)],
         capture_output=True,
         text=True,
         timeout=120,
