@@ -1,15 +1,21 @@
-"""Trellis through ACP clients of other authors: the official TypeScript SDK's client and acpx
-start `trellis acp` as their agent, over stdio, and use it as an editor would."""
+"""Trellis through ACP clients of other authors: the official TypeScript SDK's client and acpx.
+The SDK's client runs each scenario twice: over stdio, starting `trellis acp` as its agent, and
+over WebSocket against a `trellis serve` (the same scenario module, see
+`node_peers/scenario.mjs`); acpx starts `trellis acp` and uses it as an editor would."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
-from tests.acp.node_peers import Place, acpx_run, sdk_run
+from tests.acp.node_peers import Place, acpx_run, sdk_run, serve_run
+from tests.acp.ws_peer import TOKEN, ServeProcess, serving
 
 INIT = {
     "method": "initialize",
@@ -29,10 +35,74 @@ def place(tmp_path: Path) -> Place:
 
 def script(place: Place, replies: list[dict[str, Any]]) -> list[str]:
     """`--script FILE` for `trellis acp`: the offline model's replies, in order."""
-    path = place.home / "replies.json"
+    return ["--script", str(replies_file(place.home, replies))]
+
+
+def replies_file(folder: Path, replies: list[dict[str, Any]]) -> Path:
+    path = folder / "replies.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"replies": replies}), encoding="utf-8")
-    return ["--script", str(path)]
+    return path
+
+
+class Sdk(Protocol):
+    """The TypeScript SDK's client against a Trellis whose offline model says `replies`; each
+    `run` is another connection (over stdio: another `trellis acp`)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    def run(
+        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+    ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StdioSdk:
+    place: Place
+    agent_args: Sequence[str]
+
+    @property
+    def workspace(self) -> Path:
+        return self.place.workspace
+
+    def run(
+        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+    ) -> list[dict[str, Any]]:
+        return sdk_run(self.place, steps, agent_args=self.agent_args, permission=permission)
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketSdk:
+    server: ServeProcess
+
+    @property
+    def workspace(self) -> Path:
+        return self.server.root
+
+    def run(
+        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+    ) -> list[dict[str, Any]]:
+        folder = self.server.home.parent
+        return serve_run(self.server.url, TOKEN, folder, steps, permission=permission)
+
+
+OpenSdk = Callable[[list[dict[str, Any]]], Sdk]
+
+
+@pytest.fixture(params=["stdio", "websocket"])
+def open_sdk(request: pytest.FixtureRequest, place: Place, tmp_path: Path) -> Iterator[OpenSdk]:
+    """`sdk(replies)`: the SDK's client over this test's transport, its model saying `replies`."""
+    with ExitStack() as stack:
+
+        def opened(replies: list[dict[str, Any]]) -> Sdk:
+            if request.param == "stdio":
+                return StdioSdk(place, script(place, replies))
+            path = replies_file(tmp_path / "model", replies)
+            config = f'default_model = "s"\n[models.s]\nprovider = "scripted"\nscript = "{path}"\n'
+            return WebSocketSdk(stack.enter_context(serving(tmp_path, config=config)))
+
+        yield opened
 
 
 def updates(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -54,9 +124,10 @@ def response(lines: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return result
 
 
-def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(place: Place) -> None:
-    replies = script(
-        place,
+def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(
+    open_sdk: OpenSdk,
+) -> None:
+    sdk = open_sdk(
         [
             {
                 "text": "Writing it.",
@@ -65,11 +136,10 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
                 ],
             },
             {"text": "Done."},
-        ],
+        ]
     )
-    cwd = str(place.workspace)
-    lines = sdk_run(
-        place,
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
         [
             INIT,
             {
@@ -81,11 +151,10 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
                 "method": "session/prompt",
                 "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write it"}]},
             },
-        ],
-        agent_args=replies,
+        ]
     )
     assert response(lines, "session/prompt")["stopReason"] == "end_turn"
-    assert (place.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
+    assert (sdk.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
     (asked,) = [line for line in lines if line["kind"] == "request"]
     assert asked["method"] == "session/request_permission"
     (call,) = updates(lines, "tool_call")
@@ -97,15 +166,14 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
     session_id = response(lines, "session/new")["sessionId"]
 
     # another client process loads the stored session: the SDK reads the replay as it arrives
-    loaded = sdk_run(
-        place,
+    loaded = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
                 "params": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
             },
-        ],
+        ]
     )
     response(loaded, "session/load")
     (said,) = updates(loaded, "user_message_chunk")
@@ -115,16 +183,16 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
     assert replayed == "Writing it.Done."
 
 
-def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(place: Place) -> None:
-    lines = sdk_run(
-        place,
+def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenSdk) -> None:
+    sdk = open_sdk([])
+    lines = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
-                "params": {"sessionId": "f" * 32, "cwd": str(place.workspace), "mcpServers": []},
+                "params": {"sessionId": "f" * 32, "cwd": str(sdk.workspace), "mcpServers": []},
             },
-        ],
+        ]
     )
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32002
@@ -157,12 +225,11 @@ def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None
     assert any(m.get("method") == "session/request_permission" for m in messages)
 
 
-def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> None:
+def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(open_sdk: OpenSdk) -> None:
     """The SDK parses the `modes` of each answer and every `current_mode_update`: read-only set
     by `session/set_mode` refuses a write without asking, and another process's load answers
     that mode and replays the change."""
-    replies = script(
-        place,
+    sdk = open_sdk(
         [
             {
                 "tool_calls": [
@@ -170,11 +237,10 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
                 ]
             },
             {"text": "Refused."},
-        ],
+        ]
     )
-    cwd = str(place.workspace)
-    lines = sdk_run(
-        place,
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
         [
             INIT,
             {
@@ -187,37 +253,34 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
                 "method": "session/prompt",
                 "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write"}]},
             },
-        ],
-        agent_args=replies,
+        ]
     )
     new = response(lines, "session/new")
     assert new["modes"]["currentModeId"] == "ask"
     assert [o["id"] for o in new["configOptions"]] == ["model", "mode"]
     assert response(lines, "session/prompt")["stopReason"] == "end_turn"
     assert not [line for line in lines if line["kind"] == "request"]  # nobody was asked
-    assert not (place.workspace / "new.txt").exists()
+    assert not (sdk.workspace / "new.txt").exists()
     modes = [u["currentModeId"] for u in updates(lines, "current_mode_update")]
     assert modes[-1] == "read-only"
 
-    loaded = sdk_run(
-        place,
+    loaded = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
                 "params": {"sessionId": new["sessionId"], "cwd": cwd, "mcpServers": []},
             },
-        ],
+        ]
     )
     assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
     assert "read-only" in [u["currentModeId"] for u in updates(loaded, "current_mode_update")]
 
 
-def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) -> None:
+def test_the_typescript_sdk_reads_plans_diffs_and_error_details(open_sdk: OpenSdk) -> None:
     """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null` and stays
     beside the completed call; a failed request's error carries `data.details`."""
-    replies = script(
-        place,
+    sdk = open_sdk(
         [
             {
                 "tool_calls": [
@@ -225,9 +288,9 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
                 ]
             },
             {"text": "Written."},
-        ],
+        ]
     )
-    cwd = str(place.workspace)
+    cwd = str(sdk.workspace)
 
     def prompt(text: str) -> dict[str, Any]:
         return {
@@ -235,8 +298,7 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
             "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": text}]},
         }
 
-    lines = sdk_run(
-        place,
+    lines = sdk.run(
         [
             INIT,
             {
@@ -249,8 +311,7 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
             prompt("/plan check 1"),
             prompt("write plan.txt"),
             {"method": "session/prompt", "params": {"sessionId": "$sid"}},
-        ],
-        agent_args=replies,
+        ]
     )
     plans = [[(e["content"], e["status"]) for e in u["entries"]] for u in updates(lines, "plan")]
     assert plans[-1] == [("buy bread", "completed"), ("pay", "pending")]
@@ -260,7 +321,7 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
     assert diffs == [
         {
             "type": "diff",
-            "path": str(place.workspace / "plan.txt"),
+            "path": str(sdk.workspace / "plan.txt"),
             "oldText": None,
             "newText": "one\n",
         }
