@@ -6,6 +6,8 @@ over WebSocket against a `trellis serve` (the same scenario module, see
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ import pytest
 
 from tests.acp.node_peers import Place, acpx_run, sdk_run, serve_run
 from tests.acp.ws_peer import TOKEN, ServeProcess, serving
+from tests.processes import POLL, POLLS, alive
 
 INIT = {
     "method": "initialize",
@@ -277,9 +280,18 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(open_sdk: OpenSdk) -
     assert "read-only" in [u["currentModeId"] for u in updates(loaded, "current_mode_update")]
 
 
-def test_the_typescript_sdk_reads_plans_diffs_and_error_details(open_sdk: OpenSdk) -> None:
-    """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null` and stays
-    beside the completed call; a failed request's error carries `data.details`."""
+def completed_diffs(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diffs kept beside each completed tool call, in order."""
+    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
+    return [c for u in done for c in u.get("content") or [] if c["type"] == "diff"]
+
+
+def test_the_typescript_sdk_reads_plans_diffs_and_error_details_and_a_load_replays_them(
+    open_sdk: OpenSdk,
+) -> None:
+    """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null`, an
+    edit's the old text, each kept beside its completed call; a failed request's error carries
+    `data.details`. Another connection's load replays the plans and diffs and answers the mode."""
     sdk = open_sdk(
         [
             {
@@ -288,6 +300,15 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(open_sdk: OpenSd
                 ]
             },
             {"text": "Written."},
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "arguments": {"path": "plan.txt", "old": "one", "new": "two"},
+                    }
+                ]
+            },
+            {"text": "Edited."},
         ]
     )
     cwd = str(sdk.workspace)
@@ -310,22 +331,92 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(open_sdk: OpenSd
             prompt("/plan add pay"),
             prompt("/plan check 1"),
             prompt("write plan.txt"),
+            prompt("edit plan.txt"),
             {"method": "session/prompt", "params": {"sessionId": "$sid"}},
+            {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "read-only"}},
         ]
     )
     plans = [[(e["content"], e["status"]) for e in u["entries"]] for u in updates(lines, "plan")]
     assert plans[-1] == [("buy bread", "completed"), ("pay", "pending")]
     assert all(e["priority"] == "medium" for u in updates(lines, "plan") for e in u["entries"])
-    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
-    diffs = [c for u in done for c in u.get("content") or [] if c["type"] == "diff"]
-    assert diffs == [
-        {
-            "type": "diff",
-            "path": str(sdk.workspace / "plan.txt"),
-            "oldText": None,
-            "newText": "one\n",
-        }
+    path = str(sdk.workspace / "plan.txt")
+    diffs = [
+        {"type": "diff", "path": path, "oldText": None, "newText": "one\n"},
+        {"type": "diff", "path": path, "oldText": "one\n", "newText": "two\n"},
     ]
+    assert completed_diffs(lines) == diffs
+    assert (sdk.workspace / "plan.txt").read_text(encoding="utf-8") == "two\n"
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32602
     assert "prompt" in failed["error"]["data"]["details"]
+    session_id = response(lines, "session/new")["sessionId"]
+
+    loaded = sdk.run(
+        [
+            INIT,
+            {
+                "method": "session/load",
+                "params": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
+            },
+        ]
+    )
+    assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
+    replayed = [
+        [(e["content"], e["status"]) for e in u["entries"]] for u in updates(loaded, "plan")
+    ]
+    assert replayed[-1] == plans[-1]
+    assert completed_diffs(loaded) == diffs
+
+
+def test_the_typescript_sdk_cancels_requests_in_flight(open_sdk: OpenSdk, tmp_path: Path) -> None:
+    """The SDK's own cancellation (a request's `cancellationSignal`, aborted) sends
+    `$/cancel_request`: a `session/new` held by an MCP server that never answers is answered
+    -32800 (and the server it started is stopped), and a streaming prompt ends with stop reason `cancelled`; the connection goes on."""
+    sdk = open_sdk([{"text": "word " * 500, "chunk_delay": 0.01}])
+    started = tmp_path / "mcp-started"
+    silent = (
+        "import os, pathlib, sys; "
+        f"pathlib.Path({str(started)!r}).write_text(str(os.getpid())); sys.stdin.read()"
+    )
+    server = {"name": "silent", "command": sys.executable, "args": ["-c", silent], "env": []}
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
+        [
+            INIT,
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": [server]},
+                "background": "held",
+            },
+            {"exists": str(started)},
+            {"cancel": "held"},
+            {"await": "held"},
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": []},
+                "save": {"sid": "sessionId"},
+            },
+            {
+                "method": "session/prompt",
+                "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "talk"}]},
+                "background": "talk",
+            },
+            {"streaming": "$sid"},
+            {"cancel": "talk"},
+            {"await": "talk"},
+        ]
+    )
+    (held,) = [line for line in lines if line["kind"] == "error"]
+    assert held["method"] == "session/new"
+    assert held["error"]["code"] == -32800
+    assert held["error"]["data"]["details"]
+    assert response(lines, "session/prompt")["stopReason"] == "cancelled"
+    said = "".join(u["content"]["text"] for u in updates(lines, "agent_message_chunk"))
+    assert 0 < len(said) < len("word " * 500)
+    # the withdrawn session/new stopped the MCP server it started (trellis serve still runs)
+    silent_pid = int(started.read_text())
+    for _ in range(POLLS):
+        if not alive(silent_pid):
+            break
+        time.sleep(POLL)
+    assert not alive(silent_pid)
