@@ -77,6 +77,17 @@ class Place:
     workspace: Path
     home: Path
 
+    @classmethod
+    def under(cls, folder: Path) -> Place:
+        """A new workspace and home in `folder`."""
+        workspace = folder / "workspace"
+        workspace.mkdir(parents=True)
+        return cls(workspace=workspace, home=folder / "home")
+
+    def script(self, replies: Sequence[dict[str, Any]]) -> list[str]:
+        """`--script FILE` for `trellis acp`: the offline model's replies, in order."""
+        return ["--script", str(replies_file(self.home, replies))]
+
     def env(self) -> dict[str, str]:
         config = self.home / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +99,14 @@ class Place:
     def agent(self, *args: str) -> list[str]:
         """The command line of `trellis acp ARGS` from this checkout."""
         return [sys.executable, "-m", "app.cli", "acp", "--root", str(self.workspace), *args]
+
+
+def replies_file(folder: Path, replies: Sequence[dict[str, Any]]) -> Path:
+    """A script of the offline model (`provider = "scripted"`): `replies`, in order."""
+    path = folder / "replies.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"replies": list(replies)}), encoding="utf-8")
+    return path
 
 
 def sdk_run(
@@ -138,12 +157,13 @@ def _scenario(runner: str, scenario: dict[str, Any], path: Path) -> list[dict[st
 
 
 def acpx_run(
-    place: Place, *args: str, agent_args: Sequence[str] = ()
+    place: Place, *args: str, agent_args: Sequence[str] = (), state: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`acpx --agent "trellis acp ..." --format json ARGS` in the workspace."""
+    """`acpx --agent "trellis acp ..." --format json ARGS` in the workspace; acpx keeps its own
+    state (its session records, `~/.acpx`) under `state`, by default the place's home."""
     peers = node_peers()
     env = place.env()
-    env["HOME"] = str(place.home)  # acpx keeps its own state under ~/.acpx
+    env["HOME"] = str(state or place.home)
     agent = shlex.join(place.agent(*agent_args))
     return subprocess.run(
         [

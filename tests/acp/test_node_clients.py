@@ -1,11 +1,9 @@
-"""Trellis through ACP clients of other authors: the official TypeScript SDK's client and acpx.
-The SDK's client runs each scenario twice: over stdio, starting `trellis acp` as its agent, and
-over WebSocket against a `trellis serve` (the same scenario module, see
-`node_peers/scenario.mjs`); acpx starts `trellis acp` and uses it as an editor would."""
+"""Trellis through the official TypeScript SDK's client, an ACP client of other authors: each
+scenario runs twice, over stdio with `trellis acp` as the SDK's agent, and over WebSocket against a
+`trellis serve` (the same scenario module, `node_peers/scenario.mjs`). acpx: `test_acpx.py`."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -16,7 +14,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from tests.acp.node_peers import Place, acpx_run, sdk_run, serve_run
+from tests.acp.node_peers import Place, replies_file, sdk_run, serve_run
 from tests.acp.ws_peer import TOKEN, ServeProcess, serving
 from tests.processes import POLL, POLLS, alive
 
@@ -27,25 +25,6 @@ INIT = {
         "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
     },
 }
-
-
-@pytest.fixture
-def place(tmp_path: Path) -> Place:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    return Place(workspace=workspace, home=tmp_path / "home")
-
-
-def script(place: Place, replies: list[dict[str, Any]]) -> list[str]:
-    """`--script FILE` for `trellis acp`: the offline model's replies, in order."""
-    return ["--script", str(replies_file(place.home, replies))]
-
-
-def replies_file(folder: Path, replies: list[dict[str, Any]]) -> Path:
-    path = folder / "replies.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"replies": replies}), encoding="utf-8")
-    return path
 
 
 class Sdk(Protocol):
@@ -94,13 +73,14 @@ OpenSdk = Callable[[list[dict[str, Any]]], Sdk]
 
 
 @pytest.fixture(params=["stdio", "websocket"])
-def open_sdk(request: pytest.FixtureRequest, place: Place, tmp_path: Path) -> Iterator[OpenSdk]:
+def open_sdk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSdk]:
     """`sdk(replies)`: the SDK's client over this test's transport, its model saying `replies`."""
     with ExitStack() as stack:
 
         def opened(replies: list[dict[str, Any]]) -> Sdk:
             if request.param == "stdio":
-                return StdioSdk(place, script(place, replies))
+                place = Place.under(tmp_path)
+                return StdioSdk(place, place.script(replies))
             path = replies_file(tmp_path / "model", replies)
             config = f'default_model = "s"\n[models.s]\nprovider = "scripted"\nscript = "{path}"\n'
             return WebSocketSdk(stack.enter_context(serving(tmp_path, config=config)))
@@ -200,32 +180,6 @@ def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenS
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32002
     assert "no session with id" in failed["error"]["message"]
-
-
-def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None:
-    replies = script(
-        place,
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "by-acpx.txt", "content": "x\n"}}
-                ]
-            },
-            {"text": "Wrote by-acpx.txt."},
-        ],
-    )
-    done = acpx_run(place, "--approve-all", "exec", "write the file", agent_args=replies)
-    assert done.returncode == 0, done.stderr[-3000:]
-    messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    prompt_ids = {m["id"] for m in messages if m.get("method") == "session/prompt"}
-    # acpx prints both directions, and ids of each side's requests may meet: the prompt's
-    # answer is the result with a stop reason (write_file now reads the file it replaces first)
-    (answer,) = [
-        m for m in messages if m.get("id") in prompt_ids and "stopReason" in (m.get("result") or {})
-    ]
-    assert answer["result"]["stopReason"] == "end_turn"
-    assert (place.workspace / "by-acpx.txt").read_text(encoding="utf-8") == "x\n"
-    assert any(m.get("method") == "session/request_permission" for m in messages)
 
 
 def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(open_sdk: OpenSdk) -> None:
