@@ -1,6 +1,7 @@
 """Trellis through the official TypeScript SDK's client, an ACP client of other authors: each
-scenario runs twice, over stdio with `trellis acp` as the SDK's agent, and over WebSocket against a
-`trellis serve` (the same scenario module, `node_peers/scenario.mjs`). acpx: `test_acpx.py`."""
+scenario runs over stdio with `trellis acp` as the SDK's agent, and against a `trellis serve` over
+WebSocket and over streamable HTTP (the same scenario module, `node_peers/scenario.mjs`, with the
+SDK's own stream for each transport). acpx: `test_acpx.py`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from tests.acp.http_peer import http_url
 from tests.acp.node_peers import Place, replies_file, sdk_run, serve_run
 from tests.acp.ws_peer import TOKEN, ServeProcess, serving
 from tests.processes import POLL, POLLS, alive
@@ -55,8 +57,11 @@ class StdioSdk:
 
 
 @dataclass(frozen=True, slots=True)
-class WebSocketSdk:
+class ServeSdk:
+    """Against `trellis serve`: by WebSocket, or by streamable HTTP if `http`."""
+
     server: ServeProcess
+    http: bool
 
     @property
     def workspace(self) -> Path:
@@ -65,14 +70,14 @@ class WebSocketSdk:
     def run(
         self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
     ) -> list[dict[str, Any]]:
-        folder = self.server.home.parent
-        return serve_run(self.server.url, TOKEN, folder, steps, permission=permission)
+        url = http_url(self.server) if self.http else self.server.url
+        return serve_run(url, TOKEN, self.server.home.parent, steps, permission=permission)
 
 
 OpenSdk = Callable[[list[dict[str, Any]]], Sdk]
 
 
-@pytest.fixture(params=["stdio", "websocket"])
+@pytest.fixture(params=["stdio", "websocket", "http"])
 def open_sdk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSdk]:
     """`sdk(replies)`: the SDK's client over this test's transport, its model saying `replies`."""
     with ExitStack() as stack:
@@ -83,7 +88,8 @@ def open_sdk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSdk
                 return StdioSdk(place, place.script(replies))
             path = replies_file(tmp_path / "model", replies)
             config = f'default_model = "s"\n[models.s]\nprovider = "scripted"\nscript = "{path}"\n'
-            return WebSocketSdk(stack.enter_context(serving(tmp_path, config=config)))
+            server = stack.enter_context(serving(tmp_path, config=config))
+            return ServeSdk(server, http=request.param == "http")
 
         yield opened
 
@@ -166,7 +172,21 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(
     assert replayed == "Writing it.Done."
 
 
-def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenSdk) -> None:
+def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(
+    open_sdk: OpenSdk, request: pytest.FixtureRequest
+) -> None:
+    """-32002 with details; the connection goes on."""
+    if request.node.callspec.params["open_sdk"] == "http":
+        # the SDK's HTTP client opens the session's stream before it sends session/load, and
+        # trellis serve refuses that stream 404; to the SDK a 404 means the connection is gone
+        # (only a 409 fails the one session, its load then answered -32603), so it closes all
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="trellis serve answers an unknown session's stream 404, which the "
+                "SDK's HTTP client takes for a lost connection",
+            )
+        )
     sdk = open_sdk([])
     lines = sdk.run(
         [
@@ -175,11 +195,14 @@ def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenS
                 "method": "session/load",
                 "params": {"sessionId": "f" * 32, "cwd": str(sdk.workspace), "mcpServers": []},
             },
+            {"method": "session/new", "params": {"cwd": str(sdk.workspace), "mcpServers": []}},
         ]
     )
+    assert response(lines, "session/new")["sessionId"]
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32002
     assert "no session with id" in failed["error"]["message"]
+    assert "no session with id" in failed["error"]["data"]["details"]
 
 
 def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(open_sdk: OpenSdk) -> None:
