@@ -129,16 +129,26 @@ def sdk_run(
 
 
 def serve_run(
-    url: str, token: str, folder: Path, steps: Sequence[dict[str, Any]], *, permission: str
+    url: str,
+    token: str,
+    folder: Path,
+    steps: Sequence[dict[str, Any]],
+    *,
+    permission: str,
+    sdk_errors: bool = False,
 ) -> list[dict[str, Any]]:
     """Run `steps` with the TypeScript SDK's client against `trellis serve` at `url` (a `ws://`
     URL: its WebSocket client; `http://`: its streamable HTTP client), the scenario file kept in
-    `folder`; every message it got, in order. Fails on an SDK error."""
+    `folder`; every message it got, in order. Fails on an SDK error unless `sdk_errors`, which
+    returns them among the lines (`kind: "sdk"`)."""
     scenario = {"url": url, "token": token, "permission": permission, "steps": list(steps)}
-    return _scenario("serve_client.mjs", scenario, folder / f"scenario-{uuid.uuid4().hex}.json")
+    path = folder / f"scenario-{uuid.uuid4().hex}.json"
+    return _scenario("serve_client.mjs", scenario, path, sdk_errors=sdk_errors)
 
 
-def _scenario(runner: str, scenario: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+def _scenario(
+    runner: str, scenario: dict[str, Any], path: Path, *, sdk_errors: bool = False
+) -> list[dict[str, Any]]:
     peers = node_peers()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(scenario), encoding="utf-8")
@@ -150,8 +160,10 @@ def _scenario(runner: str, scenario: dict[str, Any], path: Path) -> list[dict[st
         check=False,
     )
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    sdk_errors = [line for line in lines if line["kind"] == "sdk"]
-    assert not sdk_errors, (sdk_errors, done.stderr[-3000:])
+    if sdk_errors:
+        return lines
+    failed = [line for line in lines if line["kind"] == "sdk"]
+    assert not failed, (failed, done.stderr[-3000:])
     assert done.returncode == 0, done.stderr[-3000:]
     return lines
 

@@ -68,10 +68,15 @@ class ServeSdk:
         return self.server.root
 
     def run(
-        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+        self,
+        steps: Sequence[dict[str, Any]],
+        *,
+        permission: str = "allow_once",
+        sdk_errors: bool = False,
     ) -> list[dict[str, Any]]:
         url = http_url(self.server) if self.http else self.server.url
-        return serve_run(url, TOKEN, self.server.home.parent, steps, permission=permission)
+        folder = self.server.home.parent
+        return serve_run(url, TOKEN, folder, steps, permission=permission, sdk_errors=sdk_errors)
 
 
 OpenSdk = Callable[[list[dict[str, Any]]], Sdk]
@@ -172,22 +177,21 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(
     assert replayed == "Writing it.Done."
 
 
-def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(
-    open_sdk: OpenSdk, request: pytest.FixtureRequest
-) -> None:
-    """-32002 with details; the connection goes on."""
-    if request.node.callspec.params["open_sdk"] == "http":
-        # the SDK's HTTP client opens the session's stream before it sends session/load, and
-        # trellis serve refuses that stream 404; to the SDK a 404 means the connection is gone
-        # (only a 409 fails the one session, its load then answered -32603), so it closes all
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="trellis serve answers an unknown session's stream 404, which the "
-                "SDK's HTTP client takes for a lost connection",
-            )
-        )
+def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenSdk) -> None:
+    """-32002 with details; the connection goes on. Over streamable HTTP the session's stream,
+    which the SDK opens before it sends the load, is refused 404 as the RFD says, and to the SDK
+    a 404 is the connection's end: it says so with the server's reason (README, "Streamable
+    HTTP")."""
     sdk = open_sdk([])
+    if isinstance(sdk, ServeSdk) and sdk.http:
+        load = {
+            "method": "session/load",
+            "params": {"sessionId": "f" * 32, "cwd": str(sdk.workspace), "mcpServers": []},
+        }
+        lines = sdk.run([INIT, load], sdk_errors=True)
+        (ended,) = [line for line in lines if line["kind"] == "sdk"]
+        assert f"404 : no session {'f' * 32} on this server" in ended["error"]
+        return
     lines = sdk.run(
         [
             INIT,
