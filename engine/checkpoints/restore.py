@@ -226,13 +226,36 @@ def _write(root: int, parts: list[str], mode: str, data: bytes) -> None:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
         try:
-            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+            _replace(temporary, name, parent)
         except OSError:
             os.unlink(temporary, dir_fd=parent)
             raise
     finally:
         for fd in folders:
             os.close(fd)
+
+
+def _replace(temporary: str, name: str, parent: int) -> None:
+    """Rename over `name`. A folder in the way goes when it holds nothing but folders (which git
+    cannot record, so no checkpoint has them), and is refused otherwise: what it holds is not
+    the checkpoint's to drop."""
+    try:
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except IsADirectoryError:
+        _remove_empty_folders(parent, name)
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+
+
+def _remove_empty_folders(parent: int, name: str) -> None:
+    folder = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    try:
+        for entry in os.scandir(folder):
+            if not entry.is_dir(follow_symlinks=False):
+                raise RefusedPath(f"a folder that holds files is where {name!r} goes")
+            _remove_empty_folders(folder, entry.name)
+    finally:
+        os.close(folder)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _delete(root: int, parts: list[str]) -> None:
