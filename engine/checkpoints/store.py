@@ -45,11 +45,21 @@ from engine.checkpoints.settings import exclude_text, refused_workspace
 from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
 from engine.config import CheckpointsConfig
+from engine.errors import TrellisError
 from engine.os_text import escape_os_text
 
 REF_ROOT = "refs/trellis"
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 """What a session id may be: it names a ref and files."""
+
+
+class UnknownCheckpointError(TrellisError, ValueError):
+    """An id that names no checkpoint of the workspace."""
+
+    def __init__(self, checkpoint_id: str, workspace: Path) -> None:
+        self.checkpoint_id = checkpoint_id
+        super().__init__(f"no checkpoint {checkpoint_id!r} among the checkpoints of {workspace}")
 
 
 class CheckpointStore:
@@ -262,6 +272,7 @@ class CheckpointStore:
     async def changes(self, a: str, b: str | None = None) -> tuple[FileChange, ...]:
         """The file changes from checkpoint `a` to `b`; None for `b`: to the workspace now
         (which takes a checkpoint)."""
+        await self._check_ids(a, *(() if b is None else (b,)))
         if b is None:
             b = (await self.take("workspace now")).id
         return await changes_between(self._repo, a, b, self._secret_patterns)
@@ -270,6 +281,7 @@ class CheckpointStore:
         """What restoring checkpoint `target` would do, given `expected`, the checkpoint the
         agent last left: files that differ from it now are someone else's (conflicts). Takes a
         checkpoint of the workspace first, so the restore itself can be undone."""
+        await self._check_ids(target, expected)
         current = (await self.take("before restore")).id
         to_target = await sides_between(self._repo, current, target)
         since = await sides_between(self._repo, expected, current)
@@ -284,6 +296,17 @@ class CheckpointStore:
             ignore_files=ignore_files,
             outside_links=outside,
         )
+
+    async def _check_ids(self, *ids: str) -> None:
+        """Raises `UnknownCheckpointError` for an id that names no commit of this repository."""
+        for checkpoint_id in ids:
+            if not COMMIT_ID.fullmatch(checkpoint_id):
+                raise UnknownCheckpointError(checkpoint_id, self.workspace)
+        asked = "".join(f"{checkpoint_id}\n" for checkpoint_id in ids).encode("ascii")
+        out = await self._repo.run("cat-file", "--batch-check=%(objecttype)", stdin=asked)
+        for checkpoint_id, kind in zip(ids, out.decode("ascii").splitlines(), strict=True):
+            if kind != "commit":
+                raise UnknownCheckpointError(checkpoint_id, self.workspace)
 
     async def _tree_notes(self, target: str) -> tuple[tuple[str, ...], tuple[PathNote, ...]]:
         """The `.gitignore` files of the target, and its symlinks that point outside."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.checkpoints import CheckpointStore, FileChange, Unavailable
+from engine.checkpoints import CheckpointStore, FileChange, Unavailable, UnknownCheckpointError
 from engine.config import CheckpointsConfig
 from tests.checkpoints.conftest import OpenStore, run, snapshot
 
@@ -267,3 +267,35 @@ def _git_blob_id(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+async def test_an_unknown_checkpoint_id_is_a_clear_error(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    (workspace / "a.txt").write_text("x")
+    store = await open_store()
+    real = await store.take("real")
+    blob = _git_blob_id(b"x")
+    for wrong in ("HEAD", "0" * 40, blob, "--all"):
+        with pytest.raises(UnknownCheckpointError, match="no checkpoint"):
+            await store.changes(wrong, real.id)
+        with pytest.raises(UnknownCheckpointError):
+            await store.plan_restore(real.id, expected=wrong)
+
+
+async def test_a_folder_holding_files_where_a_file_goes_is_refused(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    (workspace / "build").write_text("a file once\n")
+    store = await open_store(exclude=["*.o"])
+    start = await store.take("start")
+    (workspace / "build").unlink()
+    (workspace / "build").mkdir()
+    (workspace / "build" / "main.o").write_bytes(b"ignored object")
+    end = await store.take("end")
+    plan = await store.plan_restore(start.id, expected=end.id)
+    assert "*.o" in plan.ignore_rules
+    result = await store.restore(plan)
+    assert [note.path for note in result.failed] == ["build"]
+    assert "holds files" in result.failed[0].reason
+    assert (workspace / "build" / "main.o").read_bytes() == b"ignored object"
