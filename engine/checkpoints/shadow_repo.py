@@ -11,7 +11,6 @@ open) pins `core.*`, and `info/attributes` unsets every attribute the work tree'
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import os
 import shutil
@@ -184,6 +183,8 @@ class ShadowRepo:
     async def locked(self, *, exclusive: bool) -> AsyncIterator[None]:
         """Checkpoints and restores share the repository; pruning objects takes it alone, so
         it never removes a blob another session staged but has not committed yet."""
+        import fcntl  # POSIX only; a store is never opened elsewhere (`RESTORE_SUPPORTED`)
+
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)

@@ -34,6 +34,7 @@ from engine.checkpoints.checkpoint import (
 )
 from engine.checkpoints.large_files import LargeFileLedger
 from engine.checkpoints.restore import (
+    RESTORE_SUPPORTED,
     PathNote,
     RestorePlan,
     RestoreResult,
@@ -44,6 +45,7 @@ from engine.checkpoints.restore import (
 from engine.checkpoints.settings import exclude_text, refused_workspace
 from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
+from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
 from engine.errors import TrellisError
 from engine.os_text import escape_os_text
@@ -87,8 +89,7 @@ class CheckpointStore:
         self._last_tree: str | None = None
         self._count = 0
         self._index_matches_last = False
-        self._files = 0
-        self._bytes = 0
+        self._size = WorkspaceSize({})
         self._off: Unavailable | None = None
 
     @property
@@ -117,6 +118,11 @@ class CheckpointStore:
             raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
         if not settings.enabled:
             return Unavailable("checkpoints are off in the configuration ([checkpoints] enabled)")
+        if not RESTORE_SUPPORTED:
+            return Unavailable(
+                "checkpoints need a system where a restore can refuse to follow symlinks "
+                "(O_NOFOLLOW and folder descriptors)"
+            )
         git = git_binary()
         if git is None:
             return Unavailable("checkpoints need git, and no `git` is on PATH")
@@ -140,24 +146,9 @@ class CheckpointStore:
         )
         paths = [os.fsdecode(p) for p in out.split(b"\0") if p and not p.endswith(b"/")]
         if len(paths) > self._settings.max_files:
-            return self._over_files(len(paths))
-        total = await asyncio.to_thread(_total_bytes, self.workspace, paths)
-        if total > self._settings.max_bytes:
-            return self._over_bytes(total)
-        self._files, self._bytes = len(paths), total
-        return None
-
-    def _over_files(self, count: int) -> Unavailable:
-        return Unavailable(
-            f"no checkpoints: the workspace holds {count:,} files, more than "
-            f"[checkpoints] max_files ({self._settings.max_files:,})"
-        )
-
-    def _over_bytes(self, total: int) -> Unavailable:
-        return Unavailable(
-            f"no checkpoints: the workspace holds {total:,} bytes, more than "
-            f"[checkpoints] max_bytes ({self._settings.max_bytes:,})"
-        )
+            return WorkspaceSize(dict.fromkeys(paths, 0)).over(self._settings)
+        self._size = await asyncio.to_thread(WorkspaceSize.measure, self.workspace, paths)
+        return self._size.over(self._settings)
 
     async def _load_refs(self) -> None:
         """Pick up where an earlier instance of this session left off."""
@@ -187,7 +178,7 @@ class CheckpointStore:
     async def _take(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
         limit = self._settings.max_file_bytes
-        released, large_changed = await asyncio.to_thread(self._ledger.refresh, limit)
+        released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
         # 2. one status pass finds what else changed
         out = await self._repo.run(
             "-c",
@@ -196,16 +187,18 @@ class CheckpointStore:
             index=self._index,
         )
         found = await asyncio.to_thread(sort_entries, self.workspace, parse_status(out), limit)
-        self._check_growth(found.added_files, found.added_bytes)
+        self._size.update([*large_seen, *found.seen])
+        self._off = self._size.over(self._settings)
+        if self._off is not None:
+            raise CheckpointsOffError(self._off)
         if found.large:
             await asyncio.to_thread(self._record_large, found.large)
-            large_changed = True
         # 3. the index takes the changed paths only
         if found.unindex:
             await self._update_index(("--force-remove",), found.unindex)
         if found.index or released:
             await self._update_index(("--add", "--replace"), [*found.index, *released])
-        nothing_new = not (found.index or found.unindex or released or large_changed)
+        nothing_new = not (found.index or found.unindex or found.large or large_seen)
         if nothing_new and self._index_matches_last and self._last is not None:
             return self._last
         # 4. the tree; unchanged since the session's last checkpoint, that checkpoint
@@ -216,16 +209,6 @@ class CheckpointStore:
             self._index_matches_last = True
             return self._last
         return await self._commit(tree, reason, skipped, nested)
-
-    def _check_growth(self, files: int, size: int) -> None:
-        self._files += files
-        self._bytes += size
-        if self._files > self._settings.max_files:
-            self._off = self._over_files(self._files)
-        elif self._bytes > self._settings.max_bytes:
-            self._off = self._over_bytes(self._bytes)
-        if self._off is not None:
-            raise CheckpointsOffError(self._off)
 
     def _record_large(self, large: Sequence[tuple[str, os.stat_result]]) -> None:
         for path, info in large:
@@ -387,8 +370,13 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
     """Create or update the shadow repository; a new session's index starts as a copy of the
     newest other one, so its first checkpoint finds the stat cache warm."""
     repo.prepare()
-    repo.write_excludes(exclude_text(settings))
     git_dir = repo.git_dir
+    excludes = exclude_text(settings)
+    shadows = git_dir.parent.resolve()
+    if shadows.is_relative_to(repo.workspace):
+        # a data directory inside the workspace: checkpoints must not keep themselves
+        excludes += f"/{shadows.relative_to(repo.workspace).as_posix()}/\n"
+    repo.write_excludes(excludes)
     index = git_dir / f"index-{session_id}"
     if not index.exists():
         others = sorted(git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime_ns)
@@ -404,13 +392,3 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
 def _drop_session_files(git_dir: Path, session_id: str) -> None:
     for name in (f"index-{session_id}", f"large-{session_id}.json", f"large-{session_id}.exclude"):
         (git_dir / name).unlink(missing_ok=True)
-
-
-def _total_bytes(workspace: Path, paths: Sequence[str]) -> int:
-    total = 0
-    for path in paths:
-        try:
-            total += os.lstat(workspace / path).st_size
-        except OSError:
-            continue
-    return total

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.checkpoints import CheckpointStore, FileChange, Unavailable, UnknownCheckpointError
+from engine.checkpoints import (
+    CheckpointsOffError,
+    CheckpointStore,
+    FileChange,
+    Unavailable,
+    UnknownCheckpointError,
+)
 from engine.config import CheckpointsConfig
 from tests.checkpoints.conftest import OpenStore, run, snapshot
 
@@ -299,3 +305,32 @@ async def test_a_folder_holding_files_where_a_file_goes_is_refused(
     assert [note.path for note in result.failed] == ["build"]
     assert "holds files" in result.failed[0].reason
     assert (workspace / "build" / "main.o").read_bytes() == b"ignored object"
+
+
+async def test_off_once_the_workspace_grows_past_a_limit(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    store = await open_store(max_files=3)
+    for round_ in range(5):
+        # files made and removed between checkpoints do not add up
+        (workspace / f"tmp{round_}.txt").write_text("x")
+        await store.take("made")
+        (workspace / f"tmp{round_}.txt").unlink()
+        await store.take("removed")
+    for number in range(4):
+        (workspace / f"f{number}.txt").write_text("x")
+    with pytest.raises(CheckpointsOffError, match="4 files"):
+        await store.take("too many")
+    with pytest.raises(CheckpointsOffError):
+        await store.take("still off")
+
+
+async def test_a_data_directory_inside_the_workspace_is_left_out(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    store = await CheckpointStore.open(workspace, workspace / "data", CheckpointsConfig(), "s")
+    assert not isinstance(store, Unavailable)
+    first = await store.take("first")
+    second = await store.take("second")
+    assert second.id == first.id
+    files = run(["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", first.id])
+    assert files.split() == ["a.txt"]
