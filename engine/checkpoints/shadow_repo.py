@@ -153,7 +153,13 @@ class ShadowRepo:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await process.communicate(stdin)
+        try:
+            out, err = await process.communicate(stdin)
+        except asyncio.CancelledError:
+            # git removes its lock files on SIGTERM, so the next checkpoint is not blocked
+            process.terminate()
+            await asyncio.shield(process.wait())
+            raise
         code = process.returncode if process.returncode is not None else -1
         if code not in ok_codes:
             raise CheckpointError(args, code, err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -334,3 +336,22 @@ async def test_a_data_directory_inside_the_workspace_is_left_out(workspace: Path
     assert second.id == first.id
     files = run(["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", first.id])
     assert files.split() == ["a.txt"]
+
+
+async def test_a_cancelled_checkpoint_leaves_the_store_usable(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    for number in range(300):
+        (workspace / f"f{number}.txt").write_text(f"{number}\n")
+    store = await open_store()
+    task = asyncio.create_task(store.take("cancelled"))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    checkpoint = await store.take("after")
+    files = run(
+        ["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", checkpoint.id]
+    )
+    assert len(files.split()) == 300
+    assert list(store.shadow_dir.glob("index-*.lock")) == []
