@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.checkpoints.checkpoint import SkippedFile
+from engine.checkpoints.settings import anchored_pattern
 from engine.checkpoints.status import FolderCheck
 from engine.os_text import escape_os_text, unescape_os_text
 
@@ -37,17 +38,6 @@ def blob_id(path: Path, size: int) -> str:
         while piece := raw.read(READ_PIECE):
             digest.update(piece)
     return digest.hexdigest()
-
-
-def _pattern(relative: str) -> str | None:
-    """An anchored `.gitignore` pattern matching exactly `relative`; None when none can (a
-    newline in the name)."""
-    if "\n" in relative or "\r" in relative:
-        return None
-    escaped = "".join("\\" + char if char in "\\*?[" else char for char in relative)
-    if escaped.endswith(" "):
-        escaped = escaped[:-1] + "\\ "
-    return "/" + escaped
 
 
 class LargeFileLedger:
@@ -106,7 +96,7 @@ class LargeFileLedger:
     def save(self) -> None:
         rows = {escape_os_text(path): list(_row(file)) for path, file in self._files.items()}
         self._ledger.write_text(json.dumps(rows), "utf-8")
-        patterns = (_pattern(path) for path in sorted(self._files))
+        patterns = (anchored_pattern(path) for path in sorted(self._files))
         text = "".join(f"{pattern}\n" for pattern in patterns if pattern is not None)
         self.exclude.write_bytes(os.fsencode(text))
 

@@ -42,7 +42,7 @@ from engine.checkpoints.restore import (
     make_plan,
     points_outside,
 )
-from engine.checkpoints.settings import exclude_text, refused_workspace
+from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
 from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
 from engine.checkpoints.workspace_size import WorkspaceSize
@@ -193,14 +193,15 @@ class CheckpointStore:
             raise CheckpointsOffError(self._off)
         if found.large:
             await asyncio.to_thread(self._record_large, found.large)
-        # 3. the index takes the changed paths only
+        nothing_new = not (found.index or found.unindex or found.large or large_seen)
+        if nothing_new and self._index_matches_last and self._last is not None:
+            return self._last
+        # 3. the index takes the changed paths only; until a commit holds it, it is ahead
+        self._index_matches_last = False
         if found.unindex:
             await self._update_index(("--force-remove",), found.unindex)
         if found.index or released:
             await self._update_index(("--add", "--replace"), [*found.index, *released])
-        nothing_new = not (found.index or found.unindex or found.large or large_seen)
-        if nothing_new and self._index_matches_last and self._last is not None:
-            return self._last
         # 4. the tree; unchanged since the session's last checkpoint, that checkpoint
         tree = (await self._repo.run("write-tree", index=self._index)).decode("ascii").strip()
         skipped = self._ledger.skipped()
@@ -242,7 +243,10 @@ class CheckpointStore:
             .strip()
         )
         number = self._count + 1
-        updates = f"update {REF_ROOT}/{self.session_id}/{number} {commit}\noption no-deref\nupdate HEAD {commit}\n"
+        updates = (
+            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n"
+            f"option no-deref\nupdate HEAD {commit}\n"
+        )
         await self._repo.run("update-ref", "--stdin", stdin=updates.encode("ascii"))
         self._count = number
         self._last_tree = tree
@@ -373,13 +377,21 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
     git_dir = repo.git_dir
     excludes = exclude_text(settings)
     shadows = git_dir.parent.resolve()
-    if shadows.is_relative_to(repo.workspace):
+    inside = (
+        anchored_pattern(shadows.relative_to(repo.workspace).as_posix())
+        if shadows.is_relative_to(repo.workspace)
+        else None
+    )
+    if inside is not None:
         # a data directory inside the workspace: checkpoints must not keep themselves
-        excludes += f"/{shadows.relative_to(repo.workspace).as_posix()}/\n"
+        excludes += f"{inside}/\n"
     repo.write_excludes(excludes)
     index = git_dir / f"index-{session_id}"
     if not index.exists():
-        others = sorted(git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime_ns)
+        others = sorted(
+            (p for p in git_dir.glob("index-*") if not p.name.endswith(".lock")),
+            key=lambda p: p.stat().st_mtime_ns,
+        )
         if others:
             shutil.copyfile(others[-1], index)
     return LargeFileLedger(

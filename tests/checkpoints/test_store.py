@@ -16,6 +16,7 @@ from engine.checkpoints import (
     FileChange,
     Unavailable,
     UnknownCheckpointError,
+    large_files,
 )
 from engine.config import CheckpointsConfig
 from tests.checkpoints.conftest import OpenStore, run, snapshot
@@ -136,23 +137,23 @@ async def test_files_over_the_cap_are_recorded_not_kept(
     (workspace / "small.txt").write_text("s")
     first = await store.take("first")
     big = b"x" * 500
-    (workspace / "big.bin").write_bytes(big)
+    (workspace / "big [1] *.bin").write_bytes(big)
     second = await store.take("second")
     assert [(f.path, f.size, f.blob) for f in second.skipped] == [
-        ("big.bin", 500, _git_blob_id(big))
+        ("big [1] *.bin", 500, _git_blob_id(big))
     ]
     assert (await store.take("again")).id == second.id
     (change,) = await store.changes(first.id, second.id)
-    assert (change.path, change.status, change.restorable) == ("big.bin", "added", False)
+    assert (change.path, change.status, change.restorable) == ("big [1] *.bin", "added", False)
     assert change.new_blob == _git_blob_id(big)
     # a restore lists it and leaves it alone: it could never be brought back
     plan = await store.plan_restore(first.id, expected=second.id)
-    assert [note.path for note in plan.not_restorable] == ["big.bin"]
+    assert [note.path for note in plan.not_restorable] == ["big [1] *.bin"]
     assert plan.deletes == ()
     # a reopened store still knows it was over the cap
     reopened = await open_store(max_file_bytes=100)
     assert (await reopened.take("reopened")).id == second.id
-    (workspace / "big.bin").write_bytes(b"y")
+    (workspace / "big [1] *.bin").write_bytes(b"y")
     third = await reopened.take("shrunk")
     (change,) = await reopened.changes(second.id, third.id)
     assert (change.status, change.restorable, change.new_blob) == (
@@ -338,14 +339,15 @@ async def test_a_data_directory_inside_the_workspace_is_left_out(workspace: Path
     assert files.split() == ["a.txt"]
 
 
+@pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05, 0.1])
 async def test_a_cancelled_checkpoint_leaves_the_store_usable(
-    workspace: Path, open_store: OpenStore
+    workspace: Path, open_store: OpenStore, after: float
 ) -> None:
     for number in range(300):
         (workspace / f"f{number}.txt").write_text(f"{number}\n")
     store = await open_store()
     task = asyncio.create_task(store.take("cancelled"))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(after)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
@@ -355,3 +357,24 @@ async def test_a_cancelled_checkpoint_leaves_the_store_usable(
     )
     assert len(files.split()) == 300
     assert list(store.shadow_dir.glob("index-*.lock")) == []
+
+
+async def test_an_unchanged_large_file_is_hashed_once(
+    workspace: Path, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed: list[Path] = []
+    real = large_files.blob_id
+
+    def counted(path: Path, size: int) -> str:
+        hashed.append(path)
+        return real(path, size)
+
+    monkeypatch.setattr(large_files, "blob_id", counted)
+    store = await open_store(max_file_bytes=10)
+    (workspace / "big [1] *.bin").write_bytes(b"x" * 100)
+    (workspace / "small.txt").write_text("s")
+    first = await store.take("first")
+    (workspace / "small.txt").write_text("changed")
+    await store.take("second")
+    assert (await store.take("third")).skipped == first.skipped
+    assert [p.name for p in hashed] == ["big [1] *.bin"]
