@@ -130,13 +130,18 @@ def make_plan(
     )
 
 
-def points_outside(workspace: Path, raw_path: str, link_target: bytes) -> bool:
-    """Whether a symlink at `raw_path` with this target would lead out of the workspace."""
-    base = (workspace / raw_path).parent
-    lexical = Path(os.path.normpath(base / os.fsdecode(link_target)))
-    if not lexical.is_relative_to(workspace):
-        return True
-    return not lexical.resolve().is_relative_to(workspace)
+def outside_links(workspace: Path, links: Mapping[str, bytes]) -> tuple[PathNote, ...]:
+    """The symlinks (raw path: target) that would lead out of the workspace, following the
+    links on the way as they are now (a loop leads nowhere). Blocking: touches the disk."""
+    found: list[PathNote] = []
+    for raw, target in sorted(links.items()):
+        base = (workspace / raw).parent
+        lexical = Path(os.path.normpath(base / os.fsdecode(target)))
+        resolved = Path(os.path.realpath(lexical))
+        if not (lexical.is_relative_to(workspace) and resolved.is_relative_to(workspace)):
+            shown = escape_os_text(os.fsdecode(target))
+            found.append(PathNote(escape_os_text(raw), f"points outside the workspace ({shown})"))
+    return tuple(found)
 
 
 class RefusedPath(Exception):

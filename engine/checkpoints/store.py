@@ -40,7 +40,7 @@ from engine.checkpoints.restore import (
     RestoreResult,
     apply_plan,
     make_plan,
-    points_outside,
+    outside_links,
 )
 from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
 from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
@@ -311,13 +311,8 @@ class CheckpointStore:
             if mode == SYMLINK_MODE:
                 links[raw] = blob
         targets = await self._repo.read_blobs(links.values())
-        outside = tuple(
-            PathNote(
-                escape_os_text(raw), f"points outside the workspace ({os.fsdecode(targets[blob])})"
-            )
-            for raw, blob in sorted(links.items())
-            if points_outside(self.workspace, raw, targets[blob])
-        )
+        linked = {raw: targets[blob] for raw, blob in links.items()}
+        outside = await asyncio.to_thread(outside_links, self.workspace, linked)
         return tuple(ignore_files), outside
 
     async def restore(self, plan: RestorePlan, *, overwrite: bool = False) -> RestoreResult:

@@ -4,6 +4,7 @@ gives back the workspace as it was at k: the same paths, bytes and exec bits."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -37,10 +38,21 @@ class MakeDirs:
     path: str
 
 
+@dataclass(frozen=True)
+class Link:
+    """A symlink to a name beside it (which may be a file, a folder, nothing, or itself)."""
+
+    path: str
+    target: str
+
+
+Operation = Write | Delete | MakeDirs | Link
+
 OPERATIONS = st.one_of(
     st.builds(Write, PATHS, st.binary(max_size=40), st.booleans()),
     st.builds(Delete, PATHS),
     st.builds(MakeDirs, PATHS),
+    st.builds(Link, PATHS, NAMES),
 )
 
 
@@ -54,7 +66,14 @@ def _clear_way(root: Path, path: str) -> None:
             above.unlink()
 
 
-def apply(root: Path, operation: Write | Delete | MakeDirs) -> None:
+def apply(root: Path, operation: Operation) -> None:
+    """The operation as a shell would do it; one a shell would fail at (a path through a
+    symlink loop) does nothing."""
+    with contextlib.suppress(OSError):
+        _apply(root, operation)
+
+
+def _apply(root: Path, operation: Operation) -> None:
     target = root / operation.path
     match operation:
         case Write():
@@ -65,20 +84,26 @@ def apply(root: Path, operation: Write | Delete | MakeDirs) -> None:
             target.write_bytes(operation.data)
             target.chmod(0o755 if operation.executable else 0o644)
         case Delete():
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
+            if target.is_symlink() or target.is_file():
                 target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
         case MakeDirs():
             _clear_way(root, operation.path)
             if target.is_file():
                 target.unlink()
             target.mkdir(parents=True, exist_ok=True)
+        case Link():
+            _clear_way(root, operation.path)
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(operation.target)
 
 
-async def _scenario(
-    root: Path, data: Path, steps: list[Write | Delete | MakeDirs], targets: list[int]
-) -> None:
+async def _scenario(root: Path, data: Path, steps: list[Operation], targets: list[int]) -> None:
     store = await CheckpointStore.open(root, data, CheckpointsConfig(), "prop")
     assert not isinstance(store, Unavailable)
     seen = [snapshot(root)]
@@ -101,7 +126,7 @@ async def _scenario(
 @settings(max_examples=25, deadline=None)
 @given(st.lists(OPERATIONS, max_size=8), st.lists(st.integers(0, 100), min_size=1, max_size=3))
 def test_restoring_checkpoint_k_gives_back_the_workspace_at_k(
-    steps: list[Write | Delete | MakeDirs], targets: list[int]
+    steps: list[Operation], targets: list[int]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp, "ws")
