@@ -16,6 +16,7 @@ from engine.checkpoints import (
     FileChange,
     Unavailable,
     UnknownCheckpointError,
+    disk_usage,
     large_files,
 )
 from engine.config import CheckpointsConfig
@@ -378,3 +379,20 @@ async def test_an_unchanged_large_file_is_hashed_once(
     await store.take("second")
     assert (await store.take("third")).skipped == first.skipped
     assert [p.name for p in hashed] == ["big [1] *.bin"]
+
+
+async def test_off_past_max_bytes_and_disk_usage(
+    workspace: Path, data_dir: Path, open_store: OpenStore
+) -> None:
+    (workspace / "a.txt").write_text("x" * 100)
+    heavy = await CheckpointStore.open(workspace, data_dir, CheckpointsConfig(max_bytes=50), "s")
+    assert isinstance(heavy, Unavailable)
+    assert "100 bytes" in heavy.reason
+    assert "max_bytes" in heavy.reason
+    store = await open_store()
+    await store.take("one")
+    (usage,) = disk_usage(data_dir)
+    assert usage.workspace == str(workspace)
+    assert usage.shadow_dir == store.shadow_dir
+    assert usage.bytes > 100
+    assert disk_usage(data_dir / "none") == ()
