@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,18 +232,38 @@ def _write(root: int, parts: list[str], mode: str, data: bytes) -> None:
         if mode == SYMLINK_MODE:
             os.symlink(data, temporary, dir_fd=parent)
         else:
-            permissions = 0o777 if mode == "100755" else 0o666
-            fd = os.open(temporary, _NEW_FILE_FLAGS, permissions, dir_fd=parent)
+            executable = mode == "100755"
+            # a new file gets its permissions from the umask, as any file a tool creates
+            fd = os.open(temporary, _NEW_FILE_FLAGS, 0o777 if executable else 0o666, dir_fd=parent)
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
-        try:
-            _replace(temporary, name, parent)
-        except OSError:
+                current = _current_permissions(parent, name)
+                if current is not None:
+                    os.fchmod(out.fileno(), _with_exec_bit(current, executable))
+        _replace(temporary, name, parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=parent)
-            raise
+        raise
     finally:
         for fd in folders:
             os.close(fd)
+
+
+def _current_permissions(parent: int, name: str) -> int | None:
+    """The permissions of the regular file `name`, None when there is none."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return info.st_mode & 0o777 if stat.S_ISREG(info.st_mode) else None
+
+
+def _with_exec_bit(permissions: int, executable: bool) -> int:
+    """The exec bit git recorded: set wherever the file is readable, or cleared."""
+    if executable:
+        return permissions | ((permissions & 0o444) >> 2)
+    return permissions & ~0o111
 
 
 def _replace(temporary: str, name: str, parent: int) -> None:
@@ -259,10 +280,11 @@ def _replace(temporary: str, name: str, parent: int) -> None:
 def _remove_empty_folders(parent: int, name: str) -> None:
     folder = os.open(name, _DIR_FLAGS, dir_fd=parent)
     try:
-        for entry in os.scandir(folder):
-            if not entry.is_dir(follow_symlinks=False):
-                raise RefusedPath(f"a folder that holds files is where {name!r} goes")
-            _remove_empty_folders(folder, entry.name)
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    raise RefusedPath(f"a folder that holds files is where {name!r} goes")
+                _remove_empty_folders(folder, entry.name)
     finally:
         os.close(folder)
     os.rmdir(name, dir_fd=parent)

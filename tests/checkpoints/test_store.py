@@ -396,3 +396,19 @@ async def test_off_past_max_bytes_and_disk_usage(
     assert usage.shadow_dir == store.shadow_dir
     assert usage.bytes > 100
     assert disk_usage(data_dir / "none") == ()
+
+
+async def test_a_restored_file_keeps_its_permissions_but_the_exec_bit(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    private = workspace / "private.sh"
+    private.write_text("v1\n")
+    private.chmod(0o700)
+    store = await open_store()
+    start = await store.take("start")
+    private.write_text("v2\n")
+    private.chmod(0o600)
+    end = await store.take("end")
+    await store.restore(await store.plan_restore(start.id, expected=end.id))
+    assert private.read_text() == "v1\n"
+    assert private.stat().st_mode & 0o777 == 0o700
