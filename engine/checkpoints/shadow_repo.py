@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -110,8 +111,6 @@ class ShadowRepo:
         from a worker thread."""
         if not (self.git_dir / "HEAD").exists():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            import subprocess
-
             done = subprocess.run(
                 [self.git, "init", "--quiet", "--bare", str(self.git_dir)],
                 env=isolated_env(),

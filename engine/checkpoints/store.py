@@ -205,7 +205,7 @@ class CheckpointStore:
         # 4. the tree; unchanged since the session's last checkpoint, that checkpoint
         tree = (await self._repo.run("write-tree", index=self._index)).decode("ascii").strip()
         skipped = self._ledger.skipped()
-        nested = tuple(sorted(found.nested))
+        nested = tuple(sorted(escape_os_text(path) for path in found.nested))
         if self._last is not None and tree == self._last_tree and skipped == self._last.skipped:
             self._index_matches_last = True
             return self._last
