@@ -93,6 +93,10 @@ def test_every_section_has_its_defaults(tmp_path: Path) -> None:
         900.0,
     )
     assert (entry.context_window, entry.generation_window, entry.egress) == (None, None, None)
+    checkpoints = config.checkpoints
+    assert (checkpoints.enabled, checkpoints.exclude) == (True, [])
+    assert (checkpoints.max_file_bytes, checkpoints.max_files) == (1024 * 1024, 20_000)
+    assert checkpoints.max_bytes == 512 * 1024 * 1024
 
 
 def test_files_that_set_nothing_give_the_validated_defaults(tmp_path: Path) -> None:
@@ -481,3 +485,20 @@ def test_a_console_theme_that_is_not_a_string_is_an_error(tmp_path: Path) -> Non
     user = write(tmp_path / "user.toml", "[console]\ntheme = 3\n")
     error = load_error(tmp_path, user)
     assert "console.theme" in str(error)
+
+
+def test_the_checkpoints_section_is_read_and_checked(tmp_path: Path) -> None:
+    user = write(
+        tmp_path / "u.toml",
+        '[checkpoints]\nenabled = false\nexclude = ["build/"]\nmax_files = 100\n',
+    )
+    checkpoints = load_config(tmp_path, user_file=user).checkpoints
+    assert (checkpoints.enabled, checkpoints.exclude, checkpoints.max_files) == (
+        False,
+        ["build/"],
+        100,
+    )
+    wrong = write(tmp_path / "w.toml", "[checkpoints]\nmax_file_bytes = 0\nmax_fils = 3\n")
+    error = load_error(tmp_path, wrong)
+    assert error.key == "checkpoints.max_file_bytes"
+    assert any("checkpoints.max_fils: unknown key" in line for line in error.problems)

@@ -5,7 +5,7 @@ from engine.checkpoints.changes import FileChange
 from engine.checkpoints.checkpoint import Checkpoint, CheckpointsOffError, SkippedFile, Unavailable
 from engine.checkpoints.restore import PathNote, PlannedWrite, RestorePlan, RestoreResult
 from engine.checkpoints.shadow_repo import CheckpointError
-from engine.checkpoints.store import CheckpointStore
+from engine.checkpoints.store import CheckpointStore, UnknownCheckpointError
 from engine.checkpoints.usage import WorkspaceUsage, disk_usage
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "RestoreResult",
     "SkippedFile",
     "Unavailable",
+    "UnknownCheckpointError",
     "WorkspaceUsage",
     "disk_usage",
 ]

@@ -31,7 +31,8 @@ class Checkpoint:
     reason: str
     skipped: tuple[SkippedFile, ...] = ()
     nested_repositories: tuple[str, ...] = ()
-    """Folders holding another git repository, left out whole (git would keep only a link)."""
+    """Folders holding another git repository, left out whole (git would keep only a link to
+    its HEAD); as the take that made the checkpoint found them, not kept in the commit."""
 
 
 @dataclass(frozen=True, slots=True)

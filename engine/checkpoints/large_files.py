@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.checkpoints.checkpoint import SkippedFile
+from engine.checkpoints.settings import anchored_pattern
 from engine.checkpoints.status import FolderCheck
 from engine.os_text import escape_os_text, unescape_os_text
 
@@ -31,22 +32,12 @@ class LargeFile:
 def blob_id(path: Path, size: int) -> str:
     """The git blob id of the file's bytes (`git hash-object`), read in pieces."""
     digest = hashlib.sha1(f"blob {size}\0".encode("ascii"), usedforsecurity=False)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as raw:
         while piece := raw.read(READ_PIECE):
             digest.update(piece)
     return digest.hexdigest()
-
-
-def _pattern(relative: str) -> str | None:
-    """An anchored `.gitignore` pattern matching exactly `relative`; None when none can (a
-    newline in the name)."""
-    if "\n" in relative or "\r" in relative:
-        return None
-    escaped = "".join("\\" + char if char in "\\*?[" else char for char in relative)
-    if escaped.endswith(" "):
-        escaped = escaped[:-1] + "\\ "
-    return "/" + escaped
 
 
 class LargeFileLedger:
@@ -69,17 +60,17 @@ class LargeFileLedger:
             for path, file in sorted(self._files.items())
         )
 
-    def refresh(self, limit: int) -> tuple[list[str], bool]:
+    def refresh(self, limit: int) -> tuple[list[str], list[tuple[str, int | None]]]:
         """Look at each large file again: the paths to hand back to the index (now small or
-        not a file), and whether anything changed."""
+        not a file), and the paths that changed with their size now (None: gone)."""
         released: list[str] = []
-        changed = False
+        seen: list[tuple[str, int | None]] = []
         folders = FolderCheck(self._workspace)
         for path, known in list(self._files.items()):
             info = folders.lstat(path)
             if info is None:
                 del self._files[path]
-                changed = True
+                seen.append((path, None))
                 continue
             if stat.S_ISREG(info.st_mode) and info.st_size > limit:
                 if (info.st_size, info.st_mtime_ns, info.st_ino) != (
@@ -88,15 +79,15 @@ class LargeFileLedger:
                     known.inode,
                 ):
                     self.record(path, info)
-                    changed = True
+                    seen.append((path, info.st_size))
                 continue
             del self._files[path]
             if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
                 released.append(path)
-            changed = True
-        if changed:
+            seen.append((path, info.st_size))
+        if seen:
             self.save()
-        return released, changed
+        return released, seen
 
     def record(self, path: str, info: os.stat_result) -> None:
         blob = blob_id(self._workspace / path, info.st_size)
@@ -105,7 +96,7 @@ class LargeFileLedger:
     def save(self) -> None:
         rows = {escape_os_text(path): list(_row(file)) for path, file in self._files.items()}
         self._ledger.write_text(json.dumps(rows), "utf-8")
-        patterns = (_pattern(path) for path in sorted(self._files))
+        patterns = (anchored_pattern(path) for path in sorted(self._files))
         text = "".join(f"{pattern}\n" for pattern in patterns if pattern is not None)
         self.exclude.write_bytes(os.fsencode(text))
 

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,13 @@ from pathlib import Path
 from engine.checkpoints.changes import SYMLINK_MODE, Side
 from engine.os_text import escape_os_text, unescape_os_text
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+RESTORE_SUPPORTED = (
+    hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.open in os.supports_dir_fd
+)
+"""Without these (Windows) a restore could not refuse to follow a symlink: no checkpoints."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +131,18 @@ def make_plan(
     )
 
 
-def points_outside(workspace: Path, raw_path: str, link_target: bytes) -> bool:
-    """Whether a symlink at `raw_path` with this target would lead out of the workspace."""
-    base = (workspace / raw_path).parent
-    lexical = Path(os.path.normpath(base / os.fsdecode(link_target)))
-    if not lexical.is_relative_to(workspace):
-        return True
-    return not lexical.resolve().is_relative_to(workspace)
+def outside_links(workspace: Path, links: Mapping[str, bytes]) -> tuple[PathNote, ...]:
+    """The symlinks (raw path: target) that would lead out of the workspace, following the
+    links on the way as they are now (a loop leads nowhere). Blocking: touches the disk."""
+    found: list[PathNote] = []
+    for raw, target in sorted(links.items()):
+        base = (workspace / raw).parent
+        lexical = Path(os.path.normpath(base / os.fsdecode(target)))
+        resolved = Path(os.path.realpath(lexical))
+        if not (lexical.is_relative_to(workspace) and resolved.is_relative_to(workspace)):
+            shown = escape_os_text(os.fsdecode(target))
+            found.append(PathNote(escape_os_text(raw), f"points outside the workspace ({shown})"))
+    return tuple(found)
 
 
 class RefusedPath(Exception):
@@ -221,18 +232,62 @@ def _write(root: int, parts: list[str], mode: str, data: bytes) -> None:
         if mode == SYMLINK_MODE:
             os.symlink(data, temporary, dir_fd=parent)
         else:
-            permissions = 0o777 if mode == "100755" else 0o666
-            fd = os.open(temporary, _NEW_FILE_FLAGS, permissions, dir_fd=parent)
+            executable = mode == "100755"
+            # a new file gets its permissions from the umask, as any file a tool creates
+            fd = os.open(temporary, _NEW_FILE_FLAGS, 0o777 if executable else 0o666, dir_fd=parent)
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
-        try:
-            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
-        except OSError:
+                current = _current_permissions(parent, name)
+                if current is not None:
+                    os.fchmod(out.fileno(), _with_exec_bit(current, executable))
+        _replace(temporary, name, parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=parent)
-            raise
+        raise
     finally:
         for fd in folders:
             os.close(fd)
+
+
+def _current_permissions(parent: int, name: str) -> int | None:
+    """The permissions of the regular file `name`, None when there is none."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return info.st_mode & 0o777 if stat.S_ISREG(info.st_mode) else None
+
+
+def _with_exec_bit(permissions: int, executable: bool) -> int:
+    """The exec bit git recorded: set wherever the file is readable, or cleared."""
+    if executable:
+        return permissions | ((permissions & 0o444) >> 2)
+    return permissions & ~0o111
+
+
+def _replace(temporary: str, name: str, parent: int) -> None:
+    """Rename over `name`. A folder in the way goes when it holds nothing but folders (which git
+    cannot record, so no checkpoint has them), and is refused otherwise: what it holds is not
+    the checkpoint's to drop."""
+    try:
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except IsADirectoryError:
+        _remove_empty_folders(parent, name)
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+
+
+def _remove_empty_folders(parent: int, name: str) -> None:
+    folder = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    raise RefusedPath(f"a folder that holds files is where {name!r} goes")
+                _remove_empty_folders(folder, entry.name)
+    finally:
+        os.close(folder)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _delete(root: int, parts: list[str]) -> None:

@@ -29,3 +29,14 @@ def refused_workspace(workspace: Path) -> str | None:
     if workspace == Path.home().resolve():
         return f"the workspace is the home folder ({workspace})"
     return None
+
+
+def anchored_pattern(relative: str) -> str | None:
+    """A `.gitignore` pattern matching exactly the workspace-relative path `relative`; None when
+    none can (a newline in the name)."""
+    if "\n" in relative or "\r" in relative:
+        return None
+    escaped = "".join("\\" + char if char in "\\*?[" else char for char in relative)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return "/" + escaped

@@ -11,10 +11,11 @@ open) pins `core.*`, and `info/attributes` unsets every attribute the work tree'
 from __future__ import annotations
 
 import asyncio
-import fcntl
+import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -110,8 +111,6 @@ class ShadowRepo:
         from a worker thread."""
         if not (self.git_dir / "HEAD").exists():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            import subprocess
-
             done = subprocess.run(
                 [self.git, "init", "--quiet", "--bare", str(self.git_dir)],
                 env=isolated_env(),
@@ -142,23 +141,50 @@ class ShadowRepo:
         ok_codes: tuple[int, ...] = (0,),
     ) -> bytes:
         """Run `git ARGS` in the work tree with this repository; its stdout. Raises
-        `CheckpointError` on an exit code not in `ok_codes`."""
-        process = await asyncio.create_subprocess_exec(
-            self.git,
-            f"--git-dir={self.git_dir}",
-            f"--work-tree={self.workspace}",
-            *args,
-            cwd=self.workspace,
-            env={**isolated_env(index), **(env or {})},
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        `CheckpointError` on an exit code not in `ok_codes`.
+
+        Cancelled, it stops git with SIGTERM (on which git removes its lock files) and waits
+        for it to exit, so the next command never meets a lock of this one; the start itself is
+        never cut short (asyncio would SIGKILL a process whose start was cancelled)."""
+        started: asyncio.Future[asyncio.subprocess.Process | None] = (
+            asyncio.get_running_loop().create_future()
         )
-        out, err = await process.communicate(stdin)
-        code = process.returncode if process.returncode is not None else -1
+        job = asyncio.ensure_future(self._run(args, index, stdin, env or {}, started))
+        try:
+            out, err, code = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.shield(_stop(started, job))
+            raise
         if code not in ok_codes:
             raise CheckpointError(args, code, err)
         return out
+
+    async def _run(
+        self,
+        args: tuple[str, ...],
+        index: Path | None,
+        stdin: bytes | None,
+        env: dict[str, str],
+        started: asyncio.Future[asyncio.subprocess.Process | None],
+    ) -> tuple[bytes, bytes, int]:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                self.git,
+                f"--git-dir={self.git_dir}",
+                f"--work-tree={self.workspace}",
+                *args,
+                cwd=self.workspace,
+                env={**isolated_env(index), **env},
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except BaseException:
+            started.set_result(None)
+            raise
+        started.set_result(process)
+        out, err = await process.communicate(stdin)
+        return out, err, process.returncode if process.returncode is not None else -1
 
     async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
         """The contents of these objects, in one `cat-file --batch`."""
@@ -184,12 +210,26 @@ class ShadowRepo:
     async def locked(self, *, exclusive: bool) -> AsyncIterator[None]:
         """Checkpoints and restores share the repository; pruning objects takes it alone, so
         it never removes a blob another session staged but has not committed yet."""
+        import fcntl  # POSIX only; a store is never opened elsewhere (`RESTORE_SUPPORTED`)
+
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
         finally:
             os.close(fd)
+
+
+async def _stop(
+    started: asyncio.Future[asyncio.subprocess.Process | None],
+    job: asyncio.Future[tuple[bytes, bytes, int]],
+) -> None:
+    process = await started
+    if process is not None and process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+    with contextlib.suppress(Exception):
+        await job
 
 
 def _write_if_changed(path: Path, text: str) -> None:

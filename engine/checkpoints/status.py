@@ -51,8 +51,8 @@ class Sorted:
     """Tracked but no longer to be kept: gone, beyond a symlink, too large, a FIFO."""
     large: list[tuple[str, os.stat_result]] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
-    added_files: int = 0
-    added_bytes: int = 0
+    seen: list[tuple[str, int | None]] = field(default_factory=list)
+    """Each path looked at and its size now (None: gone), for `WorkspaceSize`."""
 
 
 def sort_entries(workspace: Path, entries: list[StatusEntry], limit: int) -> Sorted:
@@ -66,6 +66,7 @@ def sort_entries(workspace: Path, entries: list[StatusEntry], limit: int) -> Sor
             result.nested.append(entry.path.rstrip("/"))
             continue
         info = folders.lstat(entry.path)
+        result.seen.append((entry.path, None if info is None else info.st_size))
         if info is None:
             if entry.tracked:
                 result.unindex.append(entry.path)
@@ -78,9 +79,6 @@ def sort_entries(workspace: Path, entries: list[StatusEntry], limit: int) -> Sor
             result.index.append(entry.path)
         elif entry.tracked:
             result.unindex.append(entry.path)
-        if not entry.tracked:
-            result.added_files += 1
-            result.added_bytes += info.st_size
     return result
 
 

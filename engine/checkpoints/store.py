@@ -34,22 +34,34 @@ from engine.checkpoints.checkpoint import (
 )
 from engine.checkpoints.large_files import LargeFileLedger
 from engine.checkpoints.restore import (
+    RESTORE_SUPPORTED,
     PathNote,
     RestorePlan,
     RestoreResult,
     apply_plan,
     make_plan,
-    points_outside,
+    outside_links,
 )
-from engine.checkpoints.settings import exclude_text, refused_workspace
+from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
 from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
+from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
+from engine.errors import TrellisError
 from engine.os_text import escape_os_text
 
 REF_ROOT = "refs/trellis"
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 """What a session id may be: it names a ref and files."""
+
+
+class UnknownCheckpointError(TrellisError, ValueError):
+    """An id that names no checkpoint of the workspace."""
+
+    def __init__(self, checkpoint_id: str, workspace: Path) -> None:
+        self.checkpoint_id = checkpoint_id
+        super().__init__(f"no checkpoint {checkpoint_id!r} among the checkpoints of {workspace}")
 
 
 class CheckpointStore:
@@ -77,8 +89,7 @@ class CheckpointStore:
         self._last_tree: str | None = None
         self._count = 0
         self._index_matches_last = False
-        self._files = 0
-        self._bytes = 0
+        self._size = WorkspaceSize({})
         self._off: Unavailable | None = None
 
     @property
@@ -107,6 +118,11 @@ class CheckpointStore:
             raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
         if not settings.enabled:
             return Unavailable("checkpoints are off in the configuration ([checkpoints] enabled)")
+        if not RESTORE_SUPPORTED:
+            return Unavailable(
+                "checkpoints need a system where a restore can refuse to follow symlinks "
+                "(O_NOFOLLOW and folder descriptors)"
+            )
         git = git_binary()
         if git is None:
             return Unavailable("checkpoints need git, and no `git` is on PATH")
@@ -130,24 +146,9 @@ class CheckpointStore:
         )
         paths = [os.fsdecode(p) for p in out.split(b"\0") if p and not p.endswith(b"/")]
         if len(paths) > self._settings.max_files:
-            return self._over_files(len(paths))
-        total = await asyncio.to_thread(_total_bytes, self.workspace, paths)
-        if total > self._settings.max_bytes:
-            return self._over_bytes(total)
-        self._files, self._bytes = len(paths), total
-        return None
-
-    def _over_files(self, count: int) -> Unavailable:
-        return Unavailable(
-            f"no checkpoints: the workspace holds {count:,} files, more than "
-            f"[checkpoints] max_files ({self._settings.max_files:,})"
-        )
-
-    def _over_bytes(self, total: int) -> Unavailable:
-        return Unavailable(
-            f"no checkpoints: the workspace holds {total:,} bytes, more than "
-            f"[checkpoints] max_bytes ({self._settings.max_bytes:,})"
-        )
+            return WorkspaceSize(dict.fromkeys(paths, 0)).over(self._settings)
+        self._size = await asyncio.to_thread(WorkspaceSize.measure, self.workspace, paths)
+        return self._size.over(self._settings)
 
     async def _load_refs(self) -> None:
         """Pick up where an earlier instance of this session left off."""
@@ -177,7 +178,7 @@ class CheckpointStore:
     async def _take(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
         limit = self._settings.max_file_bytes
-        released, large_changed = await asyncio.to_thread(self._ledger.refresh, limit)
+        released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
         # 2. one status pass finds what else changed
         out = await self._repo.run(
             "-c",
@@ -186,36 +187,29 @@ class CheckpointStore:
             index=self._index,
         )
         found = await asyncio.to_thread(sort_entries, self.workspace, parse_status(out), limit)
-        self._check_growth(found.added_files, found.added_bytes)
+        self._size.update([*large_seen, *found.seen])
+        self._off = self._size.over(self._settings)
+        if self._off is not None:
+            raise CheckpointsOffError(self._off)
         if found.large:
             await asyncio.to_thread(self._record_large, found.large)
-            large_changed = True
-        # 3. the index takes the changed paths only
+        nothing_new = not (found.index or found.unindex or found.large or large_seen)
+        if nothing_new and self._index_matches_last and self._last is not None:
+            return self._last
+        # 3. the index takes the changed paths only; until a commit holds it, it is ahead
+        self._index_matches_last = False
         if found.unindex:
             await self._update_index(("--force-remove",), found.unindex)
         if found.index or released:
             await self._update_index(("--add", "--replace"), [*found.index, *released])
-        nothing_new = not (found.index or found.unindex or released or large_changed)
-        if nothing_new and self._index_matches_last and self._last is not None:
-            return self._last
         # 4. the tree; unchanged since the session's last checkpoint, that checkpoint
         tree = (await self._repo.run("write-tree", index=self._index)).decode("ascii").strip()
         skipped = self._ledger.skipped()
-        nested = tuple(sorted(found.nested))
+        nested = tuple(sorted(escape_os_text(path) for path in found.nested))
         if self._last is not None and tree == self._last_tree and skipped == self._last.skipped:
             self._index_matches_last = True
             return self._last
         return await self._commit(tree, reason, skipped, nested)
-
-    def _check_growth(self, files: int, size: int) -> None:
-        self._files += files
-        self._bytes += size
-        if self._files > self._settings.max_files:
-            self._off = self._over_files(self._files)
-        elif self._bytes > self._settings.max_bytes:
-            self._off = self._over_bytes(self._bytes)
-        if self._off is not None:
-            raise CheckpointsOffError(self._off)
 
     def _record_large(self, large: Sequence[tuple[str, os.stat_result]]) -> None:
         for path, info in large:
@@ -249,7 +243,10 @@ class CheckpointStore:
             .strip()
         )
         number = self._count + 1
-        updates = f"update {REF_ROOT}/{self.session_id}/{number} {commit}\noption no-deref\nupdate HEAD {commit}\n"
+        updates = (
+            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n"
+            f"option no-deref\nupdate HEAD {commit}\n"
+        )
         await self._repo.run("update-ref", "--stdin", stdin=updates.encode("ascii"))
         self._count = number
         self._last_tree = tree
@@ -262,6 +259,7 @@ class CheckpointStore:
     async def changes(self, a: str, b: str | None = None) -> tuple[FileChange, ...]:
         """The file changes from checkpoint `a` to `b`; None for `b`: to the workspace now
         (which takes a checkpoint)."""
+        await self._check_ids(a, *(() if b is None else (b,)))
         if b is None:
             b = (await self.take("workspace now")).id
         return await changes_between(self._repo, a, b, self._secret_patterns)
@@ -270,6 +268,7 @@ class CheckpointStore:
         """What restoring checkpoint `target` would do, given `expected`, the checkpoint the
         agent last left: files that differ from it now are someone else's (conflicts). Takes a
         checkpoint of the workspace first, so the restore itself can be undone."""
+        await self._check_ids(target, expected)
         current = (await self.take("before restore")).id
         to_target = await sides_between(self._repo, current, target)
         since = await sides_between(self._repo, expected, current)
@@ -284,6 +283,17 @@ class CheckpointStore:
             ignore_files=ignore_files,
             outside_links=outside,
         )
+
+    async def _check_ids(self, *ids: str) -> None:
+        """Raises `UnknownCheckpointError` for an id that names no commit of this repository."""
+        for checkpoint_id in ids:
+            if not COMMIT_ID.fullmatch(checkpoint_id):
+                raise UnknownCheckpointError(checkpoint_id, self.workspace)
+        asked = "".join(f"{checkpoint_id}\n" for checkpoint_id in ids).encode("ascii")
+        out = await self._repo.run("cat-file", "--batch-check=%(objecttype)", stdin=asked)
+        for checkpoint_id, kind in zip(ids, out.decode("ascii").splitlines(), strict=True):
+            if kind != "commit":
+                raise UnknownCheckpointError(checkpoint_id, self.workspace)
 
     async def _tree_notes(self, target: str) -> tuple[tuple[str, ...], tuple[PathNote, ...]]:
         """The `.gitignore` files of the target, and its symlinks that point outside."""
@@ -301,13 +311,8 @@ class CheckpointStore:
             if mode == SYMLINK_MODE:
                 links[raw] = blob
         targets = await self._repo.read_blobs(links.values())
-        outside = tuple(
-            PathNote(
-                escape_os_text(raw), f"points outside the workspace ({os.fsdecode(targets[blob])})"
-            )
-            for raw, blob in sorted(links.items())
-            if points_outside(self.workspace, raw, targets[blob])
-        )
+        linked = {raw: targets[blob] for raw, blob in links.items()}
+        outside = await asyncio.to_thread(outside_links, self.workspace, linked)
         return tuple(ignore_files), outside
 
     async def restore(self, plan: RestorePlan, *, overwrite: bool = False) -> RestoreResult:
@@ -364,11 +369,24 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
     """Create or update the shadow repository; a new session's index starts as a copy of the
     newest other one, so its first checkpoint finds the stat cache warm."""
     repo.prepare()
-    repo.write_excludes(exclude_text(settings))
     git_dir = repo.git_dir
+    excludes = exclude_text(settings)
+    shadows = git_dir.parent.resolve()
+    inside = (
+        anchored_pattern(shadows.relative_to(repo.workspace).as_posix())
+        if shadows.is_relative_to(repo.workspace)
+        else None
+    )
+    if inside is not None:
+        # a data directory inside the workspace: checkpoints must not keep themselves
+        excludes += f"{inside}/\n"
+    repo.write_excludes(excludes)
     index = git_dir / f"index-{session_id}"
     if not index.exists():
-        others = sorted(git_dir.glob("index-*"), key=lambda p: p.stat().st_mtime_ns)
+        others = sorted(
+            (p for p in git_dir.glob("index-*") if not p.name.endswith(".lock")),
+            key=lambda p: p.stat().st_mtime_ns,
+        )
         if others:
             shutil.copyfile(others[-1], index)
     return LargeFileLedger(
@@ -381,13 +399,3 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
 def _drop_session_files(git_dir: Path, session_id: str) -> None:
     for name in (f"index-{session_id}", f"large-{session_id}.json", f"large-{session_id}.exclude"):
         (git_dir / name).unlink(missing_ok=True)
-
-
-def _total_bytes(workspace: Path, paths: Sequence[str]) -> int:
-    total = 0
-    for path in paths:
-        try:
-            total += os.lstat(workspace / path).st_size
-        except OSError:
-            continue
-    return total

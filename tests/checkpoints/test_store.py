@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from engine.checkpoints import CheckpointStore, FileChange, Unavailable
+from engine.checkpoints import (
+    CheckpointsOffError,
+    CheckpointStore,
+    FileChange,
+    Unavailable,
+    UnknownCheckpointError,
+    disk_usage,
+    large_files,
+)
 from engine.config import CheckpointsConfig
 from tests.checkpoints.conftest import OpenStore, run, snapshot
 
@@ -128,23 +138,23 @@ async def test_files_over_the_cap_are_recorded_not_kept(
     (workspace / "small.txt").write_text("s")
     first = await store.take("first")
     big = b"x" * 500
-    (workspace / "big.bin").write_bytes(big)
+    (workspace / "big [1] *.bin").write_bytes(big)
     second = await store.take("second")
     assert [(f.path, f.size, f.blob) for f in second.skipped] == [
-        ("big.bin", 500, _git_blob_id(big))
+        ("big [1] *.bin", 500, _git_blob_id(big))
     ]
     assert (await store.take("again")).id == second.id
     (change,) = await store.changes(first.id, second.id)
-    assert (change.path, change.status, change.restorable) == ("big.bin", "added", False)
+    assert (change.path, change.status, change.restorable) == ("big [1] *.bin", "added", False)
     assert change.new_blob == _git_blob_id(big)
     # a restore lists it and leaves it alone: it could never be brought back
     plan = await store.plan_restore(first.id, expected=second.id)
-    assert [note.path for note in plan.not_restorable] == ["big.bin"]
+    assert [note.path for note in plan.not_restorable] == ["big [1] *.bin"]
     assert plan.deletes == ()
     # a reopened store still knows it was over the cap
     reopened = await open_store(max_file_bytes=100)
     assert (await reopened.take("reopened")).id == second.id
-    (workspace / "big.bin").write_bytes(b"y")
+    (workspace / "big [1] *.bin").write_bytes(b"y")
     third = await reopened.take("shrunk")
     (change,) = await reopened.changes(second.id, third.id)
     assert (change.status, change.restorable, change.new_blob) == (
@@ -267,3 +277,138 @@ def _git_blob_id(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+async def test_an_unknown_checkpoint_id_is_a_clear_error(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    (workspace / "a.txt").write_text("x")
+    store = await open_store()
+    real = await store.take("real")
+    blob = _git_blob_id(b"x")
+    for wrong in ("HEAD", "0" * 40, blob, "--all"):
+        with pytest.raises(UnknownCheckpointError, match="no checkpoint"):
+            await store.changes(wrong, real.id)
+        with pytest.raises(UnknownCheckpointError):
+            await store.plan_restore(real.id, expected=wrong)
+
+
+async def test_a_folder_holding_files_where_a_file_goes_is_refused(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    (workspace / "build").write_text("a file once\n")
+    store = await open_store(exclude=["*.o"])
+    start = await store.take("start")
+    (workspace / "build").unlink()
+    (workspace / "build").mkdir()
+    (workspace / "build" / "main.o").write_bytes(b"ignored object")
+    end = await store.take("end")
+    plan = await store.plan_restore(start.id, expected=end.id)
+    assert "*.o" in plan.ignore_rules
+    result = await store.restore(plan)
+    assert [note.path for note in result.failed] == ["build"]
+    assert "holds files" in result.failed[0].reason
+    assert (workspace / "build" / "main.o").read_bytes() == b"ignored object"
+
+
+async def test_off_once_the_workspace_grows_past_a_limit(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    store = await open_store(max_files=3)
+    for round_ in range(5):
+        # files made and removed between checkpoints do not add up
+        (workspace / f"tmp{round_}.txt").write_text("x")
+        await store.take("made")
+        (workspace / f"tmp{round_}.txt").unlink()
+        await store.take("removed")
+    for number in range(4):
+        (workspace / f"f{number}.txt").write_text("x")
+    with pytest.raises(CheckpointsOffError, match="4 files"):
+        await store.take("too many")
+    with pytest.raises(CheckpointsOffError):
+        await store.take("still off")
+
+
+async def test_a_data_directory_inside_the_workspace_is_left_out(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    store = await CheckpointStore.open(workspace, workspace / "data", CheckpointsConfig(), "s")
+    assert not isinstance(store, Unavailable)
+    first = await store.take("first")
+    second = await store.take("second")
+    assert second.id == first.id
+    files = run(["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", first.id])
+    assert files.split() == ["a.txt"]
+
+
+@pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05, 0.1])
+async def test_a_cancelled_checkpoint_leaves_the_store_usable(
+    workspace: Path, open_store: OpenStore, after: float
+) -> None:
+    for number in range(300):
+        (workspace / f"f{number}.txt").write_text(f"{number}\n")
+    store = await open_store()
+    task = asyncio.create_task(store.take("cancelled"))
+    await asyncio.sleep(after)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    checkpoint = await store.take("after")
+    files = run(
+        ["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", checkpoint.id]
+    )
+    assert len(files.split()) == 300
+    assert list(store.shadow_dir.glob("index-*.lock")) == []
+
+
+async def test_an_unchanged_large_file_is_hashed_once(
+    workspace: Path, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed: list[Path] = []
+    real = large_files.blob_id
+
+    def counted(path: Path, size: int) -> str:
+        hashed.append(path)
+        return real(path, size)
+
+    monkeypatch.setattr(large_files, "blob_id", counted)
+    store = await open_store(max_file_bytes=10)
+    (workspace / "big [1] *.bin").write_bytes(b"x" * 100)
+    (workspace / "small.txt").write_text("s")
+    first = await store.take("first")
+    (workspace / "small.txt").write_text("changed")
+    await store.take("second")
+    assert (await store.take("third")).skipped == first.skipped
+    assert [p.name for p in hashed] == ["big [1] *.bin"]
+
+
+async def test_off_past_max_bytes_and_disk_usage(
+    workspace: Path, data_dir: Path, open_store: OpenStore
+) -> None:
+    (workspace / "a.txt").write_text("x" * 100)
+    heavy = await CheckpointStore.open(workspace, data_dir, CheckpointsConfig(max_bytes=50), "s")
+    assert isinstance(heavy, Unavailable)
+    assert "100 bytes" in heavy.reason
+    assert "max_bytes" in heavy.reason
+    store = await open_store()
+    await store.take("one")
+    (usage,) = disk_usage(data_dir)
+    assert usage.workspace == str(workspace)
+    assert usage.shadow_dir == store.shadow_dir
+    assert usage.bytes > 100
+    assert disk_usage(data_dir / "none") == ()
+
+
+async def test_a_restored_file_keeps_its_permissions_but_the_exec_bit(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    private = workspace / "private.sh"
+    private.write_text("v1\n")
+    private.chmod(0o700)
+    store = await open_store()
+    start = await store.take("start")
+    private.write_text("v2\n")
+    private.chmod(0o600)
+    end = await store.take("end")
+    await store.restore(await store.plan_restore(start.id, expected=end.id))
+    assert private.read_text() == "v1\n"
+    assert private.stat().st_mode & 0o777 == 0o700
