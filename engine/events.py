@@ -495,6 +495,25 @@ class SessionRewind(Payload, event="session/rewind", scope=Scope.session):
     code: bool = False
     prompt: str = ""
     label: PrivatizationLabel | None = None
+    undoes: int | None = None
+    """The seq of the rewind this one undoes: its history comes back as it was just before it
+    (`to_seq` is that rewind's seq), and its files as they were (`code_target` is the
+    checkpoint it took first)."""
+    code_target: str | None = None
+    """With `code`: the checkpoint the files were brought back to."""
+    code_before: str | None = None
+    """The checkpoint taken just before the files were written: what undoing this rewind
+    brings back."""
+    code_after: str | None = None
+    """The checkpoint taken once they were: what the agent's files are from here on."""
+    restored: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    """Files changed by someone else since the agent left them, kept as they were."""
+    failed: tuple[str, ...] = ()
+    """Files that could not be written or removed, each with why (`path: reason`)."""
+    code_refused: str | None = None
+    """Why the files were not rewound although asked (no checkpoints here, an editor holds them)."""
 
 
 class SessionTitle(Payload, event="session/title", scope=Scope.session):

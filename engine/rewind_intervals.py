@@ -25,11 +25,14 @@ from engine.events import Event, SessionRewind
 class RewoundIntervals:
     """The union of the rewinds' [to_seq, seq) intervals, disjoint and sorted."""
 
-    __slots__ = ("_ends", "_starts")
+    __slots__ = ("_after", "_ends", "_starts")
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
         self._starts: list[int] = []
         self._ends: list[int] = []
+        self._after: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        """The intervals as each conversation rewind left them, by its seq: an undo goes back
+        to those before the rewind it undoes."""
         for event in events:
             self.note(event)
 
@@ -59,8 +62,20 @@ class RewoundIntervals:
         data = event.data
         if type(data) is not SessionRewind or not data.conversation:  # by exact class
             return False
-        self.add(data.to_seq, event.seq)
+        self.take(data.to_seq, event.seq, undoes=data.undoes)
         return True
+
+    def take(self, to_seq: int, seq: int, *, undoes: int | None = None) -> None:
+        """Take in a conversation rewind at `seq` back to `to_seq`. An undo (`undoes`: the
+        undone rewind's seq, also its `to_seq`) goes back to the intervals the rewinds before
+        that one made: the history as it was just before it, then what comes from here; all
+        from that rewind up to this one leaves the history, again a truncation and an append."""
+        if undoes is not None:
+            earlier = [entry for entry in self._after if entry[0] < undoes]
+            _, starts, ends = earlier[-1] if earlier else (-1, (), ())
+            self._starts, self._ends = list(starts), list(ends)
+        self.add(to_seq, seq)
+        self._after.append((seq, tuple(self._starts), tuple(self._ends)))
 
     def add(self, start: int, end: int) -> None:
         """Take out [start, end); `end` is past every interval so far (a rewind's own seq)."""
@@ -79,6 +94,7 @@ class RewoundIntervals:
     def copy(self) -> RewoundIntervals:
         twin = RewoundIntervals()
         twin._starts, twin._ends = list(self._starts), list(self._ends)
+        twin._after = list(self._after)
         return twin
 
     def effective(self, events: Iterable[Event]) -> Iterator[Event]:

@@ -48,8 +48,9 @@ from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import READ_CHUNK, STREAM_QUEUE_SIZE, Immediate, Subscriber
 
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
+    from engine.agent.code_rewind import CodePlan
     from engine.agent.compactor import CompactionResult
-    from engine.agent.rewind import RewindResult
+    from engine.agent.rewind import RewindPoint, RewindResult, RewoundTurn
     from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
     from engine.config import DetectedModel
     from engine.context import UnrestorableArea
@@ -572,30 +573,103 @@ class Agent:
         finally:
             self._rewriting = None
 
-    async def rewind(self, to_turn: int) -> RewindResult:
-        """Take the conversation back to just before turn `to_turn`'s prompt: the Context, the
-        bound model, the mode, the pins and the Areas are again what they were then, exactly
-        as a resume of the session would rebuild them; the log keeps every turn, and the next
-        turn's number follows the last one's. Steering and context waiting in the outbox are
-        dropped (the result lists them). Between turns only.
+    async def rewind_points(self) -> list[RewoundTurn]:
+        """The prompts a rewind can go back to (the turns of the history, oldest first), each
+        with its time and the files its turn changed."""
+        from engine.agent.rewind import history_turns
 
-        Raises `RewindError` while a turn runs or is queued, or for a turn that is not in the
-        session's history (a number never used, or one an earlier rewind took out)."""
-        from engine.agent.rewind import RewindError, rewind_conversation
+        self._check_open()
+        return await history_turns(self._rt)
+
+    async def plan_rewind(
+        self, to_turn: int | None, *, code: bool = True, code_refused: str | None = None
+    ) -> tuple[RewindPoint, CodePlan | None]:
+        """Where a rewind to before turn `to_turn`'s prompt goes (None: an undo of the last
+        rewind), and with `code` what it would do to the files — said before anything is
+        touched (the files to write and remove, those changed by someone else, what no rewind
+        brings back). `code_refused`: why a front end will not let Trellis write the files (an
+        editor holds them). Raises `RewindError` as `rewind` does."""
+        from engine.agent.code_rewind import plan_code
+        from engine.agent.rewind import rewind_point, undo_point
+
+        self._check_idle_for_rewind()
+        if to_turn is None:
+            point, undone = await undo_point(self._rt)
+            if not undone.code_after and not code_refused:
+                code = False  # it changed no file: there are none to put back
+        else:
+            point = await rewind_point(self._rt, to_turn)
+        if not code:
+            return point, None
+        plan = await plan_code(self._rt, point.to_turn, point.seq, refused=code_refused)
+        return point, plan
+
+    async def rewind(
+        self,
+        to_turn: int | None,
+        *,
+        conversation: bool = True,
+        code: bool = False,
+        overwrite: bool = False,
+        code_refused: str | None = None,
+    ) -> RewindResult:
+        """Take the session back to just before turn `to_turn`'s prompt (None: undo the last
+        rewind). With `conversation`, the Context, the bound model, the mode, the pins and the
+        Areas are again what they were then, exactly as a resume of the session would rebuild
+        them; the log keeps every turn, and the next turn's number follows the last one's;
+        steering and context waiting in the outbox are dropped (the result lists them). With
+        `code`, the files the agent changed since are put back from the session's checkpoints
+        and those it created removed; a file changed since by someone else is kept unless
+        `overwrite`. The rewind is one `session/rewind` event, and an undo takes it back.
+        Between turns only.
+
+        Raises `RewindError` while a turn runs or is queued, for a turn that is not in the
+        session's history (a number never used, or one an earlier rewind took out), for an undo
+        with no rewind to undo, and for a rewind of the files only that cannot run (no
+        checkpoints here: the reason)."""
+        from engine.agent.code_rewind import plan_code, restore_code
+        from engine.agent.rewind import RewindError, apply_rewind, rewind_point, undo_point
+
+        self._check_idle_for_rewind()
+        if not (conversation or code):
+            raise RewindError("a rewind takes back the conversation, the files, or both")
+        waiting = len(self._rt.outbox)  # dropped; what is staged while the rewind runs stays
+        # a send made while the log is read back waits for the rewind, then runs
+        self._rewriting = "rewind"
+        try:
+            rt = self._rt
+            if to_turn is None:
+                point, undone = await undo_point(rt)
+                conversation = conversation and undone.conversation
+                code = code and (undone.code_after is not None or code_refused is not None)
+                if not (conversation or code):
+                    raise RewindError("the last rewind changed nothing this undo could take back")
+            else:
+                point = await rewind_point(rt, to_turn)
+            plan = None
+            done = None
+            if code:
+                plan = await plan_code(rt, point.to_turn, point.seq, refused=code_refused)
+                if plan.refused is not None and not conversation:
+                    raise RewindError(f"cannot rewind the files: {plan.refused}")
+                if plan.plan is not None:
+                    done = await restore_code(rt, plan, overwrite=overwrite)
+            return await apply_rewind(
+                rt, point, conversation=conversation, code=done, plan=plan, waiting=waiting
+            )
+        finally:
+            self._rewriting = None
+            if self._inbox and self._runner is None and not self._closed:
+                self._start_runner()
+
+    def _check_idle_for_rewind(self) -> None:
+        from engine.agent.rewind import RewindError
 
         self._check_open()
         if self._runner is not None or self._turn is not None:
             raise RewindError("cannot rewind while a turn is running; cancel it or wait")
         if self._rewriting is not None:
             raise RewindError(f"cannot rewind while a {self._rewriting} is under way")
-        # a send made while the log is read back waits for the rewind, then runs
-        self._rewriting = "rewind"
-        try:
-            return await rewind_conversation(self._rt, to_turn)
-        finally:
-            self._rewriting = None
-            if self._inbox and self._runner is None and not self._closed:
-                self._start_runner()
 
     async def fork(self) -> str:
         """Copy this session up to here into a new stored session; returns its id."""

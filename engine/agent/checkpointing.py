@@ -62,10 +62,8 @@ class Checkpointing:
         self._off = opener is None
         self._turn: int | None = None
         self._turn_before: str | None = None
-
-    @property
-    def available(self) -> bool:
-        return not self._off
+        self.why_off: str | None = None if opener is not None else "the session is not stored"
+        """Why the session takes no checkpoints, once it is known."""
 
     async def store(self) -> CheckpointStore | None:
         """The open store, or None when the session keeps no checkpoints (said once)."""
@@ -86,6 +84,7 @@ class Checkpointing:
 
     def _give_up(self, reason: str) -> None:
         self._off = True
+        self.why_off = reason
         self._store = None
         self._session.append(CheckpointsOff(reason=reason))
 
