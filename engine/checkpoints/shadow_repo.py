@@ -213,8 +213,16 @@ class ShadowRepo:
         import fcntl  # POSIX only; a store is never opened elsewhere (`RESTORE_SUPPORTED`)
 
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
         try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            await asyncio.shield(waiting)
+        except BaseException:
+            # the thread still waits on the descriptor: close it only once the wait is over,
+            # so its number is never reused under a pending lock
+            waiting.add_done_callback(lambda _: os.close(fd))
+            raise
+        try:
             yield
         finally:
             os.close(fd)
