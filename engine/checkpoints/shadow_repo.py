@@ -79,9 +79,11 @@ def shadow_dir_for(data_dir: Path, workspace: Path) -> Path:
     return data_dir / SHADOW_DIR_NAME / f"{digest}.git"
 
 
-def isolated_env(index: Path | None = None) -> dict[str, str]:
+def isolated_env(git_dir: Path, index: Path | None = None) -> dict[str, str]:
     """This process's environment without the user's git setup: no inherited `GIT_*`, no global
-    or system config, messages in the C locale, and (when given) the session's own index."""
+    or system config, messages in the C locale, and (when given) the session's own index.
+    `HOME` and `XDG_CONFIG_HOME` point into the shadow repository too, where no config is, so a
+    git older than `GIT_CONFIG_GLOBAL` (2.32) reads no user file either."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     env.update(
         GIT_CONFIG_GLOBAL=os.devnull,
@@ -91,6 +93,8 @@ def isolated_env(index: Path | None = None) -> dict[str, str]:
         GIT_AUTHOR_EMAIL=AUTHOR[1],
         GIT_COMMITTER_NAME=AUTHOR[0],
         GIT_COMMITTER_EMAIL=AUTHOR[1],
+        HOME=str(git_dir),
+        XDG_CONFIG_HOME=str(git_dir / "no-user-config"),
         LC_ALL="C",
     )
     if index is not None:
@@ -113,7 +117,7 @@ class ShadowRepo:
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
                 [self.git, "init", "--quiet", "--bare", str(self.git_dir)],
-                env=isolated_env(),
+                env=isolated_env(self.git_dir),
                 capture_output=True,
                 check=False,
             )
@@ -174,7 +178,7 @@ class ShadowRepo:
                 f"--work-tree={self.workspace}",
                 *args,
                 cwd=self.workspace,
-                env={**isolated_env(index), **env},
+                env={**isolated_env(self.git_dir, index), **env},
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -213,8 +217,16 @@ class ShadowRepo:
         import fcntl  # POSIX only; a store is never opened elsewhere (`RESTORE_SUPPORTED`)
 
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
         try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            await asyncio.shield(waiting)
+        except BaseException:
+            # the thread still waits on the descriptor: close it only once the wait is over,
+            # so its number is never reused under a pending lock
+            waiting.add_done_callback(lambda _: os.close(fd))
+            raise
+        try:
             yield
         finally:
             os.close(fd)

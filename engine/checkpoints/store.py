@@ -52,6 +52,8 @@ from engine.os_text import escape_os_text
 
 REF_ROOT = "refs/trellis"
 COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+STALE_LOCK_SECONDS = 600
+"""Far longer than a checkpoint's git commands take, even a cold one on a large workspace."""
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 """What a session id may be: it names a ref and files."""
 
@@ -317,18 +319,18 @@ class CheckpointStore:
 
     async def restore(self, plan: RestorePlan, *, overwrite: bool = False) -> RestoreResult:
         """Bring the workspace to the plan's target. Conflicts, and paths changed since the plan
-        was made, are kept unless `overwrite`."""
-        now = (await self.take("restore")).id
-        conflicts = set(plan.conflicts)
-        if now != plan.current:
-            moved = await sides_between(self._repo, plan.current, now)
-            planned = {w.path for w in plan.writes} | set(plan.deletes)
-            late = {escape_os_text(raw) for raw in moved} & planned
-            conflicts |= late
-            plan = replace(plan, conflicts=tuple(sorted(conflicts)))
-        keep = frozenset() if overwrite else frozenset(conflicts)
-        blobs = await self._repo.read_blobs(w.blob for w in plan.writes if w.path not in keep)
-        async with self._repo.locked(exclusive=False):
+        was made, are kept unless `overwrite`. No checkpoint of this store runs meanwhile."""
+        async with self._lock, self._repo.locked(exclusive=False):
+            if self._off is not None:
+                raise CheckpointsOffError(self._off)
+            now = (await self._take("restore")).id
+            if now != plan.current:
+                moved = await sides_between(self._repo, plan.current, now)
+                planned = {w.path for w in plan.writes} | set(plan.deletes)
+                late = {escape_os_text(raw) for raw in moved} & planned
+                plan = replace(plan, conflicts=tuple(sorted({*plan.conflicts, *late})))
+            keep = frozenset() if overwrite else frozenset(plan.conflicts)
+            blobs = await self._repo.read_blobs(w.blob for w in plan.writes if w.path not in keep)
             return await asyncio.to_thread(apply_plan, self.workspace, plan, blobs, keep)
 
     async def prune(self, session_id: str) -> None:
@@ -382,6 +384,7 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
         excludes += f"{inside}/\n"
     repo.write_excludes(excludes)
     index = git_dir / f"index-{session_id}"
+    _drop_stale_lock(git_dir / f"index-{session_id}.lock")
     if not index.exists():
         others = sorted(
             (p for p in git_dir.glob("index-*") if not p.name.endswith(".lock")),
@@ -394,6 +397,17 @@ def _prepare(repo: ShadowRepo, settings: CheckpointsConfig, session_id: str) -> 
         git_dir / f"large-{session_id}.json",
         git_dir / f"large-{session_id}.exclude",
     )
+
+
+def _drop_stale_lock(lock: Path) -> None:
+    """A session's index lock older than any of its git commands runs is left by a process that
+    died (SIGKILL, a crash); without this, the session would get no checkpoint again."""
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return
+    if age > STALE_LOCK_SECONDS:
+        lock.unlink(missing_ok=True)
 
 
 def _drop_session_files(git_dir: Path, session_id: str) -> None:

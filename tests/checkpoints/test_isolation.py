@@ -66,10 +66,11 @@ async def test_user_git_config_hooks_and_attributes_are_ignored(
 async def test_the_workspace_repository_is_untouched(
     workspace: Path, open_store: OpenStore
 ) -> None:
-    run(["git", "init", "-q", str(workspace)])
-    (workspace / "tracked.txt").write_text("v1\n")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x"}
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env |= {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x"}
     env |= {"GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+    run(["git", "init", "-q", str(workspace)], env=env)
+    (workspace / "tracked.txt").write_text("v1\n")
     run(["git", "add", "tracked.txt"], cwd=workspace, env=env)
     run(["git", "commit", "-qm", "one"], cwd=workspace, env=env)
     git = workspace / ".git"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.checkpoints import (
+    CheckpointError,
     CheckpointsOffError,
     CheckpointStore,
     FileChange,
@@ -412,3 +413,20 @@ async def test_a_restored_file_keeps_its_permissions_but_the_exec_bit(
     await store.restore(await store.plan_restore(start.id, expected=end.id))
     assert private.read_text() == "v1\n"
     assert private.stat().st_mode & 0o777 == 0o700
+
+
+async def test_a_lock_left_by_a_dead_process_is_dropped_on_open(
+    workspace: Path, open_store: OpenStore
+) -> None:
+    (workspace / "a.txt").write_text("x")
+    store = await open_store()
+    await store.take("first")
+    lock = store.shadow_dir / "index-s1.lock"
+    lock.write_bytes(b"")
+    (workspace / "a.txt").write_text("y")
+    with pytest.raises(CheckpointError, match=r"index-s1\.lock"):
+        await store.take("blocked")
+    os.utime(lock, (0, 0))
+    reopened = await open_store()
+    assert not lock.exists()
+    await reopened.take("after")
