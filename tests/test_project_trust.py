@@ -98,6 +98,7 @@ def test_every_key_that_runs_sends_or_lowers_is_skipped(tmp_path: Path, user: Pa
         '[[mcp_servers]]\nname = "x"\ncommand = "sh"\n'
         '[[areas]]\npath = "os:system"\n'
         '[serve]\nhost = "0.0.0.0"\n'
+        '[checkpoints]\nenabled = false\n'
         '[context]\nshell_class = "public"\nsecret_patterns = []\n'
         'instruction_files = ["AGENTS.md", ".env"]\nchar_cap = 777\n'
         '[agent]\nallow_protected_writes = [".trellis"]\n',
@@ -111,6 +112,7 @@ def test_every_key_that_runs_sends_or_lowers_is_skipped(tmp_path: Path, user: Pa
         "mcp_servers",
         "areas",
         "serve",
+        "checkpoints",
         "context.shell_class",
         "context.secret_patterns",
         "context.instruction_files",
@@ -132,6 +134,7 @@ def test_every_key_that_runs_sends_or_lowers_is_skipped(tmp_path: Path, user: Pa
     assert config.context.shell_class == "private"
     assert config.context.char_cap == 777  # beside the skipped keys, the limit applied
     assert config.agent.allow_protected_writes == []
+    assert config.checkpoints.enabled  # a project cannot turn off what undoes your files
 
 
 def test_the_report_carries_what_a_dialog_shows(tmp_path: Path, user: Path) -> None:
