@@ -6,10 +6,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.events import SessionRewind
 from engine.permission_mode import MODE_NAMES
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     GcEntry,
@@ -113,7 +115,28 @@ def rewind_line(rewind: RewindEntry) -> str:
     return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
 
 
+def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:
+    """What a rewind did to the files, a line per kind (`restored: a.py, b.py`), or why it did
+    not touch them though asked; none for a conversation rewind."""
+    lines = [f"undoes the rewind at seq {rewind.undoes}"] if rewind.undoes is not None else []
+    if rewind.code_refused:
+        lines.append(f"files not rewound: {rewind.code_refused}")
+    for name, paths in (
+        ("restored", rewind.restored),
+        ("removed", rewind.deleted),
+        ("kept, changed by someone else since", rewind.kept),
+        ("failed", rewind.failed),
+    ):
+        if paths:
+            lines.append(f"{name}: {', '.join(paths)}")
+    return lines
+
+
 def rewind_words(to_turn: int, *, conversation: bool, code: bool) -> str:
     """`Rewound to turn 3 (conversation)`: what went back, to before which prompt."""
     parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
     return f"Rewound to turn {to_turn} ({' and '.join(parts) or 'nothing'})"
+
+
+def checkpoints_off_line(entry: CheckpointsOffEntry) -> str:
+    return f"Checkpoints off from here on, so no changes to the files are recorded: {entry.reason}"
