@@ -42,6 +42,19 @@ class Shell:
         return ToolCall("", "run_shell", {"command": self.command})
 
 
+@dataclass(frozen=True)
+class Rewind:
+    index: int  # into the history's turns, modulo its length
+    conversation: bool
+
+
+@dataclass(frozen=True)
+class Undo:
+    pass
+
+
+Step = Write | Shell | Rewind | Undo
+
 operations = st.one_of(
     st.builds(Write, st.sampled_from(PATHS), st.text("xyz\n", min_size=0, max_size=6)),
     st.sampled_from(PATHS).map(lambda p: Shell(f"rm -f {p}")),
@@ -53,8 +66,8 @@ operations = st.one_of(
 steps = st.lists(
     st.one_of(
         operations,
-        st.tuples(st.just("rewind"), st.integers(0, 50), st.booleans()),
-        st.just(("undo",)),
+        st.builds(Rewind, st.integers(0, 50), st.booleans()),
+        st.just(Undo()),
     ),
     min_size=2,
     max_size=9,
@@ -65,7 +78,7 @@ def snapshot(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-async def play(plan: list[object], root: Path, data: Path) -> None:
+async def play(plan: list[Step], root: Path, data: Path) -> None:
     replies: list[Reply] = []
     for step in plan:
         if isinstance(step, Write | Shell):
@@ -89,13 +102,13 @@ async def play(plan: list[object], root: Path, data: Path) -> None:
                 number += 1
                 before[number] = snapshot(root)
                 await agent.send(f"turn {number}")
-            elif step[0] == "rewind":
+            elif isinstance(step, Rewind):
                 history = [p.turn for p in await agent.rewind_points()]
                 if not history:
                     continue
-                turn = history[step[1] % len(history)]
+                turn = history[step.index % len(history)]
                 state = snapshot(root)
-                await agent.rewind(turn, conversation=step[2], code=True)
+                await agent.rewind(turn, conversation=step.conversation, code=True)
                 after_rewinds.append(state)
                 assert snapshot(root) == before[turn], (plan, turn)
             elif after_rewinds:
@@ -113,7 +126,7 @@ async def play(plan: list[object], root: Path, data: Path) -> None:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(plan=steps)
-def test_rewinding_to_turn_k_gives_the_workspace_before_turn_k(plan: list[object]) -> None:
+def test_rewinding_to_turn_k_gives_the_workspace_before_turn_k(plan: list[Step]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root, data = Path(tmp) / "ws", Path(tmp) / "data"
         root.mkdir()
