@@ -427,9 +427,9 @@ async def test_load_refuses_another_cwd_and_an_unknown_session(
 async def test_list_by_cwd_with_a_cursor(
     server: AcpServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.acp.handlers as handlers
+    import app.acp.lifecycle as lifecycle
 
-    monkeypatch.setattr(handlers, "LIST_PAGE", 2)
+    monkeypatch.setattr(lifecycle, "LIST_PAGE", 2)
     peer = Peer(server)
     ids = []
     for n in range(3):
@@ -540,7 +540,7 @@ async def test_an_exception_inside_a_handler_is_an_internal_error_for_that_reque
     def broken(*_: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("app.acp.handlers.SessionHandlers._served_roots", broken)
+    monkeypatch.setattr("app.acp.lifecycle.LifecycleHandlers._served_roots", broken)
     failed = await peer.request("session/list", {})
     assert failed["error"]["code"] == -32603
     assert "boom" in failed["error"]["message"]
