@@ -11,12 +11,14 @@ baseline in the same run, in interleaved rounds:
   `agent_ready`: the time from the request to the answer of a `session/set_config_option` sent
   right after the load's answer, which waits for the session's Agent (opened after the answer, so
   that a prompt can run): what a client that loads and then prompts at once waits in all.
-  `server_cpu_to_answer`: the CPU seconds `trellis serve` spent from the cheap client's request to its answer (Linux's
-  /proc), a figure that other work on a shared machine moves far less than wall time. With `--before DIR` (an
-  earlier source tree, e.g. a `git archive` of main, with the same store schema) that tree's `trellis serve` loads a
-  copy of the same sessions in each round too, with both clients (`before` beside each size): a change judged in one
-  run. The throughput measure does the same with the streamed reply (`before`: the earlier server's rates, each
-  round's beside this tree's).
+  `server_cpu_to_answer`: the CPU seconds `trellis serve` spent from the cheap client's request to
+  its answer (Linux's /proc), a figure that other work on a shared machine moves far less than wall
+  time. With `--before DIR` (an earlier source tree, e.g. a `git worktree` of main, with its own
+  `tests/acp/long_session.py`) that tree's `trellis serve` loads the same sessions, stored by that
+  tree's own code (its events may lack a field this tree writes), in each round too, with both
+  clients (`before` beside each size): a change judged in one run. The throughput measure does the
+  same with the streamed reply (`before`: the earlier server's rates, each round's beside this
+  tree's).
 - Update throughput of one streamed reply (the scripted model streaming 20,000 words with no delay):
   `session/update` frames per second from the prompt to its answer, beside a raw `websockets`
   server (another process, the same settings: no compression) sending the very same frames as fast
@@ -393,11 +395,11 @@ def rate(counts: list[float], times: list[float]) -> float:
 async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict[str, Any]:
     with serving(tmp, name="load") as server, ExitStack() as earlier:
         ids = {n: await store_session(server.db, server.root, n) for n in SIZES}
-        old = None
-        if before is not None:  # the earlier code's own server, on its own copy of the sessions
+        old, old_ids = None, ids
+        if before is not None:  # the earlier code's own server, on the same sessions it stored
             home = tmp / "before" / "home"
             await asyncio.to_thread(home.mkdir, parents=True)
-            await asyncio.to_thread(sqlite_copy, server.db, home / "sessions.sqlite")
+            old_ids = await stored_by(before, home / "sessions.sqlite", server.root)
             old = earlier.enter_context(
                 serving(tmp, name="before", root=server.root, env={"PYTHONPATH": str(before)})
             )
@@ -419,11 +421,12 @@ async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict
                     run = runs[n]
                     # with an earlier tree, each measure runs on both servers, in turn first
                     sides = [
-                        Side(server, run.trellis, run.cheap_trellis, run.ready, run.server_cpu)
+                        Side(server, ids, run.trellis, run.cheap_trellis, run.ready, run.server_cpu)
                     ]
                     if old is not None:
                         earlier_side = Side(
                             old,
+                            old_ids,
                             run.before,
                             run.cheap_before,
                             run.ready_before,
@@ -431,10 +434,11 @@ async def bench_load(tmp: Path, rounds: int, before: Path | None = None) -> dict
                         )
                         sides = [earlier_side, *sides] if round_ % 2 else [*sides, earlier_side]
                     for side in sides:
-                        side.decoding.append((await timed_load(side.url, side.root, ids[n]))[0])
+                        loaded = side.ids[n]
+                        side.decoding.append((await timed_load(side.url, side.root, loaded))[0])
                     run.raw.append((await raw_stream(ports[n]))[0])
                     for side in sides:
-                        cheap = await cheap_load(side.served, ids[n])
+                        cheap = await cheap_load(side.served, side.ids[n])
                         side.cheap.append(cheap.loaded)
                         side.ready.append(cheap.ready)
                         side.cpu.append(cheap.server_cpu)
@@ -512,6 +516,8 @@ class Side:
     """One server's lists of a size's figures, to which each round adds one value each."""
 
     served: ServeProcess
+    ids: dict[int, str]
+    """The id of the stored session of each size, in this server's store."""
     decoding: list[float]
     cheap: list[float]
     ready: list[float]
@@ -532,6 +538,36 @@ def rounded(times: list[float]) -> list[float]:
 
 def pairs(trellis: list[float], raw: list[float]) -> list[list[float]]:
     return [[round(t, 3), round(r, 3)] for t, r in zip(trellis, raw, strict=True)]
+
+
+async def stored_by(tree: Path, db: Path, cwd: Path) -> dict[int, str]:
+    """The sessions of each size stored in `db` by the source tree `tree`'s own code (an earlier
+    tree's events may lack a field this tree writes, and its store refuses them): their ids."""
+    code = (
+        "import asyncio, json, sys\n"
+        "from pathlib import Path\n"
+        "from tests.acp.long_session import store_session\n"
+        "async def main():\n"
+        "    db, cwd = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "    ids = {n: await store_session(db, cwd, n) for n in map(int, sys.argv[3:])}\n"
+        "    print(json.dumps(ids))\n"
+        "asyncio.run(main())\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        str(db),
+        str(cwd),
+        *map(str, SIZES),
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{tree} could not store the sessions (exit {process.returncode})")
+    return {int(n): ident for n, ident in json.loads(out).items()}
 
 
 def sqlite_copy(source: Path, target: Path) -> None:
