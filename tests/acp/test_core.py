@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,31 +25,6 @@ def workspace(tmp_path: Path) -> Path:
     path.mkdir()
     (path / "hello.txt").write_text("hello there\n")
     return path
-
-
-@pytest.fixture
-def replies() -> list[list[Reply]]:
-    """Each new gateway plays the next script; a test appends scripts before opening sessions."""
-    return []
-
-
-@pytest.fixture
-async def server(
-    tmp_path: Path, workspace: Path, replies: list[list[Reply]]
-) -> AsyncIterator[AcpServer]:
-    def gateway() -> ScriptedGateway:
-        return ScriptedGateway(replies.pop(0) if replies else [])
-
-    made = AcpServer(
-        AcpOptions(
-            store_path=tmp_path / "data" / "sessions.sqlite",
-            roots=[workspace],
-            config=Config(),
-            gateway_factory=gateway,
-        )
-    )
-    yield made
-    await made.aclose()
 
 
 async def _new(peer: Peer, workspace: Path) -> str:

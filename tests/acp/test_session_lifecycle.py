@@ -13,10 +13,10 @@ from engine.events import TurnEnd, UserMessage
 from engine.gateway.scripted import Reply
 from engine.store.errors import UnknownSessionError
 from tests.acp.peer import Peer
-from tests.acp.test_core import _new, _prompt, _until, replies, server, workspace
+from tests.acp.test_core import _new, _prompt, _until, workspace
 from tests.acp.test_load_opening import BOUND, stored_session
 
-__all__ = ["replies", "server", "workspace"]
+__all__ = ["workspace"]
 
 
 def _opening(session_id: str, workspace: Path) -> dict[str, object]:
