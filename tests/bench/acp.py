@@ -630,6 +630,16 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
     rates = {name: rate(counts[name], times[name]) for name in counts if counts[name]}
     cheap_ratio = rates["cheap"] / rates["cheap_raw"]
     earlier_figures = {}
+
+    def now_and_before(now: str, earlier: str) -> list[list[int]]:
+        """Each round's rate of this tree's server beside the earlier tree's."""
+        return [
+            [round(c / t), round(bc / bt)]
+            for c, t, bc, bt in zip(
+                counts[now], times[now], counts[earlier], times[earlier], strict=True
+            )
+        ]
+
     if before is not None:
         earlier_figures = {
             "before": {
@@ -637,16 +647,8 @@ async def bench_throughput(tmp: Path, rounds: int, before: Path | None = None) -
                 "cheap_ratio": round(rates["cheap_before"] / rates["cheap_raw"], 3),
                 "decoding_updates_per_s": round(rates["before"]),
                 "decoding_ratio": round(rates["before"] / rates["raw"], 3),
-                "rounds_per_s_cheap_now_before": [
-                    [round(c / t), round(bc / bt)]
-                    for c, t, bc, bt in zip(
-                        counts["cheap"],
-                        times["cheap"],
-                        counts["cheap_before"],
-                        times["cheap_before"],
-                        strict=True,
-                    )
-                ],
+                "rounds_per_s_cheap_now_before": now_and_before("cheap", "cheap_before"),
+                "rounds_per_s_decoding_now_before": now_and_before("trellis", "before"),
             }
         }
     return {
