@@ -8,16 +8,13 @@ fetch speaks HTTP/1.1 to a plain `http://` URL."""
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.acp.http_peer import http_url
-from tests.acp.node_peers import node_peers
+from tests.acp.node_peers import serve_run
 from tests.acp.test_http_sessions import slow_model, tool_model
 from tests.acp.ws_peer import TOKEN, ServeProcess, serving
 
@@ -29,22 +26,9 @@ async def run(
 ) -> list[dict[str, Any]]:
     """Every message the TypeScript client got running `steps`, in order; fails on an SDK
     error."""
-    peers = await asyncio.to_thread(node_peers)
-    scenario = {"url": http_url(server), "token": TOKEN, "permission": permission, "steps": steps}
-    path = server.home.parent / f"http-scenario-{uuid.uuid4().hex}.json"
-    path.write_text(json.dumps(scenario), encoding="utf-8")
-    done = await asyncio.to_thread(
-        subprocess.run,
-        ["node", str(peers / "http_client.mjs"), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return await asyncio.to_thread(
+        serve_run, http_url(server), TOKEN, server.home.parent, steps, permission=permission
     )
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    assert not [line for line in lines if line["kind"] == "sdk"], done.stdout[-3000:]
-    assert done.returncode == 0, done.stderr[-3000:]
-    return lines
 
 
 INITIALIZE = {"method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}

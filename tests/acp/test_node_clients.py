@@ -1,15 +1,24 @@
-"""Trellis through ACP clients of other authors: the official TypeScript SDK's client and acpx
-start `trellis acp` as their agent, over stdio, and use it as an editor would."""
+"""Trellis through the official TypeScript SDK's client, an ACP client of other authors: each
+scenario runs over stdio with `trellis acp` as the SDK's agent, and against a `trellis serve` over
+WebSocket and over streamable HTTP (the same scenario module, `node_peers/scenario.mjs`, with the
+SDK's own stream for each transport). acpx: `test_acpx.py`."""
 
 from __future__ import annotations
 
-import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
-from tests.acp.node_peers import Place, acpx_run, sdk_run
+from tests.acp.http_peer import http_url
+from tests.acp.node_peers import Place, replies_file, sdk_run, serve_run
+from tests.acp.ws_peer import TOKEN, ServeProcess, serving
+from tests.processes import POLL, POLLS, alive
 
 INIT = {
     "method": "initialize",
@@ -20,19 +29,74 @@ INIT = {
 }
 
 
-@pytest.fixture
-def place(tmp_path: Path) -> Place:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    return Place(workspace=workspace, home=tmp_path / "home")
+class Sdk(Protocol):
+    """The TypeScript SDK's client against a Trellis whose offline model says `replies`; each
+    `run` is another connection (over stdio: another `trellis acp`)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    def run(
+        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+    ) -> list[dict[str, Any]]: ...
 
 
-def script(place: Place, replies: list[dict[str, Any]]) -> list[str]:
-    """`--script FILE` for `trellis acp`: the offline model's replies, in order."""
-    path = place.home / "replies.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"replies": replies}), encoding="utf-8")
-    return ["--script", str(path)]
+@dataclass(frozen=True, slots=True)
+class StdioSdk:
+    place: Place
+    agent_args: Sequence[str]
+
+    @property
+    def workspace(self) -> Path:
+        return self.place.workspace
+
+    def run(
+        self, steps: Sequence[dict[str, Any]], *, permission: str = "allow_once"
+    ) -> list[dict[str, Any]]:
+        return sdk_run(self.place, steps, agent_args=self.agent_args, permission=permission)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSdk:
+    """Against `trellis serve`: by WebSocket, or by streamable HTTP if `http`."""
+
+    server: ServeProcess
+    http: bool
+
+    @property
+    def workspace(self) -> Path:
+        return self.server.root
+
+    def run(
+        self,
+        steps: Sequence[dict[str, Any]],
+        *,
+        permission: str = "allow_once",
+        sdk_errors: bool = False,
+    ) -> list[dict[str, Any]]:
+        url = http_url(self.server) if self.http else self.server.url
+        folder = self.server.home.parent
+        return serve_run(url, TOKEN, folder, steps, permission=permission, sdk_errors=sdk_errors)
+
+
+OpenSdk = Callable[[list[dict[str, Any]]], Sdk]
+
+
+@pytest.fixture(params=["stdio", "websocket", "http"])
+def open_sdk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSdk]:
+    """`sdk(replies)`: the SDK's client over this test's transport, its model saying `replies`."""
+    with ExitStack() as stack:
+
+        def opened(replies: list[dict[str, Any]]) -> Sdk:
+            if request.param == "stdio":
+                place = Place.under(tmp_path)
+                return StdioSdk(place, place.script(replies))
+            path = replies_file(tmp_path / "model", replies)
+            config = f'default_model = "s"\n[models.s]\nprovider = "scripted"\nscript = "{path}"\n'
+            server = stack.enter_context(serving(tmp_path, config=config))
+            return ServeSdk(server, http=request.param == "http")
+
+        yield opened
 
 
 def updates(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -54,9 +118,10 @@ def response(lines: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return result
 
 
-def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(place: Place) -> None:
-    replies = script(
-        place,
+def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(
+    open_sdk: OpenSdk,
+) -> None:
+    sdk = open_sdk(
         [
             {
                 "text": "Writing it.",
@@ -65,11 +130,10 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
                 ],
             },
             {"text": "Done."},
-        ],
+        ]
     )
-    cwd = str(place.workspace)
-    lines = sdk_run(
-        place,
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
         [
             INIT,
             {
@@ -81,11 +145,10 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
                 "method": "session/prompt",
                 "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write it"}]},
             },
-        ],
-        agent_args=replies,
+        ]
     )
     assert response(lines, "session/prompt")["stopReason"] == "end_turn"
-    assert (place.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
+    assert (sdk.workspace / "new.txt").read_text(encoding="utf-8") == "hello\n"
     (asked,) = [line for line in lines if line["kind"] == "request"]
     assert asked["method"] == "session/request_permission"
     (call,) = updates(lines, "tool_call")
@@ -97,15 +160,14 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
     session_id = response(lines, "session/new")["sessionId"]
 
     # another client process loads the stored session: the SDK reads the replay as it arrives
-    loaded = sdk_run(
-        place,
+    loaded = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
                 "params": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
             },
-        ],
+        ]
     )
     response(loaded, "session/load")
     (said,) = updates(loaded, "user_message_chunk")
@@ -115,54 +177,43 @@ def test_the_typescript_sdk_runs_a_turn_that_writes_a_file_and_loads_it_back(pla
     assert replayed == "Writing it.Done."
 
 
-def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(place: Place) -> None:
-    lines = sdk_run(
-        place,
+def test_the_typescript_sdk_gets_an_error_for_an_unknown_session(open_sdk: OpenSdk) -> None:
+    """-32002 with details; the connection goes on. Over streamable HTTP the session's stream,
+    which the SDK opens before it sends the load, is refused 404 as the RFD says, and to the SDK
+    a 404 is the connection's end: it says so with the server's reason (README, "Streamable
+    HTTP")."""
+    sdk = open_sdk([])
+    if isinstance(sdk, ServeSdk) and sdk.http:
+        load = {
+            "method": "session/load",
+            "params": {"sessionId": "f" * 32, "cwd": str(sdk.workspace), "mcpServers": []},
+        }
+        lines = sdk.run([INIT, load], sdk_errors=True)
+        (ended,) = [line for line in lines if line["kind"] == "sdk"]
+        assert f"404 : no session {'f' * 32} on this server" in ended["error"]
+        return
+    lines = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
-                "params": {"sessionId": "f" * 32, "cwd": str(place.workspace), "mcpServers": []},
+                "params": {"sessionId": "f" * 32, "cwd": str(sdk.workspace), "mcpServers": []},
             },
-        ],
+            {"method": "session/new", "params": {"cwd": str(sdk.workspace), "mcpServers": []}},
+        ]
     )
+    assert response(lines, "session/new")["sessionId"]
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32002
     assert "no session with id" in failed["error"]["message"]
+    assert "no session with id" in failed["error"]["data"]["details"]
 
 
-def test_acpx_runs_a_prompt_with_every_permission_approved(place: Place) -> None:
-    replies = script(
-        place,
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "by-acpx.txt", "content": "x\n"}}
-                ]
-            },
-            {"text": "Wrote by-acpx.txt."},
-        ],
-    )
-    done = acpx_run(place, "--approve-all", "exec", "write the file", agent_args=replies)
-    assert done.returncode == 0, done.stderr[-3000:]
-    messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    prompt_ids = {m["id"] for m in messages if m.get("method") == "session/prompt"}
-    # acpx prints both directions, and ids of each side's requests may meet: the prompt's
-    # answer is the result with a stop reason (write_file now reads the file it replaces first)
-    (answer,) = [
-        m for m in messages if m.get("id") in prompt_ids and "stopReason" in (m.get("result") or {})
-    ]
-    assert answer["result"]["stopReason"] == "end_turn"
-    assert (place.workspace / "by-acpx.txt").read_text(encoding="utf-8") == "x\n"
-    assert any(m.get("method") == "session/request_permission" for m in messages)
-
-
-def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> None:
+def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(open_sdk: OpenSdk) -> None:
     """The SDK parses the `modes` of each answer and every `current_mode_update`: read-only set
     by `session/set_mode` refuses a write without asking, and another process's load answers
     that mode and replays the change."""
-    replies = script(
-        place,
+    sdk = open_sdk(
         [
             {
                 "tool_calls": [
@@ -170,11 +221,10 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
                 ]
             },
             {"text": "Refused."},
-        ],
+        ]
     )
-    cwd = str(place.workspace)
-    lines = sdk_run(
-        place,
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
         [
             INIT,
             {
@@ -187,37 +237,43 @@ def test_the_typescript_sdk_sets_a_mode_and_a_load_keeps_it(place: Place) -> Non
                 "method": "session/prompt",
                 "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "write"}]},
             },
-        ],
-        agent_args=replies,
+        ]
     )
     new = response(lines, "session/new")
     assert new["modes"]["currentModeId"] == "ask"
     assert [o["id"] for o in new["configOptions"]] == ["model", "mode"]
     assert response(lines, "session/prompt")["stopReason"] == "end_turn"
     assert not [line for line in lines if line["kind"] == "request"]  # nobody was asked
-    assert not (place.workspace / "new.txt").exists()
+    assert not (sdk.workspace / "new.txt").exists()
     modes = [u["currentModeId"] for u in updates(lines, "current_mode_update")]
     assert modes[-1] == "read-only"
 
-    loaded = sdk_run(
-        place,
+    loaded = sdk.run(
         [
             INIT,
             {
                 "method": "session/load",
                 "params": {"sessionId": new["sessionId"], "cwd": cwd, "mcpServers": []},
             },
-        ],
+        ]
     )
     assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
     assert "read-only" in [u["currentModeId"] for u in updates(loaded, "current_mode_update")]
 
 
-def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) -> None:
-    """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null` and stays
-    beside the completed call; a failed request's error carries `data.details`."""
-    replies = script(
-        place,
+def completed_diffs(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diffs kept beside each completed tool call, in order."""
+    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
+    return [c for u in done for c in u.get("content") or [] if c["type"] == "diff"]
+
+
+def test_the_typescript_sdk_reads_plans_diffs_and_error_details_and_a_load_replays_them(
+    open_sdk: OpenSdk,
+) -> None:
+    """The SDK parses every plan and diff it gets; a new file's diff has `oldText: null`, an
+    edit's the old text, each kept beside its completed call; a failed request's error carries
+    `data.details`. Another connection's load replays the plans and diffs and answers the mode."""
+    sdk = open_sdk(
         [
             {
                 "tool_calls": [
@@ -225,9 +281,18 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
                 ]
             },
             {"text": "Written."},
-        ],
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "arguments": {"path": "plan.txt", "old": "one", "new": "two"},
+                    }
+                ]
+            },
+            {"text": "Edited."},
+        ]
     )
-    cwd = str(place.workspace)
+    cwd = str(sdk.workspace)
 
     def prompt(text: str) -> dict[str, Any]:
         return {
@@ -235,8 +300,7 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
             "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": text}]},
         }
 
-    lines = sdk_run(
-        place,
+    lines = sdk.run(
         [
             INIT,
             {
@@ -248,23 +312,92 @@ def test_the_typescript_sdk_reads_plans_diffs_and_error_details(place: Place) ->
             prompt("/plan add pay"),
             prompt("/plan check 1"),
             prompt("write plan.txt"),
+            prompt("edit plan.txt"),
             {"method": "session/prompt", "params": {"sessionId": "$sid"}},
-        ],
-        agent_args=replies,
+            {"method": "session/set_mode", "params": {"sessionId": "$sid", "modeId": "read-only"}},
+        ]
     )
     plans = [[(e["content"], e["status"]) for e in u["entries"]] for u in updates(lines, "plan")]
     assert plans[-1] == [("buy bread", "completed"), ("pay", "pending")]
     assert all(e["priority"] == "medium" for u in updates(lines, "plan") for e in u["entries"])
-    done = [u for u in updates(lines, "tool_call_update") if u.get("status") == "completed"]
-    diffs = [c for u in done for c in u.get("content") or [] if c["type"] == "diff"]
-    assert diffs == [
-        {
-            "type": "diff",
-            "path": str(place.workspace / "plan.txt"),
-            "oldText": None,
-            "newText": "one\n",
-        }
+    path = str(sdk.workspace / "plan.txt")
+    diffs = [
+        {"type": "diff", "path": path, "oldText": None, "newText": "one\n"},
+        {"type": "diff", "path": path, "oldText": "one\n", "newText": "two\n"},
     ]
+    assert completed_diffs(lines) == diffs
+    assert (sdk.workspace / "plan.txt").read_text(encoding="utf-8") == "two\n"
     (failed,) = [line for line in lines if line["kind"] == "error"]
     assert failed["error"]["code"] == -32602
     assert "prompt" in failed["error"]["data"]["details"]
+    session_id = response(lines, "session/new")["sessionId"]
+
+    loaded = sdk.run(
+        [
+            INIT,
+            {
+                "method": "session/load",
+                "params": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
+            },
+        ]
+    )
+    assert response(loaded, "session/load")["modes"]["currentModeId"] == "read-only"
+    replayed = [
+        [(e["content"], e["status"]) for e in u["entries"]] for u in updates(loaded, "plan")
+    ]
+    assert replayed[-1] == plans[-1]
+    assert completed_diffs(loaded) == diffs
+
+
+def test_the_typescript_sdk_cancels_requests_in_flight(open_sdk: OpenSdk, tmp_path: Path) -> None:
+    """The SDK's own cancellation (a request's `cancellationSignal`, aborted) sends
+    `$/cancel_request`: a `session/new` held by an MCP server that never answers is answered
+    -32800 (and the server it started is stopped), and a streaming prompt ends with stop reason `cancelled`; the connection goes on."""
+    sdk = open_sdk([{"text": "word " * 500, "chunk_delay": 0.01}])
+    started = tmp_path / "mcp-started"
+    silent = (
+        "import os, pathlib, sys; "
+        f"pathlib.Path({str(started)!r}).write_text(str(os.getpid())); sys.stdin.read()"
+    )
+    server = {"name": "silent", "command": sys.executable, "args": ["-c", silent], "env": []}
+    cwd = str(sdk.workspace)
+    lines = sdk.run(
+        [
+            INIT,
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": [server]},
+                "background": "held",
+            },
+            {"exists": str(started)},
+            {"cancel": "held"},
+            {"await": "held"},
+            {
+                "method": "session/new",
+                "params": {"cwd": cwd, "mcpServers": []},
+                "save": {"sid": "sessionId"},
+            },
+            {
+                "method": "session/prompt",
+                "params": {"sessionId": "$sid", "prompt": [{"type": "text", "text": "talk"}]},
+                "background": "talk",
+            },
+            {"streaming": "$sid"},
+            {"cancel": "talk"},
+            {"await": "talk"},
+        ]
+    )
+    (held,) = [line for line in lines if line["kind"] == "error"]
+    assert held["method"] == "session/new"
+    assert held["error"]["code"] == -32800
+    assert held["error"]["data"]["details"]
+    assert response(lines, "session/prompt")["stopReason"] == "cancelled"
+    said = "".join(u["content"]["text"] for u in updates(lines, "agent_message_chunk"))
+    assert 0 < len(said) < len("word " * 500)
+    # the withdrawn session/new stopped the MCP server it started (trellis serve still runs)
+    silent_pid = int(started.read_text())
+    for _ in range(POLLS):
+        if not alive(silent_pid):
+            break
+        time.sleep(POLL)
+    assert not alive(silent_pid)
