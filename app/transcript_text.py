@@ -16,6 +16,7 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     TranscriptEntry,
     TurnEndEntry,
@@ -32,6 +33,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_line,
     tool_line,
     turn_end_line,
     turn_line,
@@ -129,6 +131,9 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
         case CommandEntry():
             yield f"{s.who}{command_line(entry)}{s.reset}"
             yield from _indented(entry.result)
+        case RewindEntry():
+            yield f"{s.who}↶ {rewind_line(entry)}, before:{s.reset}"
+            yield from _indented(entry.prompt)
         case ErrorEntry():
             yield f"{s.error}Error: {entry.message}{s.reset}"
 

@@ -428,6 +428,21 @@ class CompactEnd(Payload, event="compact/end", scope=Scope.session):
     carried: tuple[int, ...] = ()
 
 
+class SessionRewind(Payload, event="session/rewind", scope=Scope.session):
+    """The session goes back to just before turn `to_turn`'s prompt. With `conversation`, the
+    events from `to_seq` (that turn's `turn/start`) up to this one leave the history the
+    session's state is built from (`engine.rewind_intervals`); they stay in the log, and in its
+    transcript. `prompt` is that turn's words (labelled as they were), for a front end to put
+    back in the input. Turn numbers go on from the log's last turn, never reused."""
+
+    to_turn: int
+    to_seq: int
+    conversation: bool = True
+    code: bool = False
+    prompt: str = ""
+    label: PrivatizationLabel | None = None
+
+
 class SessionTitle(Payload, event="session/title", scope=Scope.session):
     title: str
     label: PrivatizationLabel | None = None

@@ -14,6 +14,7 @@ from engine.events import (
     Payload,
     PermissionDecision,
     Scope,
+    SessionRewind,
     StepEnd,
     StepStart,
     ToolCallRecord,
@@ -116,6 +117,8 @@ class LogState:
         kind = type(data)  # by exact class (see `Payload`)
         scope, has_turn, has_step = _SHAPES.get(kind) or _shape_of(kind)
         if scope is Scope.session:
+            if kind is SessionRewind:
+                self._check_rewind(seq, data)
             return
         if scope is Scope.live:
             raise InvariantError(seq, f"{data.event_type} is live-only and is never stored")
@@ -165,6 +168,18 @@ class LogState:
                     raise InvariantError(seq, f"{data.event_type} for {call_id!r} after its result")
             case _:
                 return
+
+    def _check_rewind(self, seq: int, data: Payload) -> None:
+        """A rewind happens between turns, to an earlier turn's start."""
+        if self.open_turn is not None:
+            raise InvariantError(seq, f"session/rewind while turn {self.open_turn} is open")
+        to_turn, to_seq = data.__dict__["to_turn"], data.__dict__["to_seq"]
+        if not 0 < to_turn <= self.last_turn:
+            raise InvariantError(
+                seq, f"session/rewind to turn {to_turn}, but the turns are 1..{self.last_turn}"
+            )
+        if not 0 <= to_seq < seq:
+            raise InvariantError(seq, f"session/rewind to seq {to_seq}, not before it")
 
     def _check_in_step(self, seq: int, data: Payload, step: int) -> None:
         """A payload with a step field (other than step/start) needs that step open."""

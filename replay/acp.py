@@ -27,6 +27,9 @@ they make, as the `acp` package's schema models:
 - `permission/mode` -> `current_mode_update` (and, when approve-all fell back to ask on a resume,
   a message saying so); `command/run` -> the command as the user's words (when replaying: live,
   the client holds what it sent) and its answer as the agent's, as the client saw it live.
+- `session/rewind` -> a message naming the turn and quoting the prompt it went back before,
+  then `current_mode_update` and `plan` where the mode and plans before that prompt differ from
+  what the client holds (a conversation rewind brings them back).
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
 tool result, diff or input that alone exceeds the limit is cut with a marker (the full text stays
@@ -59,6 +62,7 @@ from engine.events import (
     PermissionDecision,
     PermissionModeSet,
     Retry,
+    SessionRewind,
     SessionTitle,
     StepEnd,
     StepStart,
@@ -69,6 +73,7 @@ from engine.events import (
 )
 from engine.line_diff import first_changed_line, split_lines
 from engine.permission_mode import DEFAULT_MODE, PermissionMode
+from replay.wording import rewind_words
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -189,6 +194,9 @@ class AcpProjection:
     _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The plan Areas by id, each with the entries last sent for it (none at first: an empty
     plan is not sent)."""
+    _history: list[tuple[int, str | None, Any]] = field(default_factory=list)
+    """(seq, None, mode) and (seq, plan Area id, entries), in log order: what a rewind goes back
+    to (cut at its `to_seq`, as the rewound history is)."""
     _seq: int | None = None
     """The seq of the stored event being translated (None for a live one): what a note that
     belongs to no step (a command's answer, a mode's fallback) takes its `messageId` from, the
@@ -420,13 +428,49 @@ class AcpProjection:
         if entries is None or entries == self._plans[state.area]:
             return []
         self._plans[state.area] = entries
+        self._remember(state.area, entries)
         return [{"sessionUpdate": "plan", "entries": entries}]
+
+    def _rewind(self, rewind: SessionRewind) -> list[AcpUpdate]:
+        """A message saying so (the prompt it went back before, quoted), then the mode and the
+        plans as they were before that prompt, where they differ from what the client holds."""
+        said = rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+        text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
+            rewind.prompt.splitlines() or [""]
+        )
+        updates = self._chunks("agent_message_chunk", text + "\n", self._note_id("rewind"))
+        if not rewind.conversation:
+            return updates
+        # the log cut at the rewound prompt: what a truncated history would hold
+        self._history = [h for h in self._history if h[0] < rewind.to_seq]
+        mode: PermissionMode = DEFAULT_MODE
+        plans: dict[str, list[dict[str, Any]]] = {area: [] for area in self._plans}
+        for _, key, value in self._history:
+            if key is None:
+                mode = value
+            else:
+                plans[key] = value
+        if mode != self.mode:
+            self.mode = mode
+            updates.append({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        for area, entries in plans.items():
+            if entries != self._plans[area]:
+                self._plans[area] = entries
+                updates.append({"sessionUpdate": "plan", "entries": entries})
+        return updates
+
+    def _remember(self, key: str | None, value: Any) -> None:
+        """A mode (`key` None) or a plan's entries set by the stored event being translated, for
+        a rewind to go back to."""
+        if self._seq is not None:
+            self._history.append((self._seq, key, value))
 
     def _title(self, title: SessionTitle) -> list[AcpUpdate]:
         return [{"sessionUpdate": "session_info_update", "title": title.title}]
 
     def _mode(self, change: PermissionModeSet) -> list[AcpUpdate]:
         self.mode = change.mode
+        self._remember(None, change.mode)
         update: AcpUpdate = {"sessionUpdate": "current_mode_update", "currentModeId": change.mode}
         if not change.resumed:
             return [update]
@@ -570,6 +614,7 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     SessionTitle: AcpProjection._title,
     PermissionModeSet: AcpProjection._mode,
     CommandRun: AcpProjection._command,
+    SessionRewind: AcpProjection._rewind,
     AreaRegister: AcpProjection._area,
     AreaState: AcpProjection._area_state,
 }

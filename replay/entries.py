@@ -255,6 +255,22 @@ class CommandEntry:
 
 
 @entry
+class RewindEntry:
+    """The session was rewound to just before turn `to_turn`'s prompt (`to_seq`, its
+    `turn/start`): its conversation, its code, or both. The turns after stay in the transcript;
+    `prompt` is the rewound prompt's words."""
+
+    key: str
+    seq: int
+    to_turn: int
+    to_seq: int
+    conversation: bool
+    code: bool
+    prompt: str
+    label: PrivatizationLabel | None = None
+
+
+@entry
 class ErrorEntry:
     """A failure the user must hear about (`agent/error`); live only, never stored."""
 
@@ -278,6 +294,7 @@ TranscriptEntry = (
     | ModelEntry
     | ModeEntry
     | CommandEntry
+    | RewindEntry
     | ErrorEntry
 )
 

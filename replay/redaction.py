@@ -25,6 +25,7 @@ from engine.events import (
     MessageData,
     Payload,
     PinAdd,
+    SessionRewind,
     SessionTitle,
     ToolCallRecord,
     ToolDefinition,
@@ -46,7 +47,7 @@ def content_class(payload: Payload) -> PrivacyClass | None:
     match payload:
         case PinAdd():
             return PrivacyClass.internal  # the user's own words (direct user input is internal)
-        case AreaRegister(state=None) | AreaState(state=None):
+        case AreaRegister(state=None) | AreaState(state=None) | SessionRewind(prompt=""):
             return None
         case AreaRegister() | AreaState():
             return PrivacyClass.restricted  # an Area's state has no stored label
@@ -64,6 +65,7 @@ def content_class(payload: Payload) -> PrivacyClass | None:
             | CompactSummary(label=label)
             | SessionTitle(label=label)
             | CommandRun(label=label)
+            | SessionRewind(label=label)
         ):
             return _class_of(label)
         case _:
@@ -136,6 +138,8 @@ def _without_content(payload: Payload, marker: str) -> Payload:
             update = {"text": marker}
         case SessionTitle():
             update = {"title": marker}
+        case SessionRewind():
+            update = {"prompt": marker}  # the turn it went back to is no secret
         case CommandRun():
             # the command's name stays: what it was is no secret, what it said may be
             update = {"line": f"{payload.line.split(maxsplit=1)[0]} {marker}", "result": marker}

@@ -43,6 +43,7 @@ from engine.events import (
     FloorBlock,
     GcCollect,
     ModelBind,
+    SessionRewind,
     StepStart,
     ToolDefinition,
     TurnEnd,
@@ -124,6 +125,12 @@ class _Cursor:
             self.last_step = (event.seq, data)
         else:
             self.pins.apply(data)
+
+    def skip(self, event: Event) -> None:
+        """An event a rewind took out of the history (`engine.rewind_intervals`)."""
+        self.replayer.skip(event)
+        if type(event.data) is ModelBind:
+            self.grants.skip(event.data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,12 +221,13 @@ class Timeline:
 
     def apply(self, event: Event) -> None:
         """Follow the next event of the log (live or stored)."""
-        head = self._head
-        garbage = head.replayer.garbage_count
-        head.apply(event)
+        garbage = self._head.replayer.garbage_count
         self._events.append(event)
+        self._head = self._advance(self._head, event)
         data = event.data  # by exact class, as in `_Cursor.apply`
-        if type(data) is GcCollect:
+        if type(data) is SessionRewind:
+            self._low = 0  # the Context is another one: the next checkpoint keeps all of it
+        elif type(data) is GcCollect:
             self._low = min(self._low, data.earliest)
             self._note_collection(event, garbage, data.areas, data.earliest, False)
         elif type(data) is CompactEnd:
@@ -304,9 +312,27 @@ class Timeline:
         # a slice, not `islice`: that walks the list from its start, so a step in a long log
         # cost as many item visits as the events before it
         for event in self._events[first : self._position(seq + 1)]:
-            cached.apply(event)
+            cached = self._advance(cached, event)
         self._seek = cached
         return cached
+
+    def _advance(self, cursor: _Cursor, event: Event) -> _Cursor:
+        """`cursor` moved past `event`: a conversation rewind gives the cursor as of the seq
+        before its `to_seq`, which then passes over the rewound events (the truncated history,
+        which equals the history with the rewound intervals left out)."""
+        data = event.data
+        if type(data) is not SessionRewind or not data.conversation:
+            cursor.apply(event)
+            return cursor
+        before = data.to_seq - 1
+        rewound = self._restore(bisect_right(self._checkpoint_seqs, before) - 1)
+        start = self._position(rewound.replayer.seq + 1)
+        for earlier in self._events[start : self._position(before + 1)]:
+            rewound = self._advance(rewound, earlier)
+        for taken_out in self._events[self._position(data.to_seq) : self._position(event.seq)]:
+            rewound.skip(taken_out)
+        rewound.apply(event)
+        return rewound
 
     def _position(self, seq: int) -> int:
         """The index in `_events` of the event `seq` (or where it would be)."""

@@ -31,6 +31,7 @@ from engine.events import (
     PermissionModeSet,
     PermissionRequest,
     Retry,
+    SessionRewind,
     SessionTitle,
     StepEnd,
     ToolCallRecord,
@@ -53,6 +54,7 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     ToolStatus,
     TranscriptEntry,
@@ -77,6 +79,7 @@ __all__ = [
     "ModeEntry",
     "ModelEntry",
     "RetryEntry",
+    "RewindEntry",
     "ToolEntry",
     "Transcript",
     "TranscriptEntry",
@@ -382,6 +385,21 @@ class Transcript:
             )
         )
 
+    def _rewind(self, seq: int, time: float, data: SessionRewind) -> Change:
+        # every turn stays: a rewind is shown where it happened, never deletes an entry
+        return self._add(
+            RewindEntry(
+                key=f"rewind:{seq}",
+                seq=seq,
+                to_turn=data.to_turn,
+                to_seq=data.to_seq,
+                conversation=data.conversation,
+                code=data.code,
+                prompt=data.prompt,
+                label=data.label,
+            )
+        )
+
     def _session_title(self, seq: int, time: float, data: SessionTitle) -> Change:
         self.title = data.title
         return NO_CHANGE
@@ -647,6 +665,7 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
     ModelBind: Transcript._model_bind,
     PermissionModeSet: Transcript._mode,
     CommandRun: Transcript._command,
+    SessionRewind: Transcript._rewind,
     SessionTitle: Transcript._session_title,
 }
 """What each durable payload class does to the transcript; the rest (area registration and

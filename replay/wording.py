@@ -16,6 +16,7 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     TurnEndEntry,
     TurnEntry,
@@ -106,3 +107,13 @@ def mode_line(mode: ModeEntry) -> str:
 def command_line(command: CommandEntry) -> str:
     """The command as typed: what its result answers."""
     return f"Command: {command.line}"
+
+
+def rewind_line(rewind: RewindEntry) -> str:
+    return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+
+
+def rewind_words(to_turn: int, *, conversation: bool, code: bool) -> str:
+    """`Rewound to turn 3 (conversation)`: what went back, to before which prompt."""
+    parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
+    return f"Rewound to turn {to_turn} ({' and '.join(parts) or 'nothing'})"

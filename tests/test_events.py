@@ -46,6 +46,7 @@ from engine.events import (
     PinRemove,
     Retry,
     Scope,
+    SessionRewind,
     SessionTitle,
     SteerDropped,
     StepEnd,
@@ -129,6 +130,8 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     # the permission mode and the record of slash commands
     "permission/mode": {"mode", "resumed"},
     "command/run": {"line", "result", "label"},
+    # a rewind (issue 30)
+    "session/rewind": {"to_turn", "to_seq", "conversation", "code", "prompt", "label"},
 }
 DESIGN_LIVE = {
     "assistant/delta",
@@ -232,6 +235,7 @@ DURABLE_SAMPLES: list[Payload] = [
     SessionTitle(title="Fix the bug", label=LABEL),
     PermissionModeSet(mode="read-only", resumed=True),
     CommandRun(line="/pin keep it short", result="pinned pin1", label=LABEL),
+    SessionRewind(to_turn=2, to_seq=7, conversation=True, prompt="try again", label=LABEL),
 ]
 LIVE_SAMPLES: list[Payload] = [
     AssistantDelta(turn=1, step=2, text="he", reasoning="hm"),

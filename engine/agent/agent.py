@@ -49,6 +49,7 @@ from engine.session import READ_CHUNK, STREAM_QUEUE_SIZE, Immediate, Subscriber
 
 if TYPE_CHECKING:  # the views and /compact are imported by the front ends that ask for them
     from engine.agent.compactor import CompactionResult
+    from engine.agent.rewind import RewindResult
     from engine.agent.views import AreaView, AssemblyView, ModelView, OutboxView, PinView
     from engine.config import DetectedModel
     from engine.context import UnrestorableArea
@@ -118,6 +119,8 @@ class Agent:
         self._turn: Turn | None = None
         self._flushes: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._rewriting: str | None = None
+        """A compaction or a rewind under way: each rebuilds the history, so one at a time."""
 
     # --- identity and state ----------------------------------------------------------------------
 
@@ -383,11 +386,15 @@ class Agent:
             _Queued(PromptSubmission(content=text, attachments=tuple(attachments)), handle)
         )
         self._rt.queued_changed()
-        if self._runner is None:
-            # what runs first is this send: a cancel before the runner's first step is for it
-            self._preparing = True
-            self._runner = asyncio.create_task(self._run_inbox(), name=f"agent-{self.session_id}")
+        if self._runner is None and self._rewriting != "rewind":
+            self._start_runner()
         return handle
+
+    def _start_runner(self) -> None:
+        # what runs first is the head of the inbox: a cancel before the runner's first step is
+        # for it
+        self._preparing = True
+        self._runner = asyncio.create_task(self._run_inbox(), name=f"agent-{self.session_id}")
 
     def steer(self, text: str) -> SendHandle | None:
         """Deliver words into the running turn at its next safe boundary; when idle, a send
@@ -403,7 +410,8 @@ class Agent:
         return self.send(text)
 
     def inject(self, context: AdditionalContext) -> None:
-        """Add model-facing context: staged during a turn, appended and flushed when idle."""
+        """Add model-facing context: staged during a turn (or a rewind), appended and flushed
+        when idle."""
         self._check_open()
         if not isinstance(context, AdditionalContext):
             raise TypeError(f"inject() takes an AdditionalContext, not {type(context).__name__}")
@@ -411,7 +419,8 @@ class Agent:
             raise ValueError(
                 "inject() refuses Source('user'): injected context is never the user's own words"
             )
-        if self.turn_open:
+        if self.turn_open or self._rewriting == "rewind":
+            # during a rewind it waits, and is appended after the rewind
             self._rt.outbox.stage(context)
             return
         # spec: idle inject appends one sourced user/message and starts a flush; no turn, no model
@@ -552,10 +561,41 @@ class Agent:
 
     async def compact(self, keep_groups: int = DEFAULT_KEEP_GROUPS) -> CompactionResult | None:
         """Summarize the oldest history groups (between turns only); None if nothing to compact."""
-        from engine.agent.compactor import compact
+        from engine.agent.compactor import CompactionError, compact
 
         self._check_open()
-        return await compact(self._rt, turn_open=self.turn_open, keep_groups=keep_groups)
+        if self._rewriting is not None:
+            raise CompactionError(f"cannot compact while a {self._rewriting} is under way")
+        self._rewriting = "compaction"
+        try:
+            return await compact(self._rt, turn_open=self.turn_open, keep_groups=keep_groups)
+        finally:
+            self._rewriting = None
+
+    async def rewind(self, to_turn: int) -> RewindResult:
+        """Take the conversation back to just before turn `to_turn`'s prompt: the Context, the
+        bound model, the mode, the pins and the Areas are again what they were then, exactly
+        as a resume of the session would rebuild them; the log keeps every turn, and the next
+        turn's number follows the last one's. Steering and context waiting in the outbox are
+        dropped (the result lists them). Between turns only.
+
+        Raises `RewindError` while a turn runs or is queued, or for a turn that is not in the
+        session's history (a number never used, or one an earlier rewind took out)."""
+        from engine.agent.rewind import RewindError, rewind_conversation
+
+        self._check_open()
+        if self._runner is not None or self._turn is not None:
+            raise RewindError("cannot rewind while a turn is running; cancel it or wait")
+        if self._rewriting is not None:
+            raise RewindError(f"cannot rewind while a {self._rewriting} is under way")
+        # a send made while the log is read back waits for the rewind, then runs
+        self._rewriting = "rewind"
+        try:
+            return await rewind_conversation(self._rt, to_turn)
+        finally:
+            self._rewriting = None
+            if self._inbox and self._runner is None and not self._closed:
+                self._start_runner()
 
     async def fork(self) -> str:
         """Copy this session up to here into a new stored session; returns its id."""

@@ -90,13 +90,31 @@ class Assembler:
             self.pins.apply(payload)
         elif type(payload) is PinAdd:
             self.pins.apply(payload)
-            pin_id = payload.pin_id
-            if pin_id.startswith("pin") and pin_id[3:].isdigit():
-                self._pin_serial = max(self._pin_serial, int(pin_id[3:]))
+            self._note_pin_id(payload.pin_id)
         elif type(payload) is FloorBlock:
             self.floor_log.note(payload)
         elif type(payload) is ToolDefinition:
             self.tool_log.note(payload)
+
+    def follow_rewound(self, payload: Payload) -> None:
+        """An event a rewind took out of the history: grant epochs and pin ids stay taken, and
+        the floor and tool logs keep what it logged (each is logged once per session)."""
+        if type(payload) is ModelBind:
+            self.grants.skip(payload)
+        elif type(payload) is PinAdd:
+            self._note_pin_id(payload.pin_id)
+        elif type(payload) is FloorBlock:
+            self.floor_log.note(payload)
+        elif type(payload) is ToolDefinition:
+            self.tool_log.note(payload)
+
+    def _note_pin_id(self, pin_id: str) -> None:
+        if pin_id.startswith("pin") and pin_id[3:].isdigit():
+            self._pin_serial = max(self._pin_serial, int(pin_id[3:]))
+
+    def fresh(self) -> Assembler:
+        """An assembler for the same session, configuration and workspace that followed nothing."""
+        return Assembler(config=self.config, session_id=self.session_id, workspace=self.workspace)
 
     @property
     def binding(self) -> Binding:

@@ -13,18 +13,20 @@ from typing import TYPE_CHECKING
 
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
+from engine.agent.followers import Followers, rebuild_state
 from engine.agent.options import AgentOptions
 from engine.agent.runtime import Runtime, replay_log
 from engine.config import Config, ConfigError
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
-from engine.events import Event, PermissionModeSet
+from engine.events import Event, PermissionModeSet, SessionRewind
 from engine.gateway.base import Gateway, GatewayType
 from engine.gateway.factory import api_key_env_of, make_gateway
 from engine.os_text import storable_os_text, stored_os_path
 from engine.paths import trust_file_path, user_config_file
 from engine.permission_mode import PermissionMode
 from engine.redaction import Redactor
+from engine.rewind_intervals import RewoundIntervals
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.tools import ToolRegistry, default_registry
@@ -147,6 +149,7 @@ async def open_agent(
 
                 create = create_session
         assembler = Assembler(config=config, session_id=session_id, workspace=workspace)
+        rewound = RewoundIntervals()
         permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
         replayer: ContextReplayer | None = None
         if store is not None and create is None:
@@ -167,11 +170,20 @@ async def open_agent(
             context = replayer
 
             def follow(event: Event) -> None:
-                assembler.follow(event.data)
-                permission.follow(event.data)
+                data = event.data
+                assembler.follow(data)
+                permission.follow(data)
                 context.apply(event)
+                if type(data) is SessionRewind:  # by exact class (see `Payload`)
+                    rewound.note(event)
 
             session = await Session.reopen(session_id, store, follow=follow, clock=clock)
+            if rewound:
+                # A rewind takes earlier events out of the history: the state is built again,
+                # from the whole log, once every rewind is known (a log without one pays nothing).
+                start = Followers.starting(assembler, permission, replayer.context.gateway_type)
+                again = await rebuild_state(session, rewound, start)
+                assembler, permission, replayer = again.assembler, again.permission, again.replayer
         else:
             session = Session(session_id, store, clock=clock, create=create)
         grant = assembler.grants.active
@@ -196,7 +208,7 @@ async def open_agent(
         rebuilt: RebuiltContext | None = None
         if replayer is not None and session.held_from > 0:
             if replayer.context.gateway_type is not gateway.gateway_type:
-                replayer = await replay_log(session, gateway.gateway_type)
+                replayer = await replay_log(session, gateway.gateway_type, rewound)
             rebuilt = replayer.snapshot()
 
         releases: list[Callable[[], Awaitable[None]]] = []
@@ -224,10 +236,11 @@ async def open_agent(
             area_kinds=kinds,
             # models found after opening (a local server's, `Agent.add_models`) are the
             # assembler's: a switch to one makes its gateway from there
-            gateway_factory=lambda name: gateway_for(name, assembler.config),
+            gateway_factory=lambda name: gateway_for(name, runtime.assembler.config),
             redact=secrets,
             front_end=front_end,
             options=options or agent_options(config),
+            rewound=rewound,
         )
         agent = Agent(
             runtime,

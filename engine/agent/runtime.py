@@ -43,12 +43,14 @@ from engine.gateway.base import Gateway, GatewayType, ToolSpec
 from engine.message import AdditionalContext, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.redaction import Redactor
+from engine.rewind_intervals import RewoundIntervals
 from engine.session import Session
 from engine.tools import ToolContext, ToolOutput, ToolRegistry
 from engine.tools.front_end import LOCAL, FrontEndAccess, FrontEndLender
 from engine.tools.permission import PermissionBroker
 
 if TYPE_CHECKING:  # replaying and resuming are imported by the sessions that reopen a log
+    from engine.agent.followers import Followers
     from engine.context import ContextReplayer, RebuiltContext, UnrestorableArea
 
 log = logging.getLogger(__name__)
@@ -66,15 +68,20 @@ def _nothing_lent() -> FrontEndAccess:
     return LOCAL
 
 
-async def replay_log(session: Session, gateway_type: GatewayType) -> ContextReplayer:
+async def replay_log(
+    session: Session, gateway_type: GatewayType, rewound: RewoundIntervals
+) -> ContextReplayer:
     """A replayer fed the session's whole log in `gateway_type`'s format, read by range (a
-    stored session does not hold all of it)."""
+    stored session does not hold all of it), without what `rewound` took out of its history."""
     from engine.context import ContextReplayer
 
     replayer = ContextReplayer(gateway_type)
     async for chunk in session.chunks():
         for event in chunk:
-            replayer.apply(event)
+            if event.seq in rewound:
+                replayer.skip(event)
+            else:
+                replayer.apply(event)
     return replayer
 
 
@@ -97,8 +104,12 @@ class Runtime:
         gateway_factory: GatewayFactory | None = None,
         redact: Redactor | None = None,
         front_end: FrontEndLender | None = None,
+        rewound: RewoundIntervals | None = None,
     ) -> None:
         self.session = session
+        self.rewound = rewound if rewound is not None else RewoundIntervals()
+        """What the session's rewinds took out of its history (kept up to date by `rewind`)."""
+        self.area_kinds = area_kinds
         self.redact = redact if redact is not None else Redactor()
         """Every secret the session holds; what a turn ends with or reports passes through it."""
         self.gateway = gateway
@@ -116,10 +127,7 @@ class Runtime:
         if rebuilt is None:
             self.coop = CoopContext(Context(gateway.gateway_type), sink=self._sink)
         else:
-            from engine.context import resume_coop_context
-
-            resumed = resume_coop_context(rebuilt, area_kinds, sink=self._sink)
-            self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
+            self._resume_areas(rebuilt)
         self.outbox = Outbox(self._outbox_changed)
         self.tool_hooks: list[ToolHook] = []
         self.kept_steering: list[Steering] = []  # steering a cancel kept for the next turn
@@ -140,6 +148,25 @@ class Runtime:
     @property
     def context(self) -> Context:
         return self.coop.context
+
+    def _resume_areas(self, rebuilt: RebuiltContext) -> None:
+        from engine.context import resume_coop_context
+
+        resumed = resume_coop_context(rebuilt, self.area_kinds, sink=self._sink)
+        self.coop, self.unrestored_areas = resumed.coop, resumed.unrestored
+
+    def adopt(self, followers: Followers) -> None:
+        """Take the state `followers` rebuilt from the log (a rewind): the grants, pins, mode
+        and Context with its Areas, restored as a resume restores them. Between turns only."""
+        self.assembler = followers.assembler
+        self.permission = followers.permission
+        self._resume_areas(followers.replayer.snapshot())
+        self._tool_names.clear()
+        if SubtaskDoneTool.name in self.tools:
+            self.tools.unregister(SubtaskDoneTool.name)
+        for area in self.coop.areas:
+            if isinstance(area, SubtaskArea) and area.active:
+                self.offer_subtask_done(area)
 
     # --- the log -------------------------------------------------------------------------------
 
@@ -360,7 +387,7 @@ class Runtime:
         self.gateway, self.model_id = gateway, model_id
         self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
-            replayed = await replay_log(self.session, gateway.gateway_type)
+            replayed = await replay_log(self.session, gateway.gateway_type, self.rewound)
             self.context.rebind(gateway.gateway_type, replayed.context.entries())
             self.assembler.orchestrator.note_detached(0)
         await old.aclose()

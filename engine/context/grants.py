@@ -30,11 +30,14 @@ class GrantTracker:
     _latest: Grant | None = None
     _active: Grant | None = None
     _in_turn: bool = False
+    _rewound_epoch: int = 0  # the highest epoch a rewind took out of the history
 
     @property
     def epoch(self) -> int:
-        """The number of `model/bind` events so far."""
-        return 0 if self._latest is None else self._latest.epoch
+        """The number of `model/bind` events so far (a rewound one counts: epochs are never
+        reused, as an environment snapshot is keyed by its epoch)."""
+        latest = 0 if self._latest is None else self._latest.epoch
+        return max(latest, self._rewound_epoch)
 
     @property
     def active(self) -> Grant | None:
@@ -59,6 +62,10 @@ class GrantTracker:
         self._latest = Grant(model=payload.model, epoch=payload.grant_epoch)
         if not self._in_turn:
             self._active = self._latest
+
+    def skip(self, payload: ModelBind) -> None:
+        """A `model/bind` a rewind took out of the history: only its epoch stays taken."""
+        self._rewound_epoch = max(self._rewound_epoch, payload.grant_epoch)
 
     def begin_turn(self) -> Grant | None:
         """Open a turn: a staged binding takes effect now, and no binding changes it until the end."""

@@ -11,7 +11,7 @@ live viewer feeds it each new event instead of folding the whole log again; `sna
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -35,6 +35,7 @@ from engine.events import (
     Event,
     GcCollect,
     Payload,
+    SessionRewind,
     ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
@@ -116,11 +117,19 @@ class ContextReplayer:
 
     @classmethod
     def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextReplayer:
-        """A replayer fed every event of `events`."""
+        """A replayer fed the history of `events` (a whole log, from seq 0): what its rewinds
+        took out is skipped."""
+        from engine.rewind_intervals import RewoundIntervals
+
+        log = events if isinstance(events, Sequence) else list(events)
+        rewound = RewoundIntervals(e for e in log if type(e.data) is SessionRewind)
         replayer = cls(gateway_type)
         with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
-            for event in events:
-                replayer.apply(event)
+            for event in log:
+                if event.seq in rewound:
+                    replayer.skip(event)
+                else:
+                    replayer.apply(event)
         return replayer
 
     # --- reading ------------------------------------------------------------------------------
@@ -223,6 +232,16 @@ class ContextReplayer:
         step = _STEPS.get(type(data))
         if step is not None:
             step(self, event, data)
+
+    def skip(self, event: Event) -> None:
+        """Pass an event a rewind took out of the history (`engine.rewind_intervals`): it changes
+        nothing but the position, and the Area numbering, which never reuses an id."""
+        if event.seq <= self._seq:
+            raise ValueError(f"event {event.seq} arrives after event {self._seq}: out of order")
+        self._seq = event.seq
+        data = event.data
+        if type(data) is AreaRegister:
+            self._last_serial = max(self._last_serial, area_serial(data.area))
 
     def _turn_start(self, event: Event, data: TurnStart) -> None:
         self._turn = data.turn

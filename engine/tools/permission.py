@@ -119,6 +119,16 @@ class PermissionBroker:
         elif type(payload) is PermissionModeSet:
             self.mode = payload.mode
 
+    def follow_rewound(self, payload: Payload) -> None:
+        """An event a rewind took out of the history: a standing rule still stands (the user's
+        answer about a tool, not the conversation's state); a mode does not."""
+        if type(payload) is PermissionRule:
+            self._rules[payload.tool] = payload.decision
+
+    def fresh(self) -> PermissionBroker:
+        """A broker asking the same responder, with no rule and the default mode."""
+        return PermissionBroker(self._responder)
+
     async def decide(
         self, request: PermissionQuestion, on_ask: Callable[[], None] | None = None
     ) -> Decision:

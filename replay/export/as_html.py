@@ -21,6 +21,7 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     TranscriptEntry,
     TurnEndEntry,
@@ -40,6 +41,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_line,
     tool_state,
     turn_end_line,
     turn_line,
@@ -165,6 +167,12 @@ def _entry(entry: TranscriptEntry) -> str:
             return (
                 f'<div class="entry card"><div class="who">{escape(command_line(entry))}</div>'
                 f"{_text(entry.result)}</div>"
+            )
+        case RewindEntry():
+            prompt = _text(entry.prompt) if entry.prompt else ""
+            return (
+                f'<div class="entry card"><div class="note">{escape(rewind_line(entry))}, '
+                f"before:</div>{prompt}</div>"
             )
         case ErrorEntry():
             return f'<div class="entry error-entry">Error: {escape(entry.message)}</div>'

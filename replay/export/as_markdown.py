@@ -17,6 +17,7 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     TranscriptEntry,
     TurnEndEntry,
@@ -36,6 +37,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_line,
     tool_state,
     turn_end_line,
     turn_line,
@@ -171,6 +173,9 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             return [f"*{mode_line(entry)}*"]
         case CommandEntry():
             return [f"**{command_line(entry)}**", fence(entry.result, "text")]
+        case RewindEntry():
+            prompt = [quote(nested(entry.prompt))] if entry.prompt else []
+            return [f"---\n\n*{rewind_line(entry)}, before:*", *prompt]
         case ErrorEntry():
             return [f"**Error:** {entry.message}"]
 

@@ -178,6 +178,25 @@ async def permission_rule(make_agent: MakeAgent) -> Agent:
     return agent
 
 
+async def rewind(make_agent: MakeAgent) -> Agent:
+    """A pin, three turns and a compaction, a plan, a turn; a rewind to before the compaction
+    (the plan's registration is taken out), a turn, a rewind to that turn (within the rewound
+    history), a last turn."""
+    replies = [Reply(text=f"a{n}") for n in (1, 2, 3)]
+    agent = await make_agent(
+        [*replies, Reply(text="gist"), *(Reply(text=f"a{n}") for n in (4, 5, 6))]
+    )
+    agent.pin("always test")
+    await _run(agent, "q1", "q2", "q3")
+    assert (await agent.compact(1)) is not None
+    agent.register_area(PlanArea("Plan", ["read", "write"]))
+    await _run(agent, "q4")
+    await agent.rewind(2)
+    await _run(agent, "q5")
+    await agent.rewind(5)
+    return await _run(agent, "q6")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "tools": tools,
     "parallel_tools": parallel_tools,
@@ -189,4 +208,5 @@ SCENARIOS: dict[str, Scenario] = {
     "subtask": subtask,
     "compaction": compaction,
     "permission_rule": permission_rule,
+    "rewind": rewind,
 }
