@@ -49,12 +49,12 @@ def env(tmp_path: Path) -> Env:
 
 @pytest.fixture
 def changed(env: Env, tmp_path: Path) -> Changed:
-    write = {
+    write: dict[str, object] = {
         "tool_calls": [
             {"name": "write_file", "arguments": {"path": "notes.txt", "content": "one\n"}}
         ]
     }
-    shell = {
+    shell: dict[str, object] = {
         "tool_calls": [
             {
                 "name": "run_shell",
