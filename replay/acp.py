@@ -79,7 +79,7 @@ from engine.events import (
 from engine.line_diff import first_changed_line, split_lines
 from engine.permission_mode import DEFAULT_MODE, PermissionMode
 from replay.file_diff import batch_files, file_diff, file_line
-from replay.wording import rewind_files, rewind_words
+from replay.wording import rewind_files, rewind_line
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -488,7 +488,7 @@ class AcpProjection:
     def _rewind(self, rewind: SessionRewind) -> list[AcpUpdate]:
         """A message saying so (the prompt it went back before, quoted), then the mode and the
         plans as they were before that prompt, where they differ from what the client holds."""
-        said = rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+        said = rewind_line(rewind)
         text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
             rewind.prompt.splitlines() or [""]
         )

@@ -111,8 +111,11 @@ def command_line(command: CommandEntry) -> str:
     return f"Command: {command.line}"
 
 
-def rewind_line(rewind: RewindEntry) -> str:
-    return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+def rewind_line(rewind: RewindEntry | SessionRewind) -> str:
+    """What went back: the files only when they were (`code` with a `code_refused` was asked,
+    and refused)."""
+    code = rewind.code and rewind.code_refused is None
+    return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=code)
 
 
 def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:

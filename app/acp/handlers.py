@@ -20,6 +20,7 @@ from acp.meta import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
     CloseSessionRequest,
+    ConfigOptionUpdate,
     DeleteSessionRequest,
     Implementation,
     InitializeRequest,
@@ -40,6 +41,7 @@ from acp.schema import (
     SetSessionModeRequest,
 )
 
+from app.acp.feed import update_params
 from app.acp.lifecycle import LifecycleHandlers
 from app.acp.opened_sessions import OpenedSessions
 from app.acp.prompting import PromptHandlers
@@ -80,6 +82,7 @@ class SessionHandlers:
 
     def __init__(self, connection: AcpConnection) -> None:
         self._server = connection.server
+        self._connection = connection
         self._opened = OpenedSessions(connection)
         self._lifecycle = LifecycleHandlers(connection, self._opened)
         self._prompting = PromptHandlers(connection, self._opened)
@@ -120,6 +123,17 @@ class SessionHandlers:
     async def let_go_all(self) -> None:
         """The connection is closed: every session it opened is let go."""
         await self._opened.let_go_all()
+
+    async def options_changed(self, session_id: str, options: list[Any]) -> None:
+        """A command on some connection changed the session's options (the model, the mode: a
+        `/rewind` of the conversation, `/model NAME`): this client gets them as they are now,
+        after what its feed sends of the log so far (nothing for a session not open here)."""
+        opened = self._opened.get(session_id)
+        if opened is None:
+            return
+        await self._opened.caught_up(opened)
+        update = ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+        await self._connection.notify("session/update", update_params(session_id, update))
 
     async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
         """The tool call `call_id` runs in the client's terminal `terminal_id`: its updates on

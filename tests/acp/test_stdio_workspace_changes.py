@@ -9,8 +9,8 @@ from pathlib import Path
 from acp import text_block
 from acp.schema import ClientCapabilities
 
-from tests.acp.stdio_peer import trellis_acp
-from tests.acp.test_stdio_plans_diffs import script, tool_updates
+from tests.acp.stdio_peer import script_args, trellis_acp
+from tests.acp.test_stdio_plans_diffs import tool_updates
 
 
 async def test_a_commands_diffs_live_and_loaded(tmp_path: Path) -> None:
@@ -21,7 +21,7 @@ async def test_a_commands_diffs_live_and_loaded(tmp_path: Path) -> None:
     (workspace / "gone.txt").write_text("bye\n")
     root = str(workspace.resolve())
     command = "printf 'new\\n' > made.txt; printf 'one\\n2\\n' > keep.txt; rm gone.txt; echo ran"
-    args = script(
+    args = script_args(
         tmp_path,
         {"tool_calls": [{"name": "run_shell", "arguments": {"command": command}}]},
         {"text": "done"},
