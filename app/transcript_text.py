@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.events import WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -25,7 +26,7 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
-from replay.file_diff import change_diff, change_heading, file_line, files_summary
+from replay.file_diff import change_diff, change_heading, file_line
 from replay.wording import (
     area_line,
     checkpoints_off_line,

@@ -62,10 +62,11 @@ def cut_lines(text: str, limit: int) -> tuple[str, int]:
 
 
 def file_counts(change: WorkspaceFileChange) -> str:
-    """`+3 -1` (a minus sign), or empty for a file whose lines were not counted (binary, withheld)."""
+    """`+3 -1`, as `engine.rewind_report.files_summary` counts a turn; empty for a file whose
+    lines were not counted (binary, withheld)."""
     if change.added_lines is None and change.removed_lines is None:
         return ""
-    return f"+{change.added_lines or 0} \u2212{change.removed_lines or 0}"
+    return f"+{change.added_lines or 0} -{change.removed_lines or 0}"
 
 
 def file_line(change: WorkspaceFileChange) -> str:
@@ -73,14 +74,6 @@ def file_line(change: WorkspaceFileChange) -> str:
     counts = file_counts(change)
     line = f"{_STATUS[change.status]} {change.path}" + (f" ({counts})" if counts else "")
     return line if change.restorable else f"{line}, not restorable: over the size cap"
-
-
-def files_summary(files: Sequence[WorkspaceFileChange]) -> str:
-    """`2 files changed (+5 -1)`."""
-    added = sum(f.added_lines or 0 for f in files)
-    removed = sum(f.removed_lines or 0 for f in files)
-    noun = "file" if len(files) == 1 else "files"
-    return f"{len(files)} {noun} changed (+{added} \u2212{removed})"
 
 
 def file_diff(change: WorkspaceFileChange) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from engine.events import MessageData, WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -30,7 +31,7 @@ from replay.entries import (
     UserEntry,
 )
 from replay.export.view import SessionView
-from replay.file_diff import change_diff, change_heading, file_diff, file_line, files_summary
+from replay.file_diff import change_diff, change_heading, file_diff, file_line
 from replay.wording import (
     UNTITLED,
     area_line,

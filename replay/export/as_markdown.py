@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from engine.events import MessageData, WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -32,7 +33,6 @@ from replay.file_diff import (
     cut_lines,
     file_diff,
     file_line,
-    files_summary,
 )
 from replay.wording import (
     UNTITLED,

@@ -44,9 +44,9 @@ async def test_a_commands_diffs_live_and_loaded(tmp_path: Path) -> None:
         }
         result, diffs = (c["content"]["text"] for c in final["content"])
         assert "ran" in result  # the command's output stays before the diffs
-        assert "created made.txt (+1 \u22120):\n```diff\n" in diffs
+        assert "created made.txt (+1 -0):\n```diff\n" in diffs
         assert "\n-two\n+2" in diffs
-        assert "removed gone.txt (+0 \u22121)" in diffs
+        assert "removed gone.txt (+0 -1)" in diffs
         assert "-bye" in diffs
         # the result alone came first: the diffs follow once the batch's checkpoint is taken
         assert any(

@@ -70,10 +70,10 @@ async def test_show_lists_the_files_per_turn_and_what_a_rewind_did(
     _, events = await _stored(make_agent, store)
     text = transcript_text(transcript_of(events).entries, PLAIN)
     turn1 = text[text.index("Turn 1") : text.index("User", text.index("Turn 1"))]
-    assert "3 files changed (+2 \u22122):" in turn1
-    assert "    created made.txt (+1 \u22120)" in turn1
-    assert "    changed keep.txt (+1 \u22121)" in turn1
-    assert "    removed gone.txt (+0 \u22121)" in turn1
+    assert "3 files +2 -2:" in turn1
+    assert "    created made.txt (+1 -0)" in turn1
+    assert "    changed keep.txt (+1 -1)" in turn1
+    assert "    removed gone.txt (+0 -1)" in turn1
     assert "restored: made.txt" in text
     assert "removed: w.txt" in text
 
@@ -105,13 +105,13 @@ async def test_markdown_and_html_show_the_diffs_and_json_the_records(
     session_id, events = await _stored(make_agent, store)
     info = await store.info(session_id)
     markdown = export(info, events, "md")
-    assert "*Changed keep.txt (+1 \u22121):*" in markdown
+    assert "*Changed keep.txt (+1 -1):*" in markdown
     assert "```diff\n" in markdown
     assert "\n-two\n+2" in markdown
-    assert "- created made.txt (+1 \u22120)" in markdown  # the turn's list
+    assert "- created made.txt (+1 -0)" in markdown  # the turn's list
     assert "- removed: w.txt" in markdown
     html = export(info, events, "html")
-    assert "Changed keep.txt (+1 \u22121)" in html
+    assert "Changed keep.txt (+1 -1)" in html
     assert "-two\n+2" in html
     exported = json.loads(export(info, events, "json"))
     kinds = [e["type"] for e in exported["events"]]
@@ -137,7 +137,7 @@ async def test_a_long_diff_is_folded(
     assert "\n+250\n" not in markdown
     assert "more lines\n```" in markdown
     html = export(info, events, "html")
-    assert "<details><summary>Created long.txt (+300 \u22120): " in html
+    assert "<details><summary>Created long.txt (+300 -0): " in html
     assert "\n+250\n" in html  # folded, not cut
 
 
