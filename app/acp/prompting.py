@@ -126,10 +126,11 @@ class PromptHandlers:
             await self._opened.say(opened.session.id, result.text)
         changed = config_options(agent)
         if changed != options:  # `/model NAME`, `/mode NAME`, `/rewind`: to every client
-            holding = self._connection.server.holding(opened.session)
-            await asyncio.gather(
-                *(c.handlers.options_changed(opened.session.id, changed or []) for c in holding)
-            )
+            session_id, options_now = opened.session.id, changed or []
+            for other in self._connection.server.holding(opened.session):
+                if other is not self._connection:
+                    other.handlers.tell_options(session_id, options_now)
+            await self._connection.handlers.options_changed(session_id, options_now)
         ends = [e.data for e in await agent.read_log(start) if isinstance(e.data, TurnEnd)]
         return (
             _stop(ends[-1].reason, ends[-1].message)
