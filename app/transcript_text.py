@@ -148,8 +148,9 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
             yield f"{s.who}{command_line(entry)}{s.reset}"
             yield from _indented(entry.result)
         case RewindEntry():
-            yield f"{s.who}↶ {rewind_line(entry)}, before:{s.reset}"
-            yield from _indented(entry.prompt)
+            yield f"{s.who}↶ {rewind_line(entry)}{', before:' if entry.prompt else ''}{s.reset}"
+            if entry.prompt:
+                yield from _indented(entry.prompt)
             yield from (f"{s.dim}  {line}{s.reset}" for line in rewind_files(entry))
         case CheckpointsOffEntry():
             yield f"{s.error}· {checkpoints_off_line(entry)}{s.reset}"

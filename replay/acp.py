@@ -78,6 +78,7 @@ from engine.events import (
 )
 from engine.line_diff import first_changed_line, split_lines
 from engine.permission_mode import DEFAULT_MODE, PermissionMode
+from engine.rewind_intervals import RewoundIntervals
 from replay.file_diff import batch_files, file_diff, file_line
 from replay.wording import rewind_files, rewind_line
 
@@ -216,7 +217,9 @@ class AcpProjection:
     plan is not sent)."""
     _history: list[tuple[int, str | None, Any]] = field(default_factory=list)
     """(seq, None, mode) and (seq, plan Area id, entries), in log order: what a rewind goes back
-    to (cut at its `to_seq`, as the rewound history is)."""
+    to (those outside `_rewound`)."""
+    _rewound: RewoundIntervals = field(default_factory=RewoundIntervals)
+    """The seqs the conversation rewinds so far took out of the history."""
     _seq: int | None = None
     """The seq of the stored event being translated (None for a live one): what a note that
     belongs to no step (a command's answer, a mode's fallback) takes its `messageId` from, the
@@ -489,20 +492,28 @@ class AcpProjection:
         """A message saying so (the prompt it went back before, quoted), then the mode and the
         plans as they were before that prompt, where they differ from what the client holds."""
         said = rewind_line(rewind)
-        text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
-            rewind.prompt.splitlines() or [""]
-        )
+        if rewind.undoes is not None:
+            text = f"{said}: the session is as it was before that rewind"
+        else:
+            text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
+                rewind.prompt.splitlines() or [""]
+            )
         files = rewind_files(rewind)
         if files:
             text += "\n\n" + "\n".join(f"- {line}" for line in files)
         updates = self._chunks("agent_message_chunk", text + "\n", self._note_id("rewind"))
         if not rewind.conversation:
             return updates
-        # the log cut at the rewound prompt: what a truncated history would hold
-        self._history = [h for h in self._history if h[0] < rewind.to_seq]
+        # the history as the engine rebuilds it: the log less every rewound interval (an undo
+        # brings back the one it undoes)
+        rewound = self._rewound
+        if self._seq is not None:
+            rewound.take(rewind.to_seq, self._seq, undoes=rewind.undoes)
         mode: PermissionMode = DEFAULT_MODE
         plans: dict[str, list[dict[str, Any]]] = {area: [] for area in self._plans}
-        for _, key, value in self._history:
+        for seq, key, value in self._history:
+            if seq in rewound:
+                continue
             if key is None:
                 mode = value
             else:

@@ -112,16 +112,21 @@ def command_line(command: CommandEntry) -> str:
 
 
 def rewind_line(rewind: RewindEntry | SessionRewind) -> str:
-    """What went back: the files only when they were (`code` with a `code_refused` was asked,
-    and refused)."""
+    """`Rewound to turn 3 (code and conversation)`, or `Undid the rewind to turn 3 (...)`: what
+    went back (the files only when they did: `code` with `code_refused` was asked, and refused),
+    to before which prompt."""
     code = rewind.code and rewind.code_refused is None
-    return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=code)
+    parts = [name for name, done in (("code", code), ("conversation", rewind.conversation)) if done]
+    what = " and ".join(parts) or "nothing"
+    if rewind.undoes is not None:
+        return f"Undid the rewind to turn {rewind.to_turn} ({what})"
+    return f"Rewound to turn {rewind.to_turn} ({what})"
 
 
 def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:
     """What a rewind did to the files, a line per kind (`restored: a.py, b.py`), or why it did
     not touch them though asked; none for a conversation rewind."""
-    lines = [f"undoes the rewind at seq {rewind.undoes}"] if rewind.undoes is not None else []
+    lines: list[str] = []
     if rewind.code_refused:
         lines.append(f"files not rewound: {rewind.code_refused}")
     for name, paths in (
@@ -133,12 +138,6 @@ def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:
         if paths:
             lines.append(f"{name}: {', '.join(paths)}")
     return lines
-
-
-def rewind_words(to_turn: int, *, conversation: bool, code: bool) -> str:
-    """`Rewound to turn 3 (conversation)`: what went back, to before which prompt."""
-    parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
-    return f"Rewound to turn {to_turn} ({' and '.join(parts) or 'nothing'})"
 
 
 def checkpoints_off_line(entry: CheckpointsOffEntry) -> str:

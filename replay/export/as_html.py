@@ -194,10 +194,11 @@ def _entry(entry: TranscriptEntry) -> str:
             )
         case RewindEntry():
             prompt = _text(entry.prompt) if entry.prompt else ""
+            before = ", before:" if entry.prompt else ""
             done = rewind_files(entry)
             return (
-                f'<div class="entry card"><div class="note">{escape(rewind_line(entry))}, '
-                f"before:</div>{prompt}{_list(done) if done else ''}</div>"
+                f'<div class="entry card"><div class="note">{escape(rewind_line(entry))}{before}'
+                f"</div>{prompt}{_list(done) if done else ''}</div>"
             )
         case CheckpointsOffEntry():
             return f'<div class="entry note">{escape(checkpoints_off_line(entry))}</div>'

@@ -212,7 +212,8 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             prompt = [quote(nested(entry.prompt))] if entry.prompt else []
             done = [f"- {line}" for line in rewind_files(entry)]
             files = ["\n".join(done)] if done else []
-            return [f"---\n\n*{rewind_line(entry)}, before:*", *prompt, *files]
+            before = ", before:" if entry.prompt else ""
+            return [f"---\n\n*{rewind_line(entry)}{before}*", *prompt, *files]
         case CheckpointsOffEntry():
             return [f"*{checkpoints_off_line(entry)}*"]
         case ErrorEntry():

@@ -22,6 +22,11 @@ from acp.ws import create_websocket_stream
 from tests.acp.ws_peer import WAIT, RecordingClient, bearer, serving
 from tests.processes import POLL, POLLS
 
+PLAN = {
+    "sessionUpdate": "plan",
+    "entries": [{"content": "read them", "status": "pending", "priority": "medium"}],
+}
+
 
 class EditorClient(RecordingClient):
     """A client that declares it reads and writes the workspace's files (an editor)."""
@@ -109,6 +114,7 @@ async def test_rewind_reaches_every_connection_and_an_editor_keeps_its_files(
             await a.prompt(session_id=session_id, prompt=[text_block("write the notes")])
             assert notes.read_text() == "one\n"
             await a.prompt(session_id=session_id, prompt=[text_block("/mode accept-edits")])
+            await a.prompt(session_id=session_id, prompt=[text_block("/plan add read them")])
             await a.prompt(session_id=session_id, prompt=[text_block("talk")])
             await b.load_session(cwd=root, session_id=session_id, mcp_servers=[])
             await c.load_session(cwd=root, session_id=session_id, mcp_servers=[])
@@ -134,6 +140,7 @@ async def test_rewind_reaches_every_connection_and_an_editor_keeps_its_files(
                 assert "Rewound to turn 1 (code and conversation)" in text, name
                 assert "- removed: notes.txt" in text, name
                 assert {"sessionUpdate": "current_mode_update", "currentModeId": "ask"} in updates
+                assert {"sessionUpdate": "plan", "entries": []} in updates, name
                 marks[name] = len(client.updates[session_id])
 
             # the editor writes the files: its undo takes the conversation back, not the files
@@ -149,6 +156,8 @@ async def test_rewind_reaches_every_connection_and_an_editor_keeps_its_files(
                     ),
                     f"{name} got the undone options",
                 )
-                text = said(since(client, session_id, marks[name]))
-                assert "Rewound to turn 1 (conversation)" in text, name
+                updates = since(client, session_id, marks[name])
+                text = said(updates)
+                assert "Undid the rewind to turn 1 (conversation): the session is as it" in text
+                assert PLAN in updates, name
                 assert "files not rewound: the editor connected to this session writes" in text
