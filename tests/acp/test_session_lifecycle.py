@@ -166,3 +166,26 @@ async def test_resume_answers_the_mode_the_session_was_left_in(
     await peer.initialize()
     answer = await peer.result("session/resume", _opening(session_id, workspace))
     assert answer["modes"]["currentModeId"] == "read-only"
+
+
+async def test_delete_prunes_the_sessions_checkpoints(server: AcpServer, workspace: Path) -> None:
+    from engine.checkpoints import CheckpointStore, Unavailable
+    from engine.checkpoints.sessions import holdings
+    from engine.config import CheckpointsConfig
+    from engine.paths import data_dir
+
+    session_id = await stored_session(server, workspace)
+    checkpoints = await CheckpointStore.open(workspace, data_dir(), CheckpointsConfig(), session_id)
+    assert not isinstance(checkpoints, Unavailable), checkpoints
+    (workspace / "a.txt").write_text("a\n")
+    await checkpoints.take("a turn")
+
+    async def held() -> list[tuple[tuple[str, int], ...]]:
+        found = await holdings(data_dir())
+        return [h.sessions for h in found if h.usage.shadow_dir == checkpoints.shadow_dir]
+
+    assert await held() == [((session_id, 1),)]
+    peer = Peer(server)
+    await peer.initialize()
+    assert await peer.result("session/delete", {"sessionId": session_id}) == {}
+    assert await held() == [()]
