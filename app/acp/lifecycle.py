@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -115,8 +116,13 @@ class LifecycleHandlers:
         session = await self._stored(request.session_id, request.cwd, request.mcp_servers or [])
         self._opened.attach(session, AcpProjection(session.workspace))
         meta = {"trellis/readOnly": session.read_only} if session.read_only else None
-        # the mode is known once the Agent opens (the opening notes send it) unless it is open
-        mode = modes.mode_state(modes.current_mode(session.agent))
+        # The answer names the session's mode, which its Agent knows once open (a resume
+        # replays no log here to read it from); a failed opening is said after the answer.
+        agent = session.agent
+        if agent is None and session.opening is not None:
+            with suppress(SessionOpenError):
+                agent = await session.ready()
+        mode = modes.mode_state(modes.current_mode(agent))
         return Answer(
             ResumeSessionResponse(field_meta=meta, modes=mode), after=self._once_open(session)
         )

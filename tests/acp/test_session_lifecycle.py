@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from app.acp import rpc
 from app.acp.core import AcpServer
 from engine.events import TurnEnd, UserMessage
@@ -153,11 +151,6 @@ async def test_delete_refuses_a_session_outside_the_served_roots(
     assert (await store.info(info.id)).id == info.id  # still there
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/acp/lifecycle.py `LifecycleHandlers.resume` answers the default mode before the "
-    "Agent opens (the opening notes' current_mode_update corrects it)",
-)
 async def test_resume_answers_the_mode_the_session_was_left_in(
     server: AcpServer, workspace: Path, replies: list[list[Reply]]
 ) -> None:
