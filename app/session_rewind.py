@@ -37,7 +37,10 @@ def target_turn(text: str) -> int | None:
 async def _confirmed(question: str) -> bool:
     if not sys.stdin.isatty():
         raise UsageError("not rewinding without a terminal to ask on: pass --yes")
-    answer = await asyncio.to_thread(input, question)
+    try:
+        answer = await asyncio.to_thread(input, question)
+    except EOFError:  # Ctrl+D: no answer is no
+        return False
     return answer.strip().lower() in ("y", "yes")
 
 

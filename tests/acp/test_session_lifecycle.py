@@ -15,6 +15,7 @@ from engine.store.errors import UnknownSessionError
 from tests.acp.peer import Peer
 from tests.acp.test_core import _new, _prompt, _until, workspace
 from tests.acp.test_load_opening import BOUND, stored_session
+from tests.checkpoints.conftest import checkpoint_refs
 
 __all__ = ["workspace"]
 
@@ -170,7 +171,6 @@ async def test_resume_answers_the_mode_the_session_was_left_in(
 
 async def test_delete_prunes_the_sessions_checkpoints(server: AcpServer, workspace: Path) -> None:
     from engine.checkpoints import CheckpointStore, Unavailable
-    from engine.checkpoints.sessions import holdings
     from engine.config import CheckpointsConfig
     from engine.paths import data_dir
 
@@ -180,12 +180,8 @@ async def test_delete_prunes_the_sessions_checkpoints(server: AcpServer, workspa
     (workspace / "a.txt").write_text("a\n")
     await checkpoints.take("a turn")
 
-    async def held() -> list[tuple[tuple[str, int], ...]]:
-        found = await holdings(data_dir())
-        return [h.sessions for h in found if h.usage.shadow_dir == checkpoints.shadow_dir]
-
-    assert await held() == [((session_id, 1),)]
+    assert checkpoint_refs(checkpoints.shadow_dir) == [f"refs/trellis/{session_id}/1"]
     peer = Peer(server)
     await peer.initialize()
     assert await peer.result("session/delete", {"sessionId": session_id}) == {}
-    assert await held() == [()]
+    assert checkpoint_refs(checkpoints.shadow_dir) == []

@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from engine.events import SessionRewind
@@ -212,3 +213,34 @@ def test_checkpoints_lists_the_sessions_and_delete_prunes_them(changed: Changed)
     after = changed.run("checkpoints")
     assert changed.id not in after.stdout
     assert "no session's checkpoints (pruned)" in after.stdout
+
+
+def test_on_a_terminal_it_asks_and_no_leaves_everything(changed: Changed) -> None:
+    env = changed.env
+
+    def answer(text: str) -> tuple[int, str]:
+        argv = trellis_argv(["rewind", changed.id, "--to", "1"])
+        child = pexpect.spawn(
+            argv[0],
+            argv[1:],
+            cwd=str(env.workspace),
+            env=trellis_env(home=env.home, config=env.config),
+            encoding="utf-8",
+            timeout=60,
+        )
+        child.expect_exact("Rewind? [y/N] ")
+        child.sendline(text)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus is not None
+        return child.exitstatus, str(child.before)
+
+    code, said = answer("n")
+    assert code == 1
+    assert "nothing rewound" in said
+    assert changed.notes.exists()
+    assert changed.rewinds() == []
+    code, said = answer("y")
+    assert code == 0, said
+    assert "rewound to before turn 1" in said
+    assert not changed.notes.exists()
