@@ -22,6 +22,7 @@ from engine.events import (
     MessageData,
     TurnEndReason,
     Usage,
+    WorkspaceFileChange,
 )
 from engine.message import Source
 from engine.permission_mode import PermissionMode
@@ -85,6 +86,7 @@ class TurnEntry:
     start: float
     end: float | None = None
     repaired: bool = False  # the store closed it after a crash (`turn/end {interrupted}`)
+    files: tuple[WorkspaceFileChange, ...] = ()  # what the turn changed (`turn/changes`)
 
 
 @entry
@@ -166,6 +168,7 @@ class ToolEntry:
     label: PrivatizationLabel | None = None  # of the call (the reply that made it)
     result_label: PrivatizationLabel | None = None
     change: FileChangeRecord | None = None  # the file the call changed, as its result records
+    files: tuple[WorkspaceFileChange, ...] = ()  # what its batch changed (`tool/changes`)
 
 
 @entry
@@ -268,6 +271,12 @@ class RewindEntry:
     code: bool
     prompt: str
     label: PrivatizationLabel | None = None
+    restored: tuple[str, ...] = ()  # files written back
+    deleted: tuple[str, ...] = ()  # files the later turns created, removed
+    kept: tuple[str, ...] = ()  # files changed by someone else, left as they were
+    failed: tuple[str, ...] = ()  # `path: reason`
+    code_refused: str | None = None  # why the files were not rewound, though asked
+    undoes: int | None = None  # the seq of the rewind this one undid
 
 
 @entry

@@ -3,7 +3,7 @@ print beside the tool call, or the line that says why its text is not in the log
 
 from __future__ import annotations
 
-from engine.events import FileChangeRecord
+from engine.events import FileChangeRecord, WorkspaceFileChange
 from engine.line_diff import LineKind, diff_hunks, split_lines
 
 _WITHHELD = {
@@ -42,3 +42,19 @@ def change_diff(change: FileChangeRecord) -> str:
         lines.append(hunk.header)
         lines += [_MARKS[line.kind] + line.text for line in hunk.lines]
     return "\n".join(lines)
+
+
+_WORKSPACE_WITHHELD = {
+    "secret": "the file matches a secret pattern: only its hashes are recorded",
+    "size": "the diff is too large to keep in the log: only the line counts are recorded",
+    "binary": "a binary file: only its hashes are recorded",
+}
+
+
+def workspace_diff(change: WorkspaceFileChange) -> str:
+    """A checkpointed change (`turn/changes`, `tool/changes`) as `diff -u` wrote it, or why the
+    log holds no diff of it."""
+    if change.diff is not None:
+        return change.diff.rstrip("\n")
+    note = _WORKSPACE_WITHHELD.get(change.withheld or "", "no diff is recorded")
+    return f"({note})"

@@ -35,9 +35,11 @@ from engine.events import (
     SessionTitle,
     StepEnd,
     ToolCallRecord,
+    ToolChanges,
     ToolOutputDelta,
     ToolPending,
     ToolResultRecord,
+    TurnChanges,
     TurnEnd,
     TurnStart,
     Usage,
@@ -397,7 +399,24 @@ class Transcript:
                 code=data.code,
                 prompt=data.prompt,
                 label=data.label,
+                restored=data.restored,
+                deleted=data.deleted,
+                kept=data.kept,
+                failed=data.failed,
+                code_refused=data.code_refused,
+                undoes=data.undoes,
             )
+        )
+
+    def _turn_changes(self, seq: int, time: float, data: TurnChanges) -> Change:
+        # logged after the turn's `turn/end`: its rule says what the turn changed
+        return self._update(f"turn:{data.turn}", TurnEntry, lambda t: evolve(t, files=data.files))
+
+    def _tool_changes(self, seq: int, time: float, data: ToolChanges) -> Change:
+        # what a batch of commands or MCP calls changed, on each of its cards
+        keys = [_tool_key(data.turn, data.step, call_id) for call_id in data.call_ids]
+        return _merge(
+            *(self._update(key, ToolEntry, lambda t: evolve(t, files=data.files)) for key in keys)
         )
 
     def _session_title(self, seq: int, time: float, data: SessionTitle) -> Change:
@@ -666,6 +685,8 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
     PermissionModeSet: Transcript._mode,
     CommandRun: Transcript._command,
     SessionRewind: Transcript._rewind,
+    TurnChanges: Transcript._turn_changes,
+    ToolChanges: Transcript._tool_changes,
     SessionTitle: Transcript._session_title,
 }
 """What each durable payload class does to the transcript; the rest (area registration and

@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.events import WorkspaceFileChange
 from engine.permission_mode import MODE_NAMES
 from replay.entries import (
     AreaEntry,
@@ -110,10 +111,65 @@ def command_line(command: CommandEntry) -> str:
 
 
 def rewind_line(rewind: RewindEntry) -> str:
-    return rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+    """`Rewound to turn 3 (conversation)`, or `Undid the rewind to turn 3 (code)`."""
+    words = rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
+    if rewind.undoes is not None:
+        return words.replace("Rewound to", "Undid the rewind to", 1)
+    return words
 
 
 def rewind_words(to_turn: int, *, conversation: bool, code: bool) -> str:
     """`Rewound to turn 3 (conversation)`: what went back, to before which prompt."""
     parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
     return f"Rewound to turn {to_turn} ({' and '.join(parts) or 'nothing'})"
+
+
+def line_counts(added: int | None, removed: int | None) -> str:
+    """`+3 -1` (as the permission dialog counts them), or nothing when the lines were not
+    counted (a binary or secret file)."""
+    if added is None and removed is None:
+        return ""
+    return f"+{added or 0} -{removed or 0}"
+
+
+def files_changed(files: tuple[WorkspaceFileChange, ...]) -> str:
+    """`3 files changed +12 -4`: what a turn or a command changed in the workspace."""
+    added = sum(f.added_lines or 0 for f in files)
+    removed = sum(f.removed_lines or 0 for f in files)
+    counted = any(f.added_lines is not None or f.removed_lines is not None for f in files)
+    counts = f" {line_counts(added, removed)}" if counted else ""
+    return f"{len(files)} file{'' if len(files) == 1 else 's'} changed{counts}"
+
+
+FILE_MARKS = {"added": "A", "modified": "M", "deleted": "D"}
+"""The letter `git status --short` gives each kind of change."""
+
+
+def file_line(change: WorkspaceFileChange) -> str:
+    """`M src/a.py +3 -1`, with why it has no diff or cannot be restored."""
+    parts = [FILE_MARKS[change.status], change.path]
+    counts = line_counts(change.added_lines, change.removed_lines)
+    if counts:
+        parts.append(counts)
+    if change.withheld is not None:
+        parts.append(f"({change.withheld})")
+    if not change.restorable:
+        parts.append("(not restorable)")
+    return " ".join(parts)
+
+
+def rewind_outcome(rewind: RewindEntry) -> str:
+    """What the files' part of a rewind did: `2 restored, 1 removed, 1 kept (changed since)`;
+    empty when it touched none."""
+    if rewind.code_refused is not None:
+        return f"files not rewound: {rewind.code_refused}"
+    parts = []
+    if rewind.restored:
+        parts.append(f"{len(rewind.restored)} restored")
+    if rewind.deleted:
+        parts.append(f"{len(rewind.deleted)} removed")
+    if rewind.kept:
+        parts.append(f"{len(rewind.kept)} kept (changed since): {', '.join(rewind.kept)}")
+    if rewind.failed:
+        parts.append(f"{len(rewind.failed)} failed: {'; '.join(rewind.failed)}")
+    return f"files: {', '.join(parts)}" if parts else ""

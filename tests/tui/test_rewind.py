@@ -1,0 +1,243 @@
+"""Rewind in the console (Pilot): `/rewind` and Esc twice open the list of prompts with their
+files; Enter asks what to take back, saying what will change first; a rewind puts the prompt
+back in the input, the transcript shows it and a notice says what was restored. A shell card
+lists the files its command changed, and the turn rule how many the turn changed.
+(The keys through a real terminal: tests/tui/keys/test_rewind_keys.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Checkbox, DataTable, OptionList
+
+from app.tui.screens.rewind import RewindDialog, RewindList
+from app.tui.widgets.entries import LineEntry, ToolCard, TurnRule
+from app.tui.widgets.prompt_input import PromptInput
+from engine.gateway.scripted import Reply
+from engine.message import ToolCall
+from replay.entries import RewindEntry
+from tests.tui.conftest import ConsoleTestApp
+from tests.tui.test_console import send, settle
+from tests.tui.test_long_session import opened
+from tests.tui.test_models import until
+
+
+def shell_turns() -> list[Reply]:
+    """Turn 1 writes a.txt with the file tool; turn 2 runs a command that changes a.txt and
+    creates b.txt."""
+    return [
+        Reply(
+            text="writing",
+            tool_calls=[ToolCall("w1", "write_file", {"path": "a.txt", "content": "one\n"})],
+        ),
+        Reply(text="wrote a.txt"),
+        Reply(
+            text="running",
+            tool_calls=[
+                ToolCall("s1", "run_shell", {"command": "echo two >> a.txt && echo new > b.txt"})
+            ],
+        ),
+        Reply(text="ran it"),
+    ]
+
+
+async def two_turns(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
+    await opened(app, pilot)
+    await send(app, pilot, "/mode approve-all")
+    await settle(app, pilot)
+    await send(app, pilot, "write a.txt please")
+    await settle(app, pilot)
+    await send(app, pilot, "now run the command")
+    await settle(app, pilot)
+    await until(pilot, lambda: bool(rules(app)[-1].entry.files), "turn 2's changes shown")
+
+
+def rules(app: ConsoleTestApp) -> list[TurnRule]:
+    return list(app.main.query(TurnRule))
+
+
+def shown(widget: LineEntry | ToolCard) -> str:
+    return str(widget.render())
+
+
+async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, shell_turns())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await two_turns(app, pilot)
+        card = next(c for c in app.main.query(ToolCard) if c.entry.name == "run_shell")
+        text = shown(card)
+        assert "2 files changed +2 -0  (Enter shows the diffs)" in text
+        assert "M a.txt +1 -0" in text
+        assert "A b.txt +1 -0" in text
+        assert "+two" not in text
+        card.focus()
+        await pilot.press("enter")  # the diffs, one key away
+        await pilot.pause()
+        text = shown(card)
+        assert "+two" in text and "+++ b/b.txt" in text
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "+two" not in shown(card)
+
+        first, second = rules(app)
+        assert "1 file changed +1 -0" in shown(first)
+        assert "2 files changed +2 -0" in shown(second)
+        assert "turn 2" in shown(second).splitlines()[0]
+        second.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "+new" in shown(second)
+
+
+async def open_list(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindList:
+    await until(pilot, lambda: isinstance(app.screen, RewindList), "the rewind list opened")
+    await pilot.pause()
+    assert isinstance(app.screen, RewindList)
+    return app.screen
+
+
+async def open_dialog(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindDialog:
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, RewindDialog), "the choice opened")
+    await pilot.pause()
+    assert isinstance(app.screen, RewindDialog)
+    return app.screen
+
+
+def rows(screen: RewindList) -> list[list[str]]:
+    table = screen.query_one(DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def dialog_text(dialog: RewindDialog) -> str:
+    return str(dialog.query_one("#plan-text").render())
+
+
+async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, shell_turns())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await two_turns(app, pilot)
+        await send(app, pilot, "/rewind")
+        screen = await open_list(app, pilot)
+        listed = rows(screen)
+        assert [r[0] for r in listed] == ["2", "1"]  # newest first
+        assert listed[0][2] == "now run the command"
+        assert listed[0][3] == "2 files changed +2 -0"
+        assert listed[1][3] == "1 file changed +1 -0"
+
+        dialog = await open_dialog(app, pilot)  # turn 2, highlighted first
+        text = dialog_text(dialog)
+        assert "Prompt: now run the command" in text
+        assert "Writes back (1):\n  a.txt" in text
+        assert "Removes (1):\n  b.txt" in text
+        assert "Cannot be restored:" in text
+        assert "the workspace's own .git" in text
+        options = [str(o.prompt) for o in dialog.query_one(OptionList).options]
+        assert options == ["Code and conversation", "Conversation only", "Code only", "Cancel"]
+        assert list(dialog.query(Checkbox)) == []  # no file changed by someone else
+        assert (workspace / "b.txt").exists()  # nothing touched before the choice
+
+        await pilot.press("enter")  # Code and conversation
+        await until(pilot, lambda: app.screen is app.main, "back on the main screen")
+        await until(pilot, lambda: not (workspace / "b.txt").exists(), "b.txt removed")
+        await pilot.pause()
+        assert (workspace / "a.txt").read_text(encoding="utf-8") == "one\n"
+        assert app.main.query_one(PromptInput).text == "now run the command"
+        (rewind,) = [w for w in app.main.query(LineEntry) if isinstance(w.entry, RewindEntry)]
+        text = shown(rewind)
+        assert "Rewound to turn 2 (code and conversation), before: now run the command" in text
+        assert "files: 1 restored, 1 removed" in text
+        notices = [n.message for n in app._notifications]
+        assert any("Files: 1 restored, 1 removed." in n for n in notices), notices
+
+        # the undo comes first in the list, and takes the rewind back
+        app.main.query_one(PromptInput).clear()
+        await send(app, pilot, "/rewind")
+        screen = await open_list(app, pilot)
+        assert rows(screen)[0][2] == "Undo the last rewind (to turn 2)"
+        assert [r[0] for r in rows(screen)[1:]] == ["1"]  # turn 2 left the history
+        dialog = await open_dialog(app, pilot)
+        assert dialog.undo
+        await pilot.press("enter")
+        await until(pilot, lambda: (workspace / "b.txt").exists(), "b.txt back")
+        assert (workspace / "a.txt").read_text(encoding="utf-8") == "one\ntwo\n"
+        await pilot.pause()
+        entries = [w for w in app.main.query(LineEntry) if isinstance(w.entry, RewindEntry)]
+        assert "Undid the rewind to turn 2" in shown(entries[-1])
+
+
+async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, shell_turns())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await two_turns(app, pilot)
+        (workspace / "b.txt").write_text("mine\n", encoding="utf-8")  # someone else's edit
+        await send(app, pilot, "/rewind")
+        await open_list(app, pilot)
+        dialog = await open_dialog(app, pilot)
+        assert "Changed since by someone else, kept unless overwritten (1):\n  b.txt" in (
+            dialog_text(dialog)
+        )
+        box = dialog.query_one(Checkbox)
+        assert not box.value
+        await pilot.press("down", "down", "enter")  # Code only, overwrite not ticked
+        await until(pilot, lambda: app.screen is app.main, "back on the main screen")
+        await until(pilot, lambda: (workspace / "a.txt").read_text() == "one\n", "a.txt restored")
+        assert (workspace / "b.txt").read_text(encoding="utf-8") == "mine\n"
+        assert app.main.query_one(PromptInput).text == ""  # the conversation stays
+        notices = [n.message for n in app._notifications]
+        assert any("Kept, changed by someone else: b.txt." in n for n in notices), notices
+
+        # now with `o`: overwritten
+        await app.live.rewind(None, code=True)  # undo it (the engine's own path)
+        await pilot.pause()
+        (workspace / "b.txt").write_text("mine again\n", encoding="utf-8")
+        await send(app, pilot, "/rewind")
+        await open_list(app, pilot)
+        await pilot.press("down")  # past the undo row
+        dialog = await open_dialog(app, pilot)
+        await pilot.press("o")
+        assert dialog.query_one(Checkbox).value
+        await pilot.press("enter")
+        await until(pilot, lambda: not (workspace / "b.txt").exists(), "b.txt overwritten")
+
+
+async def test_esc_twice_on_an_empty_idle_prompt_opens_the_list_and_once_does_not(
+    workspace: Path, data: Path
+) -> None:
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        await pilot.press("escape")
+        await pilot.pause(0.6)  # too long after: a single Esc again
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+        prompt = app.main.query_one(PromptInput)
+        prompt.load_text("draft")
+        await pilot.press("escape", "escape")  # not on an empty prompt
+        await pilot.pause()
+        assert app.screen is app.main
+        prompt.clear()
+        await pilot.pause(0.6)
+        await pilot.press("escape", "escape")
+        screen = await open_list(app, pilot)
+        assert [r[0] for r in rows(screen)] == ["1"]
+        dialog = await open_dialog(app, pilot)
+        options = dialog.query_one(OptionList).options
+        assert [o.disabled for o in options] == [True, False, True, False]
+        assert "no turn since this prompt changed a file" in str(options[0].prompt)
+        await pilot.press("escape")  # cancels the choice: the list stays
+        await pilot.pause()
+        assert isinstance(app.screen, RewindList)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
