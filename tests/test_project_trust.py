@@ -98,7 +98,7 @@ def test_every_key_that_runs_sends_or_lowers_is_skipped(tmp_path: Path, user: Pa
         '[[mcp_servers]]\nname = "x"\ncommand = "sh"\n'
         '[[areas]]\npath = "os:system"\n'
         '[serve]\nhost = "0.0.0.0"\n'
-        '[checkpoints]\nenabled = false\n'
+        "[checkpoints]\nenabled = false\n"
         '[context]\nshell_class = "public"\nsecret_patterns = []\n'
         'instruction_files = ["AGENTS.md", ".env"]\nchar_cap = 777\n'
         '[agent]\nallow_protected_writes = [".trellis"]\n',

@@ -16,7 +16,7 @@ from app.tui.widgets.entries import LineEntry, ToolCard, TurnRule
 from app.tui.widgets.prompt_input import PromptInput
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
-from replay.entries import RewindEntry
+from replay.entries import RewindEntry, ToolEntry, TurnEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened
@@ -50,7 +50,20 @@ async def two_turns(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
     await settle(app, pilot)
     await send(app, pilot, "now run the command")
     await settle(app, pilot)
-    await until(pilot, lambda: bool(rules(app)[-1].entry.files), "turn 2's changes shown")
+    await until(pilot, lambda: bool(turn_of(rules(app)[-1]).files), "turn 2's changes shown")
+
+
+def turn_of(rule: TurnRule) -> TurnEntry:
+    assert isinstance(rule.entry, TurnEntry)
+    return rule.entry
+
+
+def shell_card(app: ConsoleTestApp) -> ToolCard:
+    return next(
+        c
+        for c in app.main.query(ToolCard)
+        if isinstance(c.entry, ToolEntry) and c.entry.name == "run_shell"
+    )
 
 
 def rules(app: ConsoleTestApp) -> list[TurnRule]:
@@ -67,7 +80,7 @@ async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
     app = ConsoleTestApp(workspace, data, shell_turns())
     async with app.run_test(size=(120, 40)) as pilot:
         await two_turns(app, pilot)
-        card = next(c for c in app.main.query(ToolCard) if c.entry.name == "run_shell")
+        card = shell_card(app)
         text = shown(card)
         assert "2 files changed +2 -0  (Enter shows the diffs)" in text
         assert "M a.txt +1 -0" in text
@@ -77,7 +90,8 @@ async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
         await pilot.press("enter")  # the diffs, one key away
         await pilot.pause()
         text = shown(card)
-        assert "+two" in text and "+++ b/b.txt" in text
+        assert "+two" in text
+        assert "+++ b/b.txt" in text
         await pilot.press("enter")
         await pilot.pause()
         assert "+two" not in shown(card)
@@ -181,9 +195,8 @@ async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
         await send(app, pilot, "/rewind")
         await open_list(app, pilot)
         dialog = await open_dialog(app, pilot)
-        assert "Changed since by someone else, kept unless overwritten (1):\n  b.txt" in (
-            dialog_text(dialog)
-        )
+        said = "Changed since by someone else, kept as they are unless overwritten (1):\n  b.txt"
+        assert said in dialog_text(dialog)
         box = dialog.query_one(Checkbox)
         assert not box.value
         await pilot.press("down", "down", "enter")  # Code only, overwrite not ticked
@@ -203,7 +216,9 @@ async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
         await pilot.press("down")  # past the undo row
         dialog = await open_dialog(app, pilot)
         await pilot.press("o")
+        await pilot.pause()
         assert dialog.query_one(Checkbox).value
+        assert "Changed since by someone else, overwritten (1):" in dialog_text(dialog)
         await pilot.press("enter")
         await until(pilot, lambda: not (workspace / "b.txt").exists(), "b.txt overwritten")
 

@@ -239,8 +239,7 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
             if plan is not None and plan.conflicts:
                 count = len(plan.conflicts)
                 yield Checkbox(
-                    f"Overwrite the {count} file{'' if count == 1 else 's'} changed since (o); "
-                    "unticked they are kept as they are",
+                    f"Overwrite the {count} file{'' if count == 1 else 's'} changed since (o)",
                     id="overwrite",
                 )
             yield OptionList(*self._options(), id="choices")
@@ -268,7 +267,7 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
         options.append(Option(Text("Cancel"), CANCEL))
         return options
 
-    def _plan_text(self) -> Text:
+    def _plan_text(self, overwrite: bool = False) -> Text:
         """Said before the user confirms: the prompt, what the conversation part does, the files
         that will change, those changed by someone else, and what cannot be restored."""
         text = Text()
@@ -298,12 +297,8 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
         if not (plan.writes or plan.deletes):
             text.append("Files: ", style="bold")
             text.append("already as they were; none to write or remove.\n", style="dim")
-        _paths(
-            text,
-            "Changed since by someone else, kept unless overwritten",
-            plan.conflicts,
-            "bold yellow",
-        )
+        fate = "overwritten" if overwrite else "kept as they are unless overwritten"
+        _paths(text, f"Changed since by someone else, {fate}", plan.conflicts, "bold yellow")
         if plan.unrestorable:
             text.append("Cannot be restored:\n", style="bold")
             for sentence in plan.unrestorable:
@@ -314,6 +309,10 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
     def overwrite(self) -> bool:
         boxes = self.query("#overwrite").results(Checkbox)
         return any(box.value for box in boxes)
+
+    @on(Checkbox.Changed)
+    def _overwrite_changed(self, event: Checkbox.Changed) -> None:
+        self.query_one("#plan-text", Static).update(self._plan_text(event.value))
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
