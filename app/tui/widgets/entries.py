@@ -354,6 +354,17 @@ class TurnRule(LongEntry, LineEntry):
     """A turn's rule and, once the turn changed files (`turn/changes`), the line that says how
     many, with each file's diff one key away (Enter)."""
 
+    # as `LineEntry.turn-rule` says: with `LongEntry` first in the bases, `EntryWidget`'s rules
+    # would otherwise win over `LineEntry`'s
+    DEFAULT_CSS = """
+    TurnRule {
+        margin: 1 0 0 0;
+        color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
     def render(self) -> Text:
         entry = self.entry
         assert isinstance(entry, TurnEntry)
