@@ -1,8 +1,7 @@
 """Rewind in the console (Pilot): `/rewind` and Esc twice open the list of prompts with their
 files; Enter asks what to take back, saying what will change first; a rewind puts the prompt
-back in the input, the transcript shows it and a notice says what was restored. A shell card
-lists the files its command changed, and the turn rule how many the turn changed.
-(The keys through a real terminal: tests/tui/keys/test_rewind_keys.py.)"""
+back in the input, the transcript shows it and a notice says what was restored. (The keys
+through a real terminal: tests/tui/keys/test_rewind_keys.py.)"""
 
 from __future__ import annotations
 
@@ -72,38 +71,6 @@ def rules(app: ConsoleTestApp) -> list[TurnRule]:
 
 def shown(widget: LineEntry | ToolCard) -> str:
     return str(widget.render())
-
-
-async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
-    workspace: Path, data: Path
-) -> None:
-    app = ConsoleTestApp(workspace, data, shell_turns())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await two_turns(app, pilot)
-        card = shell_card(app)
-        text = shown(card)
-        assert "2 files changed +2 -0  (Enter shows the diffs)" in text
-        assert "M a.txt +1 -0" in text
-        assert "A b.txt +1 -0" in text
-        assert "+two" not in text
-        card.focus()
-        await pilot.press("enter")  # the diffs, one key away
-        await pilot.pause()
-        text = shown(card)
-        assert "+two" in text
-        assert "+++ b/b.txt" in text
-        await pilot.press("enter")
-        await pilot.pause()
-        assert "+two" not in shown(card)
-
-        first, second = rules(app)
-        assert "1 file changed +1 -0" in shown(first)
-        assert "2 files changed +2 -0" in shown(second)
-        assert "turn 2" in shown(second).splitlines()[0]
-        second.focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert "+new" in shown(second)
 
 
 async def open_list(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindList:
