@@ -114,8 +114,8 @@ async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
         dialog = await open_dialog(app, pilot)  # turn 2, highlighted first
         text = dialog_text(dialog)
         assert "Prompt: now run the command" in text
-        assert "Writes back (1):\n  a.txt" in text
-        assert "Removes (1):\n  b.txt" in text
+        assert "Writes back (1):\n↺ a.txt" in text
+        assert "Removes (1):\n✗ b.txt" in text
         assert "Cannot be restored:" in text
         assert "the workspace's own .git" in text
         options = [str(o.prompt) for o in dialog.query_one(OptionList).options]
@@ -162,7 +162,7 @@ async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
         await send(app, pilot, "/rewind")
         await open_list(app, pilot)
         dialog = await open_dialog(app, pilot)
-        said = "Changed since by someone else, kept as they are unless overwritten (1):\n  b.txt"
+        said = "Changed since by someone else, kept as they are unless overwritten (1):\n! b.txt"
         assert said in dialog_text(dialog)
         box = dialog.query_one(Checkbox)
         assert not box.value

@@ -76,12 +76,8 @@ def first_line(text: str, width: int = PROMPT_CHARS) -> str:
 
 
 def sent_at(time: float) -> str:
-    """When a prompt was sent, in the local time, to the second (today's prompts are the ones
-    rewound; the date comes first for older ones)."""
-    moment = datetime.fromtimestamp(time)
-    if moment.date() == datetime.now().date():
-        return moment.strftime("%H:%M:%S")
-    return moment.strftime("%Y-%m-%d %H:%M")
+    """When a prompt was sent, in the local time, to the second."""
+    return datetime.fromtimestamp(time).strftime("%Y-%m-%d %H:%M:%S")
 
 
 class RewindTable(DataTable[str | Text]):
@@ -192,8 +188,10 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
     }
     RewindDialog #plan { height: auto; max-height: 20; }
     RewindDialog #plan Static { height: auto; }
-    RewindDialog #overwrite { margin: 1 0 0 0; }
-    RewindDialog OptionList { height: auto; border: none; padding: 0; margin-top: 1; }
+    RewindDialog #overwrite, RewindDialog #overwrite:focus { margin: 1 0 0 0; border: none; }
+    RewindDialog OptionList, RewindDialog OptionList:focus {
+        height: auto; border: none; padding: 0; margin-top: 1;
+    }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "toggle_overwrite", "Overwrite changed files"),
@@ -270,40 +268,44 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
     def _plan_text(self, overwrite: bool = False) -> Text:
         """Said before the user confirms: the prompt, what the conversation part does, the files
         that will change, those changed by someone else, and what cannot be restored."""
-        text = Text()
+        lines: list[Text] = []
         if self.undo:
-            text.append(
-                "Brings the conversation and the files back to what they were just before "
-                "that rewind.\n"
+            lines.append(
+                Text(
+                    "Brings the conversation and the files back to what they were just before "
+                    "that rewind."
+                )
             )
         else:
             prompt = self.turn.prompt if self.turn is not None else self.point.prompt
-            text.append("Prompt: ", style="bold")
-            text.append(first_line(prompt, 200) or "(no prompt)")
-            text.append("\n")
-            text.append(
-                "Conversation: the turns from this one on leave the history (the transcript "
-                "keeps them); the prompt comes back in the input to edit.\n",
-                style="dim",
+            lines.append(Text.assemble(("Prompt: ", "bold"), first_line(prompt, 200) or "-"))
+            lines.append(
+                Text(
+                    "Conversation: the turns from this one on leave the history (the transcript "
+                    "keeps them); the prompt comes back in the input to edit.",
+                    style="dim",
+                )
             )
         unavailable = self.code_unavailable
         plan = self.plan
         if unavailable is not None or plan is None:
-            text.append("Code: ", style="bold")
-            text.append(f"{unavailable}.\n", style="dim")
-            return text
-        _paths(text, "Writes back", plan.writes, "yellow")
-        _paths(text, "Removes", plan.deletes, "red")
-        if not (plan.writes or plan.deletes):
-            text.append("Files: ", style="bold")
-            text.append("already as they were; none to write or remove.\n", style="dim")
-        fate = "overwritten" if overwrite else "kept as they are unless overwritten"
-        _paths(text, f"Changed since by someone else, {fate}", plan.conflicts, "bold yellow")
+            lines.append(Text.assemble(("Code: ", "bold"), (f"{unavailable}.", "dim")))
+            return Text("\n").join(lines)
+        conflicts = set(plan.conflicts)
+        writes = [p for p in plan.writes if p not in conflicts]
+        deletes = [p for p in plan.deletes if p not in conflicts]
+        lines += _paths("Writes back", writes, "↺", "yellow")
+        lines += _paths("Removes", deletes, "✗", "red")
+        if plan.conflicts:
+            fate = "overwritten" if overwrite else "kept as they are unless overwritten"
+            heading = f"Changed since by someone else, {fate}"
+            lines += _paths(heading, plan.conflicts, "!", "bold yellow")
+        elif not (writes or deletes):
+            lines.append(Text.assemble(("Files: ", "bold"), ("already as they were.", "dim")))
         if plan.unrestorable:
-            text.append("Cannot be restored:\n", style="bold")
-            for sentence in plan.unrestorable:
-                text.append(f"  · {sentence}\n", style="dim")
-        return text
+            lines.append(Text("Cannot be restored:", style="bold"))
+            lines += [Text(f"· {sentence}", style="dim") for sentence in plan.unrestorable]
+        return Text("\n").join(lines)
 
     @property
     def overwrite(self) -> bool:
@@ -337,13 +339,15 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
         self.dismiss(None)
 
 
-def _paths(text: Text, heading: str, paths: Sequence[str], style: str) -> None:
-    """`heading (2):` and a path a line, or nothing for no path."""
+def _paths(heading: str, paths: Sequence[str], mark: str, style: str) -> list[Text]:
+    """`heading (2):` and a path a line, each after its mark (a wrapped text drops a line's
+    leading spaces, so marks, not indents, set the paths apart); nothing for no path."""
     if not paths:
-        return
-    text.append(f"{heading} ({len(paths)}):\n", style="bold")
-    for path in paths:
-        text.append(f"  {path}\n", style=style)
+        return []
+    return [
+        Text(f"{heading} ({len(paths)}):", style="bold"),
+        *(Text.assemble((f"{mark} ", style), path) for path in paths),
+    ]
 
 
 def rewind_notice(result: RewindResult) -> tuple[str, bool]:
