@@ -270,12 +270,7 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
         that will change, those changed by someone else, and what cannot be restored."""
         lines: list[Text] = []
         if self.undo:
-            lines.append(
-                Text(
-                    "Brings the conversation and the files back to what they were just before "
-                    "that rewind."
-                )
-            )
+            lines.append(Text("Brings back what that rewind took back, as it was just before it."))
         else:
             prompt = self.turn.prompt if self.turn is not None else self.point.prompt
             lines.append(Text.assemble(("Prompt: ", "bold"), first_line(prompt, 200) or "-"))
@@ -330,6 +325,12 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
                 overwrite=choice.code and self.overwrite,
             )
         )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`o` only where there are files changed by someone else to overwrite."""
+        if action == "toggle_overwrite":
+            return self.plan is not None and bool(self.plan.conflicts)
+        return True
 
     def action_toggle_overwrite(self) -> None:
         for box in self.query("#overwrite").results(Checkbox):
