@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, DataTable, OptionList
 
-from app.tui.screens.rewind import RewindDialog, RewindList
+from app.tui.screens.rewind import RewindDialog, RewindList, RewindRequest
 from app.tui.widgets.entries import LineEntry, ToolCard, TurnRule
 from app.tui.widgets.prompt_input import PromptInput
+from engine.agent.code_rewind import CodePlan
+from engine.agent.rewind import RewindPoint
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
 from replay.entries import RewindEntry, ToolEntry, TurnEntry
@@ -223,3 +226,38 @@ async def test_esc_twice_on_an_empty_idle_prompt_opens_the_list_and_once_does_no
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
+
+
+class DialogApp(App[None]):
+    """The choice alone, over an empty screen: what it is dismissed with is kept."""
+
+    def __init__(self, dialog: RewindDialog) -> None:
+        super().__init__()
+        self.dialog = dialog
+        self.answers: list[RewindRequest | None] = []
+
+    async def on_mount(self) -> None:
+        await self.push_screen(self.dialog, callback=self.answers.append)
+
+
+async def test_a_refused_code_part_greys_the_code_choices_with_the_reason() -> None:
+    reason = "this session's checkpoints are not on this host"
+    dialog = RewindDialog(RewindPoint(3, 10, "fix it"), CodePlan(3, refused=reason))
+    app = DialogApp(dialog)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert f"Code: {reason}." in dialog_text(dialog)
+        options = dialog.query_one(OptionList).options
+        assert [o.disabled for o in options] == [True, False, True, False]
+        assert reason in str(options[0].prompt)
+        assert reason in str(options[2].prompt)
+        await pilot.press("down", "enter")  # from Conversation only, down skips Code only
+        await pilot.pause()
+    assert app.answers == [None]  # Cancel
+
+    app = DialogApp(RewindDialog(RewindPoint(3, 10, "fix it"), CodePlan(3, refused=reason)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.answers == [RewindRequest(3, conversation=True, code=False)]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from app.tui.screens.replay import ReplayScreen
 from app.tui.widgets.entries import ToolCard, TurnRule
+from replay.entries import RewindEntry, ToolEntry, TurnEntry
+from replay.transcript import transcript_of
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_models import until
 from tests.tui.test_replay import replay_app
@@ -75,3 +77,26 @@ async def test_the_replay_opens_the_changes_at_its_position(workspace: Path, dat
         assert turn_of(rule).number == 2
         assert rule.expanded
         assert "+two" in shown(rule)
+
+
+async def test_the_live_transcript_is_the_stored_logs(workspace: Path, data: Path) -> None:
+    """The console's entries, fed live, are those the stored log projects (the replay's): the
+    files on the turn rules and the shell card, and the rewind with what it restored."""
+    app = ConsoleTestApp(workspace, data, shell_turns())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await two_turns(app, pilot)
+        await app.live.rewind(2, code=True)
+        await pilot.pause()
+        log = await app.live.read_log()
+        await until(
+            pilot, lambda: app.main.transcript.last_seq == log[-1].seq, "the rewind projected"
+        )
+        live = app.main.transcript.durable_entries()
+    stored = transcript_of(log).entries
+    assert live == stored
+    rewind = next(e for e in stored if isinstance(e, RewindEntry))
+    assert (rewind.restored, rewind.deleted, rewind.kept) == (("a.txt",), ("b.txt",), ())
+    turn = next(e for e in stored if isinstance(e, TurnEntry) and e.number == 2)
+    assert [(f.path, f.status) for f in turn.files] == [("a.txt", "modified"), ("b.txt", "added")]
+    card = next(e for e in stored if isinstance(e, ToolEntry) and e.name == "run_shell")
+    assert card.files == turn.files
