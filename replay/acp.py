@@ -192,6 +192,8 @@ class AcpProjection:
     _costs: dict[str, float] = field(default_factory=dict)
     """The session's cost so far, by currency (`step/end`'s `cost`)."""
     _plans: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The plan Areas by id, each with the entries last sent for it (none at first: an empty
+    plan is not sent)."""
     _history: list[tuple[int, str | None, Any]] = field(default_factory=list)
     """(seq, None, mode) and (seq, plan Area id, entries), in log order: what a rewind goes back
     to (cut at its `to_seq`, as the rewound history is)."""
@@ -199,8 +201,6 @@ class AcpProjection:
     """The seq of the stored event being translated (None for a live one): what a note that
     belongs to no step (a command's answer, a mode's fallback) takes its `messageId` from, the
     same live and replayed."""
-    """The plan Areas by id, each with the entries last sent for it (none at first: an empty
-    plan is not sent)."""
 
     def apply(self, event: Event | LiveEvent) -> list[AcpUpdate]:
         """The updates `event` makes (none for most events). One lookup by the payload's exact
@@ -208,7 +208,9 @@ class AcpProjection:
         translate = _TRANSLATORS.get(type(event.data))
         if translate is None:
             return []
-        self._seq = getattr(event, "seq", None)
+        # by exact class: `getattr(event, "seq", None)` on a `LiveEvent` (every streamed delta)
+        # goes through pydantic's `__getattr__` and the AttributeError it raises
+        self._seq = event.seq if type(event) is Event else None
         return translate(self, event.data)
 
     def replay(self, events: Iterable[Event]) -> Iterator[AcpUpdate]:

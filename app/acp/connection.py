@@ -18,7 +18,8 @@ from acp.exceptions import RequestError
 
 from app.acp import rpc
 from app.acp.feed import DeliverNow
-from app.acp.handlers import METHODS, Answer, SessionHandlers
+from app.acp.handlers import METHODS, SessionHandlers
+from app.acp.lifecycle import Answer
 from app.acp.permission import answer_of, permission_request
 from app.acp.protocol import AcpProtocol, CancelRequest, Notification, Request, Response
 from app.acp.sessions import AcpSession

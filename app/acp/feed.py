@@ -152,7 +152,9 @@ class Feed:
         now = self._deliver_now
         if self._stopped:
             return True  # stopping: nothing more goes out
-        if now is None or not now.ready() or self._previewed(event) is not None:
+        if now is None or not now.ready():
+            return False
+        if type(event.data) is ToolCallRecord and self._previewed(event) is not None:
             return False  # a previewed call reads the disk: in the feed's task
         try:
             messages, sent = self._messages((event,))

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from acp import Client, spawn_agent_process
+from acp import Client, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
+    ClientCapabilities,
     DeniedOutcome,
     PermissionOption,
+    PromptResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
@@ -33,6 +35,9 @@ from tests.acp.schema_check import check_outgoing
 from tests.agent.harness import REPO_ROOT, trellis_env
 
 MAX_LINE = 1024 * 1024
+
+LONG_REPLY = {"text": "word " * 500, "chunk_delay": 0.01}
+"""A scripted reply that streams for seconds: a prompt to cancel in flight."""
 
 Permission = Callable[[ToolCallUpdate, list[PermissionOption]], Awaitable[str | None]]
 """Chooses an option id for a permission request; None: never answer."""
@@ -129,6 +134,42 @@ class StdioPeer:
 
 def acp_argv(args: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-m", "app.cli", "acp", *args]
+
+
+def script_args(tmp_path: Path, *replies: dict[str, Any]) -> list[str]:
+    """`--script PATH` for `trellis acp`: the scripted model's replies, in order."""
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"replies": list(replies)}))
+    return ["--script", str(path)]
+
+
+async def open_session(
+    peer: StdioPeer, workspace: Path, capabilities: ClientCapabilities | None = None
+) -> str:
+    """`initialize` (offering `capabilities`, by default none), then `session/new` in
+    `workspace`: the new session's id."""
+    await peer.conn.initialize(
+        protocol_version=1, client_capabilities=capabilities or ClientCapabilities()
+    )
+    return (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+
+
+async def streaming_prompt(peer: StdioPeer, session_id: str) -> asyncio.Task[PromptResponse]:
+    """A prompt sent, once its reply (`LONG_REPLY`) has begun to stream: its answer to come."""
+    prompt = asyncio.create_task(
+        peer.conn.prompt(session_id=session_id, prompt=[text_block("talk")])
+    )
+    await until(lambda: len(peer.text(session_id)) > 20)
+    return prompt
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait until `condition()` holds (a process under load takes its time: up to 30 s)."""
+    for _ in range(6000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
 
 
 @asynccontextmanager

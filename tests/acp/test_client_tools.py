@@ -27,10 +27,8 @@ from acp.schema import (
 )
 
 from engine.events import ToolResultRecord, TurnEnd
-from tests.acp.stdio_peer import Recorder, StdioPeer, trellis_acp
-from tests.acp.test_stdio import _stored, _until, config, home
-
-__all__ = ["config", "home"]  # the fixtures, shared with test_stdio
+from tests.acp.stdio_peer import Recorder, StdioPeer, open_session, trellis_acp, until
+from tests.acp.test_stdio import _stored
 
 DISK = "remember the milk\n"
 BUFFER = "remember the eggs (unsaved)\n"
@@ -138,11 +136,6 @@ def script(tmp_path: Path, *calls: tuple[str, dict[str, Any]]) -> list[str]:
     return ["--script", str(path)]
 
 
-async def _open(peer: StdioPeer, workspace: Path, capabilities: ClientCapabilities) -> str:
-    await peer.conn.initialize(protocol_version=1, client_capabilities=capabilities)
-    return (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-
-
 async def _prompt(peer: StdioPeer, session_id: str) -> str:
     response = await peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
     return response.stop_reason
@@ -182,7 +175,7 @@ async def test_read_file_returns_the_unsaved_buffer_and_write_goes_to_the_client
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, client=editor
     ) as peer:
-        session_id = await _open(peer, workspace, LENT)
+        session_id = await open_session(peer, workspace, LENT)
         assert await _prompt(peer, session_id) == "end_turn"
         shown = [u for u in peer.updates(session_id) if u.get("toolCallId") == "c1"][-1]
         assert shown["content"][0]["content"]["text"] == BUFFER
@@ -217,7 +210,7 @@ async def test_a_client_error_in_fs_read_is_a_tool_error(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, client=editor
     ) as peer:
-        session_id = await _open(peer, workspace, LENT)
+        session_id = await open_session(peer, workspace, LENT)
         assert await _prompt(peer, session_id) == "end_turn"
         assert peer.text(session_id) == "done"
     results = _results(await _stored(home, session_id))
@@ -236,7 +229,7 @@ async def test_run_shell_runs_in_the_clients_terminal(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, client=editor
     ) as peer:
-        session_id = await _open(peer, workspace, LENT)
+        session_id = await open_session(peer, workspace, LENT)
         assert await _prompt(peer, session_id) == "end_turn"
         (created,) = _requests(peer, "terminal/create")
         # the call shows the client's terminal while it runs and keeps it beside the result
@@ -267,10 +260,10 @@ async def test_cancel_mid_terminal_kills_and_releases_it(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, client=editor
     ) as peer:
-        session_id = await _open(peer, workspace, LENT)
+        session_id = await open_session(peer, workspace, LENT)
         running = asyncio.create_task(_prompt(peer, session_id))
         # the running command shows in the client's own terminal, embedded in the call
-        await _until(
+        await until(
             lambda: any(
                 u.get("toolCallId") == "c1" and "term-1" in json.dumps(u.get("content"))
                 for u in peer.updates(session_id)
@@ -278,7 +271,7 @@ async def test_cancel_mid_terminal_kills_and_releases_it(
         )
         await peer.conn.cancel(session_id=session_id)
         assert await running == "cancelled"
-        await _until(lambda: ("release", "term-1") in editor.terminal_calls)
+        await until(lambda: ("release", "term-1") in editor.terminal_calls)
     calls = [call for call, _ in editor.terminal_calls]
     assert calls[0] == "create"
     assert calls[-2:] == ["kill", "release"]
@@ -294,7 +287,7 @@ async def test_a_timed_out_command_is_killed_in_the_terminal(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, client=editor
     ) as peer:
-        session_id = await _open(peer, workspace, LENT)
+        session_id = await open_session(peer, workspace, LENT)
         assert await _prompt(peer, session_id) == "end_turn"
     assert [call for call, _ in editor.terminal_calls] == ["create", "kill", "output", "release"]
     ((content, is_error),) = _results(await _stored(home, session_id))
@@ -321,7 +314,7 @@ async def test_a_client_without_the_capabilities_gets_the_local_tools_and_the_sa
         async with trellis_acp(
             home=home, config=config, cwd=workspace, args=args, client=editor
         ) as peer:
-            session_id = await _open(peer, workspace, capabilities)
+            session_id = await open_session(peer, workspace, capabilities)
             assert await _prompt(peer, session_id) == "end_turn"
             lent = capabilities is LENT
             assert bool(_requests(peer, "fs/")) is lent

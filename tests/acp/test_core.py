@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,31 +25,6 @@ def workspace(tmp_path: Path) -> Path:
     path.mkdir()
     (path / "hello.txt").write_text("hello there\n")
     return path
-
-
-@pytest.fixture
-def replies() -> list[list[Reply]]:
-    """Each new gateway plays the next script; a test appends scripts before opening sessions."""
-    return []
-
-
-@pytest.fixture
-async def server(
-    tmp_path: Path, workspace: Path, replies: list[list[Reply]]
-) -> AsyncIterator[AcpServer]:
-    def gateway() -> ScriptedGateway:
-        return ScriptedGateway(replies.pop(0) if replies else [])
-
-    made = AcpServer(
-        AcpOptions(
-            store_path=tmp_path / "data" / "sessions.sqlite",
-            roots=[workspace],
-            config=Config(),
-            gateway_factory=gateway,
-        )
-    )
-    yield made
-    await made.aclose()
 
 
 async def _new(peer: Peer, workspace: Path) -> str:
@@ -427,9 +402,9 @@ async def test_load_refuses_another_cwd_and_an_unknown_session(
 async def test_list_by_cwd_with_a_cursor(
     server: AcpServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.acp.handlers as handlers
+    import app.acp.lifecycle as lifecycle
 
-    monkeypatch.setattr(handlers, "LIST_PAGE", 2)
+    monkeypatch.setattr(lifecycle, "LIST_PAGE", 2)
     peer = Peer(server)
     ids = []
     for n in range(3):
@@ -540,7 +515,7 @@ async def test_an_exception_inside_a_handler_is_an_internal_error_for_that_reque
     def broken(*_: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("app.acp.handlers.SessionHandlers._served_roots", broken)
+    monkeypatch.setattr("app.acp.lifecycle.LifecycleHandlers._served_roots", broken)
     failed = await peer.request("session/list", {})
     assert failed["error"]["code"] == -32603
     assert "boom" in failed["error"]["message"]

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.acp.http_peer import h2_client, http_url, initialized, post, rpc, sse
+from tests.acp.http_peer import SseReader, h2_client, http_url, initialized, post, rpc, sse
 from tests.acp.ws_peer import WAIT, ServeProcess, bearer, serving
 
 pytestmark = pytest.mark.slow
@@ -35,6 +36,41 @@ def url(server: ServeProcess) -> str:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with h2_client() as client:
         yield client
+
+
+async def new_session(
+    http: httpx.AsyncClient, url: str, connection: str, stream: SseReader, server: ServeProcess
+) -> str:
+    """A `session/new` (id 1) in the served root, answered on the connection's `stream`: its id."""
+    new = rpc(1, "session/new", {"cwd": str(server.root), "mcpServers": []})
+    await post(http, url, new, connection_id=connection)
+    answer, _ = await stream.until_answer(1)
+    return str(answer["result"]["sessionId"])
+
+
+def prompt_message(session_id: str) -> dict[str, Any]:
+    """A `session/prompt` (id 2) saying "hi" to `session_id`."""
+    return rpc(
+        2, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+
+
+async def post_prompt(
+    http: httpx.AsyncClient, url: str, connection: str, session_id: str
+) -> httpx.Response:
+    """`prompt_message` POSTed for the session, with its `Acp-Session-Id`."""
+    message = prompt_message(session_id)
+    return await post(http, url, message, connection_id=connection, session_id=session_id)
+
+
+async def sent_anyhow(
+    http: httpx.AsyncClient, url: str, method: str, headers: dict[str, str]
+) -> httpx.Response:
+    """A `method` request with the token, JSON in, events accepted and `headers`; a POST
+    carries a `session/list`."""
+    sent = {**bearer(), "Content-Type": "application/json", "Accept": "text/event-stream"}
+    body = json.dumps(rpc(1, "session/list")) if method == "POST" else None
+    return await http.request(method, url, content=body, headers={**sent, **headers})
 
 
 async def test_initialize_is_answered_200_with_the_connection_id_and_a_cookie(
@@ -78,23 +114,15 @@ async def test_a_session_stream_carries_the_session_and_its_prompt_answer(
 ) -> None:
     connection = await initialized(http, url)
     async with sse(http, url, connection) as connection_stream:
-        new = rpc(1, "session/new", {"cwd": str(server.root), "mcpServers": []})
-        await post(http, url, new, connection_id=connection)
-        answer, _ = await connection_stream.until_answer(1)
-        session = answer["result"]["sessionId"]
+        session = await new_session(http, url, connection, connection_stream, server)
         async with sse(http, url, connection, session) as session_stream:
-            prompt = rpc(2, "session/prompt", {"sessionId": session, "prompt": [text("hi")]})
-            response = await post(http, url, prompt, connection_id=connection, session_id=session)
+            response = await post_prompt(http, url, connection, session)
             assert response.status_code == 202
             answer, before = await session_stream.until_answer(2)
     assert answer["result"]["stopReason"] == "end_turn"
     updates = [m["params"]["update"]["sessionUpdate"] for m in before if "method" in m]
     assert "agent_message_chunk" in updates
     assert all(m["params"]["sessionId"] == session for m in before if "method" in m)
-
-
-def text(words: str) -> dict[str, str]:
-    return {"type": "text", "text": words}
 
 
 async def test_a_post_that_is_not_json_is_415(http: httpx.AsyncClient, url: str) -> None:
@@ -135,9 +163,7 @@ async def test_a_body_that_is_no_json_is_400_with_a_parse_error(
 async def test_a_missing_connection_id_is_400(
     http: httpx.AsyncClient, url: str, method: str
 ) -> None:
-    headers = {**bearer(), "Content-Type": "application/json", "Accept": "text/event-stream"}
-    body = json.dumps(rpc(1, "session/list")) if method == "POST" else None
-    response = await http.request(method, url, content=body, headers=headers)
+    response = await sent_anyhow(http, url, method, {})
     assert response.status_code == 400
     assert "Acp-Connection-Id is missing" in response.text
 
@@ -146,14 +172,7 @@ async def test_a_missing_connection_id_is_400(
 async def test_an_unknown_connection_id_is_404(
     http: httpx.AsyncClient, url: str, method: str
 ) -> None:
-    headers = {
-        **bearer(),
-        "Content-Type": "application/json",
-        "Accept": "text/event-stream",
-        "Acp-Connection-Id": "no-such-connection",
-    }
-    body = json.dumps(rpc(1, "session/list")) if method == "POST" else None
-    response = await http.request(method, url, content=body, headers=headers)
+    response = await sent_anyhow(http, url, method, {"Acp-Connection-Id": "no-such-connection"})
     assert response.status_code == 404
     assert "no connection no-such-connection" in response.text
 
@@ -161,13 +180,8 @@ async def test_an_unknown_connection_id_is_404(
 async def test_an_unknown_connection_on_another_servers_cookie_says_so(
     http: httpx.AsyncClient, url: str
 ) -> None:
-    headers = {
-        **bearer(),
-        "Content-Type": "application/json",
-        "Acp-Connection-Id": "elsewhere",
-        "Cookie": "trellis_server=another-host",
-    }
-    response = await http.post(url, content=json.dumps(rpc(1, "session/list")), headers=headers)
+    headers = {"Acp-Connection-Id": "elsewhere", "Cookie": "trellis_server=another-host"}
+    response = await sent_anyhow(http, url, "POST", headers)
     assert response.status_code == 404
     assert "its cookie names server another-host" in response.text
 
@@ -193,7 +207,7 @@ async def test_a_session_scoped_post_without_the_session_id_is_400(
     http: httpx.AsyncClient, url: str
 ) -> None:
     connection = await initialized(http, url)
-    prompt = rpc(2, "session/prompt", {"sessionId": "s", "prompt": [text("hi")]})
+    prompt = prompt_message("s")
     response = await post(http, url, prompt, connection_id=connection)
     assert response.status_code == 400
     assert "session/prompt needs the Acp-Session-Id header" in response.text
@@ -204,10 +218,8 @@ async def test_a_session_header_that_is_not_the_messages_session_is_400(
 ) -> None:
     connection = await initialized(http, url)
     async with sse(http, url, connection) as stream:
-        new = rpc(1, "session/new", {"cwd": str(server.root), "mcpServers": []})
-        await post(http, url, new, connection_id=connection)
-        session = (await stream.until_answer(1))[0]["result"]["sessionId"]
-    prompt = rpc(2, "session/prompt", {"sessionId": "another", "prompt": [text("hi")]})
+        session = await new_session(http, url, connection, stream, server)
+    prompt = prompt_message("another")
     response = await post(http, url, prompt, connection_id=connection, session_id=session)
     assert response.status_code == 400
     assert "is not the message's sessionId another" in response.text
@@ -324,12 +336,9 @@ async def test_a_session_stream_opened_before_the_load_carries_its_replay(
 ) -> None:
     first = await initialized(http, url)
     async with sse(http, url, first) as stream:
-        new = rpc(1, "session/new", {"cwd": str(server.root), "mcpServers": []})
-        await post(http, url, new, connection_id=first)
-        session = (await stream.until_answer(1))[0]["result"]["sessionId"]
+        session = await new_session(http, url, first, stream, server)
         async with sse(http, url, first, session) as session_stream:
-            prompt = rpc(2, "session/prompt", {"sessionId": session, "prompt": [text("hi")]})
-            await post(http, url, prompt, connection_id=first, session_id=session)
+            await post_prompt(http, url, first, session)
             await session_stream.until_answer(2)
     await http.delete(url, headers={**bearer(), "Acp-Connection-Id": first})
     # the RFD's resume flow: a new connection opens both streams, then loads the session

@@ -19,9 +19,9 @@ from engine.gateway.scripted import Reply
 from engine.store.errors import StoreError
 from engine.store.sqlite import SQLiteStore
 from tests.acp.peer import Peer
-from tests.acp.test_core import _new, _prompt, replies, server, workspace
+from tests.acp.test_core import _new, _prompt, workspace
 
-__all__ = ["replies", "server", "workspace"]
+__all__ = ["workspace"]
 
 BOUND = 30.0
 """Upper bound of a wait for an answer: a bound, not a measure."""

@@ -5,7 +5,6 @@ question, and a `session/load` in another process that replays every change but 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -14,34 +13,9 @@ import pytest
 from acp import text_block
 from acp.exceptions import RequestError
 
-from tests.acp.stdio_peer import StdioPeer, trellis_acp
+from tests.acp.stdio_peer import StdioPeer, script_args, trellis_acp, until
 
 WRITE = {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x"}}]}
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text("")
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-def script(tmp_path: Path, *replies: dict[str, Any]) -> list[str]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"replies": list(replies)}))
-    return ["--script", str(path)]
 
 
 def modes_sent(peer: StdioPeer, session_id: str) -> list[str]:
@@ -57,18 +31,10 @@ def mode_option(options: list[Any] | None) -> Any:
     return option
 
 
-async def _until(condition: Any) -> None:
-    for _ in range(6000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition did not hold in time")
-
-
 async def test_modes_over_acp_and_a_load_that_drops_approve_all(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, WRITE, {"text": "refused"}, {"text": "hello"})
+    args = script_args(tmp_path, WRITE, {"text": "refused"}, {"text": "hello"})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         await peer.conn.initialize(protocol_version=1)
         new = await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])
@@ -122,7 +88,7 @@ async def test_modes_over_acp_and_a_load_that_drops_approve_all(
         # the whole history, in order, and the fallback said in words
         # the whole history replayed, then the fallback as the Agent opens, said in words, and
         # the opening notes' mode
-        await _until(lambda: len(modes_sent(again, session_id)) == 5)
+        await until(lambda: len(modes_sent(again, session_id)) == 5)
         assert modes_sent(again, session_id) == [
             "read-only",
             "accept-edits",
@@ -148,7 +114,7 @@ async def test_a_command_that_changes_an_option_sends_the_options(
     async with trellis_acp(home=home, config=config, cwd=workspace) as peer:
         await peer.conn.initialize(protocol_version=1)
         session_id = (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-        await _until(lambda: len(option_updates(peer, session_id)) == 1)  # the opening notes
+        await until(lambda: len(option_updates(peer, session_id)) == 1)  # the opening notes
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("/pin keep it short")])
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("/mode read-only")])
         sent = option_updates(peer, session_id)

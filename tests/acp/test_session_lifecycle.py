@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from app.acp import rpc
 from app.acp.core import AcpServer
 from engine.events import TurnEnd, UserMessage
 from engine.gateway.scripted import Reply
 from engine.store.errors import UnknownSessionError
 from tests.acp.peer import Peer
-from tests.acp.test_core import _new, _prompt, _until, replies, server, workspace
+from tests.acp.test_core import _new, _prompt, _until, workspace
 from tests.acp.test_load_opening import BOUND, stored_session
 
-__all__ = ["replies", "server", "workspace"]
+__all__ = ["workspace"]
 
 
 def _opening(session_id: str, workspace: Path) -> dict[str, object]:
@@ -152,11 +150,6 @@ async def test_delete_refuses_a_session_outside_the_served_roots(
     assert (await store.info(info.id)).id == info.id  # still there
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/acp/handlers.py `_resume` answers the default mode before the Agent opens (the "
-    "opening notes' current_mode_update corrects it); its fix waits for the handlers split",
-)
 async def test_resume_answers_the_mode_the_session_was_left_in(
     server: AcpServer, workspace: Path, replies: list[list[Reply]]
 ) -> None:

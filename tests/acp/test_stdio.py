@@ -16,7 +16,6 @@ from acp import text_block
 from acp.exceptions import RequestError
 from acp.schema import (
     AcpMcpServer,
-    ClientCapabilities,
     HttpMcpServer,
     McpServerStdio,
     PermissionOption,
@@ -27,50 +26,25 @@ from acp.schema import (
 
 from engine.store.sqlite import SQLiteStore
 from replay.acp import replay_updates
-from tests.acp.stdio_peer import StdioPeer, acp_argv, trellis_acp
+from tests.acp.stdio_peer import (
+    LONG_REPLY,
+    StdioPeer,
+    acp_argv,
+    open_session,
+    script_args,
+    streaming_prompt,
+    trellis_acp,
+    until,
+)
 from tests.agent.harness import trellis_env
 from tests.tools.test_mcp import FIXTURE
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text("")
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    (path / "notes.txt").write_text("remember the milk\n")
-    return path
-
-
-def script(tmp_path: Path, *replies: dict[str, Any]) -> list[str]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"replies": list(replies)}))
-    return ["--script", str(path)]
-
-
-async def _open(peer: StdioPeer, workspace: Path, **capabilities: Any) -> str:
-    await peer.conn.initialize(
-        protocol_version=1, client_capabilities=ClientCapabilities(**capabilities)
-    )
-    return (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-
-
-async def _until(condition: Any) -> None:
-    for _ in range(6000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition never held")
+def workspace(workspace: Path) -> Path:
+    """The workspace with a file to read."""
+    (workspace / "notes.txt").write_text("remember the milk\n")
+    return workspace
 
 
 async def _stored(home: Path, session_id: str) -> list[Any]:
@@ -81,7 +55,7 @@ async def _stored(home: Path, session_id: str) -> list[Any]:
 async def test_initialize_new_and_a_streamed_prompt(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, {"text": "one two three four five six", "chunk_delay": 0.001})
+    args = script_args(tmp_path, {"text": "one two three four five six", "chunk_delay": 0.001})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         init = await peer.conn.initialize(protocol_version=1)
         assert init.protocol_version == 1
@@ -106,7 +80,7 @@ async def test_initialize_new_and_a_streamed_prompt(
 async def test_a_tool_call_with_a_permission_round_trip(
     tmp_path: Path, home: Path, config: Path, workspace: Path, choice: str, status: str
 ) -> None:
-    args = script(
+    args = script_args(
         tmp_path,
         {
             "tool_calls": [
@@ -127,7 +101,7 @@ async def test_a_tool_call_with_a_permission_round_trip(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, permission=answer
     ) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         response = await peer.conn.prompt(session_id=session_id, prompt=[text_block("write")])
         assert response.stop_reason == "end_turn"
         (asked,) = peer.client.asked
@@ -141,13 +115,10 @@ async def test_a_tool_call_with_a_permission_round_trip(
 
 
 async def test_cancel_mid_stream(tmp_path: Path, home: Path, config: Path, workspace: Path) -> None:
-    args = script(tmp_path, {"text": "word " * 500, "chunk_delay": 0.01})
+    args = script_args(tmp_path, LONG_REPLY)
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
-        prompt = asyncio.create_task(
-            peer.conn.prompt(session_id=session_id, prompt=[text_block("talk")])
-        )
-        await _until(lambda: len(peer.text(session_id)) > 20)
+        session_id = await open_session(peer, workspace)
+        prompt = await streaming_prompt(peer, session_id)
         await peer.conn.cancel(session_id=session_id)
         assert (await prompt).stop_reason == "cancelled"
         answer_at = next(
@@ -166,9 +137,9 @@ async def test_a_cancel_sent_right_behind_its_prompt_cancels_it(
     """The client writes `session/cancel` right after `session/prompt`, without waiting for any
     update: whichever side of the Agent's `send` it lands on, the prompt answers `cancelled` and
     the model is never asked: the one scripted reply goes to the next prompt."""
-    args = script(tmp_path, {"text": "afterwards"})
+    args = script_args(tmp_path, {"text": "afterwards"})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         prompt = asyncio.create_task(
             peer.conn.prompt(session_id=session_id, prompt=[text_block("stop")])
         )
@@ -186,7 +157,7 @@ async def test_a_cancel_sent_right_behind_its_prompt_cancels_it(
 async def test_cancel_mid_tool_and_while_permission_is_unanswered(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(
+    args = script_args(
         tmp_path,
         {
             "tool_calls": [
@@ -207,11 +178,11 @@ async def test_cancel_mid_tool_and_while_permission_is_unanswered(
     async with trellis_acp(
         home=home, config=config, cwd=workspace, args=args, permission=answer
     ) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         running = asyncio.create_task(
             peer.conn.prompt(session_id=session_id, prompt=[text_block("run")])
         )
-        await _until(
+        await until(
             lambda: any(
                 u.get("toolCallId") == "s1" and u.get("status") == "in_progress"
                 for u in peer.updates(session_id)
@@ -227,7 +198,7 @@ async def test_cancel_mid_tool_and_while_permission_is_unanswered(
         waiting = asyncio.create_task(
             peer.conn.prompt(session_id=session_id, prompt=[text_block("again")])
         )
-        await _until(lambda: len(peer.client.asked) == 2)
+        await until(lambda: len(peer.client.asked) == 2)
         await peer.conn.cancel(session_id=session_id)
         assert (await waiting).stop_reason == "cancelled"
         for never in peer.client.unanswered:
@@ -237,7 +208,7 @@ async def test_cancel_mid_tool_and_while_permission_is_unanswered(
 async def test_list_and_load_replay_the_whole_log_in_order(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(
+    args = script_args(
         tmp_path,
         {
             "text": "let me look",
@@ -247,7 +218,7 @@ async def test_list_and_load_replay_the_whole_log_in_order(
         {"text": "bye"},
     )
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("what do my notes say?")])
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("thanks")])
     stored = await _stored(home, session_id)
@@ -285,9 +256,9 @@ async def test_resume_goes_on_without_a_replay_and_close_lets_go(
 ) -> None:
     """The `acp` package's client resumes a stored session in a new `trellis acp`: nothing is
     replayed, a prompt goes on in the same log, and `session/close` ends its use there."""
-    args = script(tmp_path, {"text": "one"}, {"text": "two"})
+    args = script_args(tmp_path, {"text": "one"}, {"text": "two"})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("first")])
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         await peer.conn.initialize(protocol_version=1)
@@ -308,7 +279,7 @@ async def test_resume_goes_on_without_a_replay_and_close_lets_go(
 async def test_an_mcp_stdio_servers_tool_is_used_in_a_prompt_and_a_broken_one_is_reported(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(
+    args = script_args(
         tmp_path,
         {"tool_calls": [{"name": "calc__add", "id": "m1", "arguments": {"a": 2, "b": 40}}]},
         {"text": "the sum is in"},
@@ -345,7 +316,7 @@ async def test_every_error_case_leaves_it_serving(
         errors = await peer.errors_for(None, 7, None)
         assert [e["error"]["code"] for e in errors] == [-32700, -32600, -32600]
         assert "16 MiB" in errors[2]["error"]["message"]
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         with pytest.raises(RequestError) as unknown_method:
             await peer.conn.ext_method("nothing/here", {})
         assert unknown_method.value.code == -32601
@@ -419,7 +390,7 @@ async def test_a_thousand_malformed_or_random_messages_leave_it_serving(
     async with trellis_acp(home=home, config=config, cwd=workspace) as peer:
         for _ in range(1000):
             await peer.raw(junk())
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         response = await peer.conn.prompt(
             session_id=session_id, prompt=[text_block("hello after the noise")]
         )
@@ -431,7 +402,7 @@ async def test_a_session_held_by_another_process_loads_read_only(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
     async with trellis_acp(home=home, config=config, cwd=workspace) as holder:
-        session_id = await _open(holder, workspace)
+        session_id = await open_session(holder, workspace)
         await holder.conn.prompt(session_id=session_id, prompt=[text_block("first words")])
         async with trellis_acp(home=home, config=config, cwd=workspace) as reader:
             await reader.conn.initialize(protocol_version=1)
@@ -448,16 +419,16 @@ async def test_a_session_held_by_another_process_loads_read_only(
 
 async def _streaming(peer: StdioPeer, workspace: Path) -> tuple[str, asyncio.Task[PromptResponse]]:
     """A new session whose prompt `go` has started streaming its reply."""
-    session_id = await _open(peer, workspace)
+    session_id = await open_session(peer, workspace)
     prompt = asyncio.create_task(peer.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
-    await _until(lambda: bool(peer.text(session_id)))
+    await until(lambda: bool(peer.text(session_id)))
     return session_id, prompt
 
 
 async def test_closing_stdin_mid_prompt_stores_the_cancelled_turn_and_a_reload_replays_it(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
+    args = script_args(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         session_id, prompt = await _streaming(peer, workspace)
     with pytest.raises(ConnectionError):  # the client side went away with its prompt open
@@ -511,7 +482,7 @@ def test_a_bad_root_is_one_clear_line(home: Path, config: Path, workspace: Path)
 async def test_sigterm_mid_prompt_ends_the_turn_cancelled_and_exits(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
+    args = script_args(tmp_path, {"text": "slow " * 500, "chunk_delay": 0.01})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
         session_id, prompt = await _streaming(peer, workspace)
         peer.process.send_signal(signal.SIGTERM)

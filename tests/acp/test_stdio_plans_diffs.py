@@ -11,13 +11,7 @@ from typing import Any
 from acp import text_block
 from acp.schema import ClientCapabilities
 
-from tests.acp.stdio_peer import StdioPeer, trellis_acp
-
-
-def script(tmp_path: Path, *replies: dict[str, Any]) -> list[str]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"replies": list(replies)}))
-    return ["--script", str(path)]
+from tests.acp.stdio_peer import StdioPeer, script_args, trellis_acp
 
 
 def tool_updates(peer: StdioPeer, session_id: str, call_id: str) -> list[dict[str, Any]]:
@@ -43,7 +37,7 @@ async def test_diffs_and_plans_live_and_loaded(tmp_path: Path) -> None:
     (workspace / "notes.txt").write_text("remember the milk\nand the eggs\n")
     (workspace / ".env").write_text("TOKEN=abc\nOTHER=keep-me\n")
     root = str(workspace.resolve())
-    args = script(
+    args = script_args(
         tmp_path,
         {
             "tool_calls": [

@@ -4,63 +4,27 @@ errors carry `data.details`, bad params are -32602 without a traceback in `trell
 
 from __future__ import annotations
 
-import asyncio
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import text_block
 from acp.exceptions import RequestError
-from acp.schema import ClientCapabilities
 
-from tests.acp.stdio_peer import StdioPeer, trellis_acp
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text("")
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-def script(tmp_path: Path, *replies: dict[str, Any]) -> list[str]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"replies": list(replies)}))
-    return ["--script", str(path)]
-
-
-async def _open(peer: StdioPeer, workspace: Path) -> str:
-    await peer.conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
-    return (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-
-
-async def _until(condition: Any) -> None:
-    for _ in range(6000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition never held")
+from tests.acp.stdio_peer import (
+    LONG_REPLY,
+    open_session,
+    script_args,
+    streaming_prompt,
+    trellis_acp,
+)
 
 
 async def test_errors_carry_their_reason_in_data_details_and_leave_no_traceback(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, {"error": "the endpoint fell over"})
+    args = script_args(tmp_path, {"error": "the endpoint fell over"})
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
+        session_id = await open_session(peer, workspace)
         with pytest.raises(RequestError) as failed:
             await peer.conn.prompt(session_id=session_id, prompt=[text_block("hi")])
         assert failed.value.code == -32012
@@ -91,13 +55,10 @@ async def test_errors_carry_their_reason_in_data_details_and_leave_no_traceback(
 async def test_cancel_request_ends_the_prompt_in_flight(
     tmp_path: Path, home: Path, config: Path, workspace: Path
 ) -> None:
-    args = script(tmp_path, {"text": "word " * 500, "chunk_delay": 0.01})
+    args = script_args(tmp_path, LONG_REPLY)
     async with trellis_acp(home=home, config=config, cwd=workspace, args=args) as peer:
-        session_id = await _open(peer, workspace)
-        prompt = asyncio.create_task(
-            peer.conn.prompt(session_id=session_id, prompt=[text_block("talk")])
-        )
-        await _until(lambda: len(peer.text(session_id)) > 20)
+        session_id = await open_session(peer, workspace)
+        prompt = await streaming_prompt(peer, session_id)
         [ident] = [i for i, method in peer.asked.items() if method == "session/prompt"]
         await peer.conn._conn.send_notification("$/cancel_request", {"requestId": ident})
         assert (await prompt).stop_reason == "cancelled"

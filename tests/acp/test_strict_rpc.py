@@ -5,48 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.acp import rpc
-from app.acp.core import AcpOptions, AcpServer
-from engine.config import Config
-from engine.gateway.scripted import Reply, ScriptedGateway
+from app.acp.core import AcpServer
+from engine.gateway.scripted import Reply
 from tests.acp.peer import Peer
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def replies() -> list[list[Reply]]:
-    return []
-
-
-@pytest.fixture
-async def server(
-    tmp_path: Path, workspace: Path, replies: list[list[Reply]]
-) -> AsyncIterator[AcpServer]:
-    def gateway() -> ScriptedGateway:
-        return ScriptedGateway(replies.pop(0) if replies else [])
-
-    made = AcpServer(
-        AcpOptions(
-            store_path=tmp_path / "data" / "sessions.sqlite",
-            roots=[workspace],
-            config=Config(),
-            gateway_factory=gateway,
-        )
-    )
-    yield made
-    await made.aclose()
 
 
 def invalid(answer: dict[str, Any], field: str) -> str:
