@@ -112,16 +112,20 @@ def command_line(command: CommandEntry) -> str:
 
 def rewind_line(rewind: RewindEntry) -> str:
     """`Rewound to turn 3 (conversation)`, or `Undid the rewind to turn 3 (code)`."""
-    words = rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
-    if rewind.undoes is not None:
-        return words.replace("Rewound to", "Undid the rewind to", 1)
-    return words
+    return rewind_words(
+        rewind.to_turn,
+        conversation=rewind.conversation,
+        code=rewind.code,
+        undo=rewind.undoes is not None,
+    )
 
 
-def rewind_words(to_turn: int, *, conversation: bool, code: bool) -> str:
-    """`Rewound to turn 3 (conversation)`: what went back, to before which prompt."""
+def rewind_words(to_turn: int, *, conversation: bool, code: bool, undo: bool = False) -> str:
+    """`Rewound to turn 3 (conversation)`: what went back, to before which prompt; an undo's
+    `Undid the rewind to turn 3 (conversation)`."""
     parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
-    return f"Rewound to turn {to_turn} ({' and '.join(parts) or 'nothing'})"
+    done = "Undid the rewind to" if undo else "Rewound to"
+    return f"{done} turn {to_turn} ({' and '.join(parts) or 'nothing'})"
 
 
 def line_counts(added: int | None, removed: int | None) -> str:

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Checkbox, DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from app.tui.widgets.entries import first_line
 from app.tui.widgets.key_footer import KeyFooter
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint, RewindResult, RewoundTurn
@@ -68,11 +69,6 @@ CHOICES = (
     Choice("code", "Code only", conversation=False, code=True),
 )
 CANCEL = "cancel"
-
-
-def first_line(text: str, width: int = PROMPT_CHARS) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def sent_at(time: float) -> str:
@@ -139,7 +135,7 @@ class RewindList(Screen[RewindRequest | None]):
             table.add_row(
                 Text(str(point.turn), justify="right"),
                 Text(sent_at(point.time)),
-                Text(first_line(point.prompt) or "(no prompt)"),
+                Text(first_line(point.prompt, PROMPT_CHARS) or "(no prompt)"),
                 Text(files_changed(point.files)) if point.files else Text("none", style="dim"),
                 key=str(point.turn),
             )
@@ -355,9 +351,12 @@ def rewind_notice(result: RewindResult) -> tuple[str, bool]:
     """What a rewind restored and what it did not, for a notice; whether it needs attention
     (files kept, failed or refused)."""
     code = result.code
-    words = rewind_words(result.to_turn, conversation=result.conversation, code=code is not None)
-    if result.undid is not None:
-        words = words.replace("Rewound to", "Undid the rewind to", 1)
+    words = rewind_words(
+        result.to_turn,
+        conversation=result.conversation,
+        code=code is not None,
+        undo=result.undid is not None,
+    )
     lines = [f"{words}."]
     if code is not None:
         done = [f"{len(code.written)} restored"]
