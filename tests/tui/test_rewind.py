@@ -16,6 +16,7 @@ from app.tui.widgets.entries import LineEntry, ToolCard, TurnRule
 from app.tui.widgets.prompt_input import PromptInput
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint
+from engine.config import CheckpointsConfig, Config
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
 from replay.entries import RewindEntry, ToolEntry, TurnEntry
@@ -219,7 +220,7 @@ async def test_esc_twice_on_an_empty_idle_prompt_opens_the_list_and_once_does_no
         dialog = await open_dialog(app, pilot)
         options = dialog.query_one(OptionList).options
         assert [o.disabled for o in options] == [True, False, True, False]
-        assert "no turn since this prompt changed a file" in str(options[0].prompt)
+        assert "no change to the files is recorded since this prompt" in str(options[0].prompt)
         await pilot.press("escape")  # cancels the choice: the list stays
         await pilot.pause()
         assert isinstance(app.screen, RewindList)
@@ -261,3 +262,27 @@ async def test_a_refused_code_part_greys_the_code_choices_with_the_reason() -> N
         await pilot.press("enter")
         await pilot.pause()
     assert app.answers == [RewindRequest(3, conversation=True, code=False)]
+
+
+async def test_checkpoints_off_is_said_once_and_the_code_choices_are_greyed(
+    workspace: Path, data: Path
+) -> None:
+    config = Config(checkpoints=CheckpointsConfig(enabled=False))
+    app = ConsoleTestApp(workspace, data, shell_turns(), config=config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, "/mode approve-all")
+        await settle(app, pilot)
+        await send(app, pilot, "write a.txt please")
+        await settle(app, pilot)
+        await send(app, pilot, "now run the command")
+        await settle(app, pilot)
+        said = [n.message for n in app._notifications if n.title == "Checkpoints"]
+        assert len(said) == 1, said
+        assert said[0].startswith("Checkpoints are off: ")
+        assert turn_of(rules(app)[-1]).files == ()
+        await send(app, pilot, "/rewind")
+        await open_list(app, pilot)
+        dialog = await open_dialog(app, pilot)
+        options = dialog.query_one(OptionList).options
+        assert [o.disabled for o in options] == [True, False, True, False]

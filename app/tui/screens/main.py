@@ -57,6 +57,7 @@ from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
     Attachment,
+    CheckpointsOff,
     Event,
     Figures,
     GcCollect,
@@ -301,6 +302,15 @@ class MainScreen(Screen[None]):
                 self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
             case GcCollect() as collected:
                 panel.collections = (*panel.collections, GcRow.of(collected))
+            case CheckpointsOff(reason=reason):  # logged once per session
+                self.notify(
+                    f"Checkpoints are off: {reason}. A rewind can still take back the "
+                    "conversation, not the files.",
+                    title="Checkpoints",
+                    severity="warning",
+                    timeout=10,
+                    markup=False,
+                )
             case _:
                 pass
         if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:

@@ -217,7 +217,7 @@ class RewindDialog(ModalScreen[RewindRequest | None]):
         if plan.refused is not None:
             return plan.refused
         if plan.plan is None:
-            return "no turn since this prompt changed a file"
+            return "no change to the files is recorded since this prompt"
         return None
 
     def compose(self) -> ComposeResult:
