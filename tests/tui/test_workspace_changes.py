@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.tui.screens.replay import ReplayScreen
 from app.tui.widgets.entries import ToolCard, TurnRule
+from app.tui.widgets.prompt_input import PromptInput
 from replay.entries import RewindEntry, ToolEntry, TurnEntry
 from replay.transcript import transcript_of
 from tests.tui.conftest import ConsoleTestApp
@@ -81,7 +82,8 @@ async def test_the_replay_opens_the_changes_at_its_position(workspace: Path, dat
 
 async def test_the_live_transcript_is_the_stored_logs(workspace: Path, data: Path) -> None:
     """The console's entries, fed live, are those the stored log projects (the replay's): the
-    files on the turn rules and the shell card, and the rewind with what it restored."""
+    files on the turn rules and the shell card, and the rewind with what it restored. A rewind
+    made without the dialog puts the prompt back in the input too."""
     app = ConsoleTestApp(workspace, data, shell_turns())
     async with app.run_test(size=(120, 40)) as pilot:
         await two_turns(app, pilot)
@@ -92,6 +94,8 @@ async def test_the_live_transcript_is_the_stored_logs(workspace: Path, data: Pat
             pilot, lambda: app.main.transcript.last_seq == log[-1].seq, "the rewind projected"
         )
         live = app.main.transcript.durable_entries()
+        # rewound by the engine's own call (as `/rewind 2 code` or ACP do): the prompt is back
+        assert app.main.query_one(PromptInput).text == "now run the command"
     stored = transcript_of(log).entries
     assert live == stored
     rewind = next(e for e in stored if isinstance(e, RewindEntry))

@@ -65,6 +65,7 @@ from engine.events import (
     ModelBind,
     OutboxChanged,
     PermissionModeSet,
+    SessionRewind,
     SteerDropped,
     StepStart,
     UserMessage,
@@ -302,6 +303,8 @@ class MainScreen(Screen[None]):
                 self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
             case GcCollect() as collected:
                 panel.collections = (*panel.collections, GcRow.of(collected))
+            case SessionRewind() as rewind if agent is not None:
+                self._rewound(agent, rewind)
             case CheckpointsOff(reason=reason):  # logged once per session
                 self.notify(
                     f"Checkpoints are off: {reason}. A rewind can still take back the "
@@ -527,8 +530,8 @@ class MainScreen(Screen[None]):
             await self._rewind(agent, request)
 
     async def _rewind(self, agent: Agent, request: RewindRequest) -> None:
-        """Carry out the rewind chosen; after a conversation rewind the prompt is back in the
-        input to edit, and a notice says what was restored and what was not."""
+        """Carry out the rewind chosen, and say in a notice what was restored and what was not
+        (the prompt comes back in the input with the event: `_rewound`)."""
         try:
             result = await agent.rewind(
                 request.to_turn,
@@ -539,12 +542,6 @@ class MainScreen(Screen[None]):
         except TrellisError as exc:
             self.notify(str(exc), severity="error", title="Rewind", markup=False)
             return
-        if result.conversation and result.prompt and result.undid is None:
-            prompt = self.query_one(PromptInput)
-            prompt.give_back(result.prompt)
-            prompt.focus()
-        self._refresh_panel()
-        self._status.mode = agent.mode
         message, attention = rewind_notice(result)
         self.notify(
             message,
@@ -553,6 +550,17 @@ class MainScreen(Screen[None]):
             timeout=12,
             markup=False,
         )
+
+    def _rewound(self, agent: Agent, rewind: SessionRewind) -> None:
+        """The session was rewound (from the dialog, or `/rewind N` as a command): after a
+        conversation rewind the prompt is back in the input to edit; the mode and the panel are
+        the restored ones (a restored mode is logged only when it falls back)."""
+        if rewind.conversation and rewind.prompt and rewind.undoes is None:
+            prompt = self.query_one(PromptInput)
+            prompt.give_back(rewind.prompt)
+            prompt.focus()
+        self._status.mode = agent.mode
+        self._refresh_panel()
 
     def action_cancel_turn(self) -> None:
         if self._busy():

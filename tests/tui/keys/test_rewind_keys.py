@@ -44,7 +44,8 @@ def send(terminal: Terminal, text: str, done: str) -> None:
 def open_list(terminal: Terminal) -> str:
     """Esc twice on the empty prompt: the list, the newest prompt first."""
     terminal.press("escape", "escape")
-    return terminal.wait_for(LIST_HEADER)
+    terminal.wait_for(LIST_HEADER)
+    return terminal.settle()  # drawn whole, the transcript beneath gone
 
 
 @CHECKS.step(RewindList, "escape")
