@@ -350,20 +350,10 @@ class LongEntry(EntryWidget):
         self.expanded = not self.expanded
 
 
-class TurnRule(LongEntry, LineEntry):
+class TurnRule(LineEntry, LongEntry):
     """A turn's rule and, once the turn changed files (`turn/changes`), the line that says how
-    many, with each file's diff one key away (Enter)."""
-
-    # as `LineEntry.turn-rule` says: with `LongEntry` first in the bases, `EntryWidget`'s rules
-    # would otherwise win over `LineEntry`'s
-    DEFAULT_CSS = """
-    TurnRule {
-        margin: 1 0 0 0;
-        color: $text-muted;
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-    }
-    """
+    many, with each file's diff one key away (Enter). `LineEntry` comes first: Textual's CSS
+    follows a class's first base only, so the rule is styled and queried as a `LineEntry`."""
 
     def render(self) -> Text:
         entry = self.entry
