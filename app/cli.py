@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     command("export", setup=_export, help="export a stored session as Markdown, JSON or HTML")
     command("fork", setup=_fork, help="copy a stored session up to a point; prints the new id")
     command("delete", setup=_delete, help="delete a stored session (asks first)")
+    command("diff", setup=_diff, help="print the patch of a stored session's turns, from its log")
+    command(
+        "rewind",
+        parents=[config],
+        setup=_rewind,
+        help="take a stored session's files and conversation back to before a turn (asks first)",
+    )
+    command(
+        "checkpoints",
+        help="each workspace's checkpoints: the disk they take and the sessions they belong to",
+    )
     command(
         "models",
         parents=[config],
@@ -321,6 +332,29 @@ def _delete(delete: argparse.ArgumentParser) -> None:
     _store_option(delete)
 
 
+def _diff(diff: argparse.ArgumentParser) -> None:
+    diff.add_argument("id", metavar="ID")
+    diff.add_argument("--turn", type=int, metavar="N", help="only this turn's changes")
+    _store_option(diff)
+
+
+def _rewind(rewind: argparse.ArgumentParser) -> None:
+    rewind.add_argument("id", metavar="ID")
+    needed_option(
+        rewind, "--to", metavar="TURN", help="the turn to go back to before; undo: the last rewind"
+    )
+    only = rewind.add_mutually_exclusive_group()
+    only.add_argument("--code", action="store_true", help="only the files")
+    only.add_argument("--conversation", action="store_true", help="only the conversation")
+    rewind.add_argument("--yes", action="store_true", help="do not ask")
+    rewind.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace files changed outside the agent since it left them (else nothing is done)",
+    )
+    _store_option(rewind)
+
+
 def _model_and_script(parser: argparse.ArgumentParser, model_help: str) -> None:
     parser.add_argument("--model", help=model_help)
     parser.add_argument(
@@ -378,6 +412,18 @@ def _dispatch(
 
             command = getattr(session_commands, args.command)
             return int(asyncio.run(command(args)))
+        case "diff":
+            from app.session_diff import diff
+
+            return asyncio.run(diff(args))
+        case "rewind":
+            from app.session_rewind import rewind
+
+            return asyncio.run(rewind(args, lambda loaded: _reported(loaded, log_secrets)))
+        case "checkpoints":
+            from app.checkpoints_command import checkpoints
+
+            return asyncio.run(checkpoints(args))
         case "models":
             return _models(args, log_secrets)
         case "acp":

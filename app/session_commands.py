@@ -32,7 +32,7 @@ def max_class_of(text: str | None) -> PrivacyClass | None:
         raise UsageError(f"--max-class: {exc}") from None
 
 
-async def _store(args: argparse.Namespace) -> Store:
+async def open_chosen_store(args: argparse.Namespace) -> Store:
     """`--store URL`, else the configured store seen from the current directory
     (engine.store.settings)."""
     return open_store(await asyncio.to_thread(chosen_settings, args.store, Path.cwd()))
@@ -43,7 +43,7 @@ async def show(args: argparse.Namespace) -> int:
     from replay.transcript import transcript_of
     from replay.wording import UNTITLED
 
-    async with await _store(args) as store:
+    async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     if args.at is not None:
@@ -65,7 +65,7 @@ async def export(args: argparse.Namespace) -> int:
     if args.format not in FORMATS:
         raise UsageError(f"--format {args.format!r}: expected one of {', '.join(FORMATS)}")
     max_class = max_class_of(args.max_class)
-    async with await _store(args) as store:
+    async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
     if args.output is None:
@@ -80,7 +80,7 @@ async def export(args: argparse.Namespace) -> int:
 
 
 async def fork(args: argparse.Namespace) -> int:
-    async with await _store(args) as store:
+    async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
         forked = await store.fork(info.id, info.event_count if args.at is None else args.at)
     print(forked.id)
@@ -88,7 +88,7 @@ async def fork(args: argparse.Namespace) -> int:
 
 
 async def delete(args: argparse.Namespace) -> int:
-    async with await _store(args) as store:
+    async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
         if not args.yes:
             if not sys.stdin.isatty():
@@ -99,6 +99,11 @@ async def delete(args: argparse.Namespace) -> int:
             if answer.strip().lower() not in ("y", "yes"):
                 print("nothing deleted", file=sys.stderr)
                 return 1
-        await store.delete(info.id)
+        from engine.checkpoints.sessions import delete_session
+        from engine.paths import data_dir
+
+        unpruned = await delete_session(store, info.id, data_dir())
     print(f"deleted {info.id}", file=sys.stderr)
+    if unpruned is not None:
+        print(f"trellis: {unpruned}", file=sys.stderr)
     return 0

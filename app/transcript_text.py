@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from engine.events import WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -23,9 +26,10 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
-from replay.file_diff import change_diff, change_heading
+from replay.file_diff import change_diff, change_heading, file_line
 from replay.wording import (
     area_line,
+    checkpoints_off_line,
     command_line,
     compact_line,
     cut_short,
@@ -33,6 +37,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_files,
     rewind_line,
     tool_line,
     turn_end_line,
@@ -80,11 +85,19 @@ def _result(text: str) -> Iterator[str]:
         yield f"  │ … {len(lines) - SHOWN_RESULT_LINES} more lines"
 
 
+def _files(files: tuple[WorkspaceFileChange, ...], s: Style) -> Iterator[str]:
+    for change in files:
+        yield f"{s.dim}    {file_line(change)}{s.reset}"
+
+
 def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
     match entry:
         case TurnEntry():
             yield ""
             yield f"{s.heading}{turn_line(entry)}{s.reset}"
+            if entry.changes is not None and entry.changes.files:
+                yield f"{s.dim}  {files_summary(entry.changes.files)}:{s.reset}"
+                yield from _files(entry.changes.files, s)
         case TurnEndEntry():
             yield f"{s.error}{turn_end_line(entry)}{s.reset}"
         case UserEntry():
@@ -114,6 +127,9 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
             if entry.change is not None:
                 yield f"{s.dim}  {change_heading(entry.change)}{s.reset}"
                 yield from _indented(change_diff(entry.change), "    ")
+            if entry.files:
+                yield f"{s.dim}  {files_summary(entry.files)}:{s.reset}"
+                yield from _files(entry.files, s)
         case AreaEntry():
             yield f"{s.dim}· {area_line(entry)}{s.reset}"
         case GcEntry():
@@ -132,8 +148,12 @@ def entry_lines(entry: TranscriptEntry, s: Style) -> Iterator[str]:
             yield f"{s.who}{command_line(entry)}{s.reset}"
             yield from _indented(entry.result)
         case RewindEntry():
-            yield f"{s.who}↶ {rewind_line(entry)}, before:{s.reset}"
-            yield from _indented(entry.prompt)
+            yield f"{s.who}↶ {rewind_line(entry)}{', before:' if entry.prompt else ''}{s.reset}"
+            if entry.prompt:
+                yield from _indented(entry.prompt)
+            yield from (f"{s.dim}  {line}{s.reset}" for line in rewind_files(entry))
+        case CheckpointsOffEntry():
+            yield f"{s.error}· {checkpoints_off_line(entry)}{s.reset}"
         case ErrorEntry():
             yield f"{s.error}Error: {entry.message}{s.reset}"
 

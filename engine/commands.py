@@ -381,6 +381,52 @@ async def _fork(agent: Agent, args: str) -> CommandResult:
     return CommandResult(f"forked into session {new_id}")
 
 
+REWIND_WORDS = ("conversation", "code", "overwrite")
+
+
+async def _rewind(agent: Agent, args: str) -> CommandResult:
+    """`/rewind` lists the prompts; `/rewind N [conversation|code] [overwrite]` rewinds to before
+    turn N (both by default); `/rewind undo` takes the last rewind back. Files changed by someone
+    else since the agent left them are kept unless `overwrite`, and named."""
+    from engine.agent.rewind import RewindError
+    from engine.rewind_report import points_text, result_text
+
+    command = REGISTRY_COMMANDS["rewind"]
+    words = args.split()
+    try:
+        turns = await agent.rewind_points()
+    except RewindError as exc:
+        return CommandResult(str(exc), ok=False)
+    if not words:
+        return CommandResult(points_text(turns, command.usage))
+    target, *rest = words
+    unknown = [w for w in rest if w not in REWIND_WORDS]
+    if unknown or len(set(rest)) != len(rest) or {"conversation", "code"} <= set(rest):
+        raise command.fail(
+            f"after the turn: at most one of conversation, code, and overwrite (not {' '.join(rest)})"
+        )
+    to_turn: int | None = None
+    if target != "undo":
+        valid = ", ".join(str(t.turn) for t in turns) or "none yet"
+        try:
+            to_turn = int(target)
+        except ValueError:
+            raise command.fail(f"{target!r} is not a turn; the turns are {valid}") from None
+        if to_turn not in {t.turn for t in turns}:
+            raise command.fail(f"no turn {to_turn} in the history; the turns are {valid}")
+    code = "conversation" not in rest
+    try:
+        result = await agent.rewind(
+            to_turn,
+            conversation="code" not in rest,
+            code=code,
+            overwrite="overwrite" in rest,
+        )
+    except RewindError as exc:
+        return CommandResult(str(exc), ok=False)
+    return CommandResult(result_text(result, code_asked=code), changed=True)
+
+
 USAGE = {
     "help": "/help",
     "inject": "/inject TEXT",
@@ -396,6 +442,7 @@ USAGE = {
     "fork": "/fork",
     "compact": "/compact [KEEP]",
     "context": "/context",
+    "rewind": "/rewind [N [conversation|code] [overwrite] | undo]",
     "quit": "/quit",
     "exit": "/exit",
 }
@@ -458,6 +505,13 @@ for _command in (
         USAGE["context"],
         "context size, the model's window and the cap",
         _context,
+    ),
+    Command(
+        "rewind",
+        USAGE["rewind"],
+        "list the prompts, or go back to before one: files and conversation",
+        _rewind,
+        "turn",
     ),
     Command("quit", USAGE["quit"], "leave the console (Ctrl+Q)", _quit, in_editors=False),
     Command("exit", USAGE["exit"], "leave the console, as /quit does", _quit, in_editors=False),

@@ -17,6 +17,10 @@ they make, as the `acp` package's schema models:
   diff of the whole file as its record holds it (`FileChangeRecord`: `oldText` null for a file the
   call created) beside the result, with the changed line in `locations`. Live, the feed adds the
   whole file's diff before the call runs (`preview`), from the disk.
+- `tool/changes` (after a batch that held a shell command or an MCP tool) -> each such call's
+  `tool_call_update` again: its result, then the unified diffs of the files its batch changed
+  as text (ACP's `diff` needs whole texts, which the log does not keep for these), with the
+  paths in `locations`.
 - a plan Area's `area/state` (`engine.context.areas.plan`, what `/plan` changes) -> `plan` with
   every item (`completed` or `pending`; Trellis has no priorities, so each is `medium`), when the
   items changed;
@@ -27,8 +31,8 @@ they make, as the `acp` package's schema models:
 - `permission/mode` -> `current_mode_update` (and, when approve-all fell back to ask on a resume,
   a message saying so); `command/run` -> the command as the user's words (when replaying: live,
   the client holds what it sent) and its answer as the agent's, as the client saw it live.
-- `session/rewind` -> a message naming the turn and quoting the prompt it went back before,
-  then `current_mode_update` and `plan` where the mode and plans before that prompt differ from
+- `session/rewind` -> a message naming the turn, quoting the prompt it went back before and
+  naming the files it restored, removed and kept (or why it left them), then `current_mode_update` and `plan` where the mode and plans before that prompt differ from
   what the client holds (a conversation rewind brings them back).
 
 Sizes: no update serializes to more than `limit` bytes. Long text is split into several chunks; a
@@ -67,13 +71,16 @@ from engine.events import (
     StepEnd,
     StepStart,
     ToolCallRecord,
+    ToolChanges,
     ToolOutputDelta,
     ToolResultRecord,
     UserMessage,
 )
 from engine.line_diff import first_changed_line, split_lines
 from engine.permission_mode import DEFAULT_MODE, PermissionMode
-from replay.wording import rewind_words
+from engine.rewind_intervals import RewoundIntervals
+from replay.file_diff import batch_files, file_diff, file_line
+from replay.wording import rewind_files, rewind_line
 
 AcpUpdate = dict[str, Any]
 """One `session/update` payload as ACP writes it: camelCase keys, no null fields, ready for the
@@ -89,6 +96,9 @@ OUTPUT_TAIL = 64 * 1024
 """Characters of a running tool's output shown while it runs (its latest part)."""
 
 TITLE_ARGUMENT_CHARS = 80
+
+LOCATED_FILES = 200
+"""The files a command changed that its update names in `locations` (the diffs name them all)."""
 
 MIN_MEASURED = 16 * 1024
 """Text whose worst-case JSON size is below this is not measured: it fits any share."""
@@ -166,6 +176,14 @@ class _Call:
 
 
 @dataclass(slots=True)
+class _Ended:
+    name: str
+    status: str
+    result: str
+    terminal: str
+
+
+@dataclass(slots=True)
 class _Step:
     # what deltas streamed of the reply, in pieces joined when the reply comes (adding each
     # delta to a str copied the reply so far, once per delta)
@@ -187,6 +205,9 @@ class AcpProjection:
     """The permission mode the log set last, of the events translated so far."""
     _step: _Step = field(default_factory=_Step)
     _calls: dict[str, _Call] = field(default_factory=dict)
+    _ended: dict[str, _Ended] = field(default_factory=dict)
+    """The step's calls that ended without a file record, for the `tool/changes` that follows
+    their batch to add its files' diffs to what their result showed."""
     _rate: TokenRate | None = None
     """The last reported tokens per character: a step that reports none is estimated at it."""
     _costs: dict[str, float] = field(default_factory=dict)
@@ -196,7 +217,9 @@ class AcpProjection:
     plan is not sent)."""
     _history: list[tuple[int, str | None, Any]] = field(default_factory=list)
     """(seq, None, mode) and (seq, plan Area id, entries), in log order: what a rewind goes back
-    to (cut at its `to_seq`, as the rewound history is)."""
+    to (those outside `_rewound`)."""
+    _rewound: RewoundIntervals = field(default_factory=RewoundIntervals)
+    """The seqs the conversation rewinds so far took out of the history."""
     _seq: int | None = None
     """The seq of the stored event being translated (None for a live one): what a note that
     belongs to no step (a command's answer, a mode's fallback) takes its `messageId` from, the
@@ -242,6 +265,7 @@ class AcpProjection:
 
     def _step_start(self, start: StepStart) -> list[AcpUpdate]:
         self._step = _Step(figures=start.figures)
+        self._ended.clear()
         return []
 
     def _delta(self, delta: AssistantDelta) -> list[AcpUpdate]:
@@ -328,6 +352,8 @@ class AcpProjection:
             terminal = call.terminal if call is not None else ""
             # a terminal stays beside the result: ACP clients keep showing a released one
             update["content"] = [_terminal_content(terminal), text] if terminal else [text]
+            name = call.name if call is not None else ""
+            self._ended[result.call_id] = _Ended(name, update["status"], result.content, terminal)
             return [update]
         # the diff stays beside the result: a client shows the last content it was sent
         path = self._absolute(change.path)
@@ -337,6 +363,37 @@ class AcpProjection:
         diff = self.recorded_diff(change, budget)
         update["content"] = [diff, summary] if diff is not None else [summary]
         return [update]
+
+    def _changes(self, record: ToolChanges) -> list[AcpUpdate]:
+        """The files a batch's commands changed, as each command's completed update again: its
+        result, then the files' unified diffs as text, with the paths in `locations`. ACP's
+        `diff` content needs the whole new text, which the record does not hold (a checkpoint
+        keeps it; the log keeps the unified diff): a `diff` drawn from part of a file would show
+        a change the command did not make."""
+        ended = self._ended
+        calls = [(i, ended[i].name, None) for i in record.call_ids if i in ended]
+        updates: list[AcpUpdate] = []
+        located = LOCATED_FILES
+        for call_id, files in batch_files(calls, record.files):
+            call = ended[call_id]
+            budget = (self.limit - 8192 - located * 1024) // 2
+            diffs = "\n\n".join(f"{file_line(f)}:\n```diff\n{file_diff(f)}\n```" for f in files)
+            content = [
+                _text_content(cut_text(call.result, budget)),
+                _text_content(cut_text(diffs, budget)),
+            ]
+            updates.append(
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": call.status,
+                    "locations": [{"path": self._absolute(f.path)} for f in files[:located]],
+                    "content": [_terminal_content(call.terminal), *content]
+                    if call.terminal
+                    else content,
+                }
+            )
+        return updates
 
     def recorded_diff(self, change: FileChangeRecord, budget: int) -> dict[str, Any] | None:
         """The whole file's `diff` a change record holds (`oldText` null: the call created the
@@ -434,18 +491,29 @@ class AcpProjection:
     def _rewind(self, rewind: SessionRewind) -> list[AcpUpdate]:
         """A message saying so (the prompt it went back before, quoted), then the mode and the
         plans as they were before that prompt, where they differ from what the client holds."""
-        said = rewind_words(rewind.to_turn, conversation=rewind.conversation, code=rewind.code)
-        text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
-            rewind.prompt.splitlines() or [""]
-        )
+        said = rewind_line(rewind)
+        if rewind.undoes is not None:
+            text = f"{said}: the session is as it was before that rewind"
+        else:
+            text = f"{said}; the session is as it was before:\n\n> " + "\n> ".join(
+                rewind.prompt.splitlines() or [""]
+            )
+        files = rewind_files(rewind)
+        if files:
+            text += "\n\n" + "\n".join(f"- {line}" for line in files)
         updates = self._chunks("agent_message_chunk", text + "\n", self._note_id("rewind"))
         if not rewind.conversation:
             return updates
-        # the log cut at the rewound prompt: what a truncated history would hold
-        self._history = [h for h in self._history if h[0] < rewind.to_seq]
+        # the history as the engine rebuilds it: the log less every rewound interval (an undo
+        # brings back the one it undoes)
+        rewound = self._rewound
+        if self._seq is not None:
+            rewound.take(rewind.to_seq, self._seq, undoes=rewind.undoes)
         mode: PermissionMode = DEFAULT_MODE
         plans: dict[str, list[dict[str, Any]]] = {area: [] for area in self._plans}
-        for _, key, value in self._history:
+        for seq, key, value in self._history:
+            if seq in rewound:
+                continue
             if key is None:
                 mode = value
             else:
@@ -609,6 +677,7 @@ _TRANSLATORS: dict[type[Payload], Callable[[AcpProjection, Any], list[AcpUpdate]
     PermissionDecision: AcpProjection._decision,
     ToolOutputDelta: AcpProjection._output,
     ToolResultRecord: AcpProjection._result,
+    ToolChanges: AcpProjection._changes,
     StepEnd: AcpProjection._usage,
     Retry: AcpProjection._retry,
     SessionTitle: AcpProjection._title,

@@ -20,6 +20,7 @@ from engine.events import (
     FileChangeRecord,
     Finish,
     MessageData,
+    TurnChanges,
     TurnEndReason,
     Usage,
     WorkspaceFileChange,
@@ -86,7 +87,9 @@ class TurnEntry:
     start: float
     end: float | None = None
     repaired: bool = False  # the store closed it after a crash (`turn/end {interrupted}`)
-    files: tuple[WorkspaceFileChange, ...] = ()  # what the turn changed (`turn/changes`)
+    changes: TurnChanges | None = None
+    """What the turn changed in the workspace (`turn/changes`, after its end); None when no
+    checkpoint recorded it (a turn that changed nothing it could, checkpoints off, an old log)."""
 
 
 @entry
@@ -168,7 +171,9 @@ class ToolEntry:
     label: PrivatizationLabel | None = None  # of the call (the reply that made it)
     result_label: PrivatizationLabel | None = None
     change: FileChangeRecord | None = None  # the file the call changed, as its result records
-    files: tuple[WorkspaceFileChange, ...] = ()  # what its batch changed (`tool/changes`)
+    files: tuple[WorkspaceFileChange, ...] = ()
+    """What a call no file record covers (a shell command, an MCP tool) changed in the workspace,
+    as its batch's `tool/changes` records it (`batch_files`)."""
 
 
 @entry
@@ -271,12 +276,21 @@ class RewindEntry:
     code: bool
     prompt: str
     label: PrivatizationLabel | None = None
-    restored: tuple[str, ...] = ()  # files written back
-    deleted: tuple[str, ...] = ()  # files the later turns created, removed
-    kept: tuple[str, ...] = ()  # files changed by someone else, left as they were
-    failed: tuple[str, ...] = ()  # `path: reason`
-    code_refused: str | None = None  # why the files were not rewound, though asked
-    undoes: int | None = None  # the seq of the rewind this one undid
+    undoes: int | None = None  # the seq of the rewind this one undoes
+    restored: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()  # changed by someone else since: left as they were
+    failed: tuple[str, ...] = ()
+    code_refused: str | None = None
+
+
+@entry
+class CheckpointsOffEntry:
+    """From here on the workspace got no checkpoints, so no changes recorded, and why."""
+
+    key: str
+    seq: int
+    reason: str
 
 
 @entry
@@ -304,6 +318,7 @@ TranscriptEntry = (
     | ModeEntry
     | CommandEntry
     | RewindEntry
+    | CheckpointsOffEntry
     | ErrorEntry
 )
 

@@ -28,9 +28,12 @@ from engine.events import (
     SessionRewind,
     SessionTitle,
     ToolCallRecord,
+    ToolChanges,
     ToolDefinition,
     ToolResultRecord,
+    TurnChanges,
     UserMessage,
+    WorkspaceFileChange,
 )
 from engine.message import ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
@@ -53,6 +56,9 @@ def content_class(payload: Payload) -> PrivacyClass | None:
             return PrivacyClass.restricted  # an Area's state has no stored label
         case ToolResultRecord(label=label, change=change) if change is not None:
             return max(_class_of(label), _class_of(change.label))  # the file's own label
+        case TurnChanges(files=files) | ToolChanges(files=files):
+            # paths, counts and ids are no content; each diff is its file's, by its own label
+            return max((_class_of(f.label) for f in files if f.diff is not None), default=None)
         case (
             UserMessage(label=label)
             | AssistantMessage(label=label)
@@ -89,7 +95,21 @@ def redact(event: Event, max_class: PrivacyClass | None) -> Event:
     cls = hidden_class(event, max_class)
     if cls is None:
         return event
-    return event.model_copy(update={"data": _without_content(event.data, redacted_text(cls))})
+    data = event.data
+    if isinstance(data, TurnChanges | ToolChanges):
+        assert max_class is not None  # a class is hidden only under a limit
+        files = tuple(_file_within(change, max_class) for change in data.files)
+        return event.model_copy(update={"data": data.model_copy(update={"files": files})})
+    return event.model_copy(update={"data": _without_content(data, redacted_text(cls))})
+
+
+def _file_within(change: WorkspaceFileChange, max_class: PrivacyClass) -> WorkspaceFileChange:
+    """The file's change with its diff a marker when the file's class lies above the limit (a
+    restricted file's lines never leave with a lower limit); the rest of the record stays."""
+    cls = _class_of(change.label)
+    if change.diff is None or cls <= max_class:
+        return change
+    return change.model_copy(update={"diff": redacted_text(cls)})
 
 
 def redact_all(events: Iterable[Event], max_class: PrivacyClass | None) -> Iterator[Event]:

@@ -18,6 +18,7 @@ from engine.events import (
     AssistantDelta,
     AssistantMessage,
     AssistantReset,
+    CheckpointsOff,
     CommandRun,
     CompactEnd,
     CompactStart,
@@ -48,6 +49,7 @@ from engine.events import (
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -66,6 +68,7 @@ from replay.entries import (
     evolve,
     is_live_only,
 )
+from replay.file_diff import batch_files
 
 AnyEvent = Event | LiveEvent
 
@@ -73,6 +76,7 @@ __all__ = [
     "AreaEntry",
     "AssistantEntry",
     "Change",
+    "CheckpointsOffEntry",
     "CommandEntry",
     "CompactEntry",
     "ContextEntry",
@@ -400,25 +404,32 @@ class Transcript:
                 code=data.code,
                 prompt=data.prompt,
                 label=data.label,
+                undoes=data.undoes,
                 restored=data.restored,
                 deleted=data.deleted,
                 kept=data.kept,
                 failed=data.failed,
                 code_refused=data.code_refused,
-                undoes=data.undoes,
             )
         )
 
     def _turn_changes(self, seq: int, time: float, data: TurnChanges) -> Change:
-        # logged after the turn's `turn/end`: its rule says what the turn changed
-        return self._update(f"turn:{data.turn}", TurnEntry, lambda t: evolve(t, files=data.files))
+        # after the turn's end: its header says what it changed
+        return self._update(f"turn:{data.turn}", TurnEntry, lambda t: evolve(t, changes=data))
 
     def _tool_changes(self, seq: int, time: float, data: ToolChanges) -> Change:
-        # what a batch of commands or MCP calls changed, on each of its cards
-        keys = [_tool_key(data.turn, data.step, call_id) for call_id in data.call_ids]
-        return _merge(
-            *(self._update(key, ToolEntry, lambda t: evolve(t, files=data.files)) for key in keys)
-        )
+        """The batch's changed files go to its calls that no file record covers."""
+        tools = [self._entries.get(_tool_key(data.turn, data.step, i)) for i in data.call_ids]
+        calls = [t for t in tools if isinstance(t, ToolEntry)]
+        named = [(t, t.name, t.change.path if t.change is not None else None) for t in calls]
+        changes = [
+            self._replace(evolve(tool, files=files))
+            for tool, files in batch_files(named, data.files)
+        ]
+        return _merge(*changes)
+
+    def _checkpoints_off(self, seq: int, time: float, data: CheckpointsOff) -> Change:
+        return self._add(CheckpointsOffEntry(key=f"checkpoints:{seq}", seq=seq, reason=data.reason))
 
     def _session_title(self, seq: int, time: float, data: SessionTitle) -> Change:
         self.title = data.title
@@ -688,6 +699,7 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
     SessionRewind: Transcript._rewind,
     TurnChanges: Transcript._turn_changes,
     ToolChanges: Transcript._tool_changes,
+    CheckpointsOff: Transcript._checkpoints_off,
     SessionTitle: Transcript._session_title,
 }
 """What each durable payload class does to the transcript; the rest (area registration and

@@ -6,11 +6,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.events import WorkspaceFileChange
+from engine.events import SessionRewind
 from engine.permission_mode import MODE_NAMES
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     GcEntry,
@@ -110,70 +111,44 @@ def command_line(command: CommandEntry) -> str:
     return f"Command: {command.line}"
 
 
-def rewind_line(rewind: RewindEntry) -> str:
-    """`Rewound to turn 3 (conversation)`, or `Undid the rewind to turn 3 (code)`."""
+def rewind_line(rewind: RewindEntry | SessionRewind) -> str:
+    """`Rewound to turn 3 (code and conversation)`, or `Undid the rewind to turn 3 (...)`: what
+    went back (the files only when they did: `code` with `code_refused` was asked, and refused),
+    to before which prompt."""
     return rewind_words(
         rewind.to_turn,
         conversation=rewind.conversation,
-        code=rewind.code,
+        code=rewind.code and rewind.code_refused is None,
         undo=rewind.undoes is not None,
     )
 
 
 def rewind_words(to_turn: int, *, conversation: bool, code: bool, undo: bool = False) -> str:
-    """`Rewound to turn 3 (conversation)`: what went back, to before which prompt; an undo's
-    `Undid the rewind to turn 3 (conversation)`."""
+    """`rewind_line`'s words from what a rewind took back, for a caller that holds its result
+    rather than its record (the console's notice)."""
     parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
-    done = "Undid the rewind to" if undo else "Rewound to"
-    return f"{done} turn {to_turn} ({' and '.join(parts) or 'nothing'})"
+    what = " and ".join(parts) or "nothing"
+    if undo:
+        return f"Undid the rewind to turn {to_turn} ({what})"
+    return f"Rewound to turn {to_turn} ({what})"
 
 
-def line_counts(added: int | None, removed: int | None) -> str:
-    """`+3 -1` (as the permission dialog counts them), or nothing when the lines were not
-    counted (a binary or secret file)."""
-    if added is None and removed is None:
-        return ""
-    return f"+{added or 0} -{removed or 0}"
+def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:
+    """What a rewind did to the files, a line per kind (`restored: a.py, b.py`), or why it did
+    not touch them though asked; none for a conversation rewind."""
+    lines: list[str] = []
+    if rewind.code_refused:
+        lines.append(f"files not rewound: {rewind.code_refused}")
+    for name, paths in (
+        ("restored", rewind.restored),
+        ("removed", rewind.deleted),
+        ("kept, changed by someone else since", rewind.kept),
+        ("failed", rewind.failed),
+    ):
+        if paths:
+            lines.append(f"{name}: {', '.join(paths)}")
+    return lines
 
 
-def files_changed(files: tuple[WorkspaceFileChange, ...]) -> str:
-    """`3 files changed +12 -4`: what a turn or a command changed in the workspace."""
-    added = sum(f.added_lines or 0 for f in files)
-    removed = sum(f.removed_lines or 0 for f in files)
-    counted = any(f.added_lines is not None or f.removed_lines is not None for f in files)
-    counts = f" {line_counts(added, removed)}" if counted else ""
-    return f"{len(files)} file{'' if len(files) == 1 else 's'} changed{counts}"
-
-
-FILE_MARKS = {"added": "A", "modified": "M", "deleted": "D"}
-"""The letter `git status --short` gives each kind of change."""
-
-
-def file_line(change: WorkspaceFileChange) -> str:
-    """`M src/a.py +3 -1`, with why it has no diff or cannot be restored."""
-    parts = [FILE_MARKS[change.status], change.path]
-    counts = line_counts(change.added_lines, change.removed_lines)
-    if counts:
-        parts.append(counts)
-    if change.withheld is not None:
-        parts.append(f"({change.withheld})")
-    if not change.restorable:
-        parts.append("(not restorable)")
-    return " ".join(parts)
-
-
-def rewind_outcome(rewind: RewindEntry) -> str:
-    """What the files' part of a rewind did: `2 restored, 1 removed, 1 kept (changed since)`;
-    empty when it touched none."""
-    if rewind.code_refused is not None:
-        return f"files not rewound: {rewind.code_refused}"
-    parts = []
-    if rewind.restored:
-        parts.append(f"{len(rewind.restored)} restored")
-    if rewind.deleted:
-        parts.append(f"{len(rewind.deleted)} removed")
-    if rewind.kept:
-        parts.append(f"{len(rewind.kept)} kept (changed since): {', '.join(rewind.kept)}")
-    if rewind.failed:
-        parts.append(f"{len(rewind.failed)} failed: {'; '.join(rewind.failed)}")
-    return f"files: {', '.join(parts)}" if parts else ""
+def checkpoints_off_line(entry: CheckpointsOffEntry) -> str:
+    return f"Checkpoints off from here on, so no changes to the files are recorded: {entry.reason}"

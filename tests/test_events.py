@@ -24,6 +24,7 @@ from engine.events import (
     AssistantMessage,
     AssistantReset,
     Attachment,
+    CheckpointsOff,
     CommandRun,
     CompactEnd,
     CompactStart,
@@ -53,15 +54,18 @@ from engine.events import (
     StepStart,
     StreamOverflow,
     ToolCallRecord,
+    ToolChanges,
     ToolDefinition,
     ToolOutputDelta,
     ToolPending,
     ToolResultRecord,
+    TurnChanges,
     TurnEnd,
     TurnStart,
     UnknownEventTypeError,
     Usage,
     UserMessage,
+    WorkspaceFileChange,
     assistant_delta,
     decode_event,
     decode_event_json,
@@ -112,6 +116,8 @@ DESIGN_TURN_LEVEL: dict[str, set[str]] = {
     "permission/decision": {"call_id", "decision"},
     "turn/start": {"turn"},
     "turn/end": {"turn", "reason", "message"},
+    # what a batch of commands changed in the workspace (issue 30)
+    "tool/changes": {"turn", "step", "call_ids", "before", "after", "files"},
 }
 DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "user/message": {"content", "source", "original_content", "attachments", "label"},
@@ -131,7 +137,26 @@ DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "permission/mode": {"mode", "resumed"},
     "command/run": {"line", "result", "label"},
     # a rewind (issue 30)
-    "session/rewind": {"to_turn", "to_seq", "conversation", "code", "prompt", "label"},
+    "session/rewind": {
+        "to_turn",
+        "to_seq",
+        "conversation",
+        "code",
+        "prompt",
+        "label",
+        "undoes",
+        "code_target",
+        "code_before",
+        "code_after",
+        "restored",
+        "deleted",
+        "kept",
+        "failed",
+        "code_refused",
+    },
+    # what a turn changed in the workspace, and why there are no checkpoints (issue 30)
+    "turn/changes": {"turn", "before", "after", "files"},
+    "checkpoints/off": {"reason"},
 }
 DESIGN_LIVE = {
     "assistant/delta",
@@ -176,6 +201,18 @@ MESSAGE = MessageData(
 )
 
 # One instance of every payload type, each field away from its default where it has one.
+CHANGE = WorkspaceFileChange(
+    path="src/app.py",
+    status="modified",
+    old_blob="c" * 40,
+    new_blob="d" * 40,
+    old_mode="100644",
+    new_mode="100644",
+    added_lines=1,
+    removed_lines=1,
+    diff="--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a\n+b\n",
+    label=LABEL,
+)
 DURABLE_SAMPLES: list[Payload] = [
     StepStart(
         turn=2,
@@ -236,6 +273,9 @@ DURABLE_SAMPLES: list[Payload] = [
     PermissionModeSet(mode="read-only", resumed=True),
     CommandRun(line="/pin keep it short", result="pinned pin1", label=LABEL),
     SessionRewind(to_turn=2, to_seq=7, conversation=True, prompt="try again", label=LABEL),
+    ToolChanges(turn=1, step=2, call_ids=("c1",), before="a" * 40, after="b" * 40, files=(CHANGE,)),
+    TurnChanges(turn=1, before="a" * 40, after="b" * 40, files=(CHANGE,)),
+    CheckpointsOff(reason="checkpoints are off in the configuration ([checkpoints] enabled)"),
 ]
 LIVE_SAMPLES: list[Payload] = [
     AssistantDelta(turn=1, step=2, text="he", reasoning="hm"),

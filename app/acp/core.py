@@ -80,6 +80,11 @@ class AcpServer:
         self._connections[connection_id] = connection
         return connection
 
+    def holding(self, session: AcpSession) -> list[AcpConnection]:
+        """The connections that have `session` open (its holders still connected)."""
+        connections = self._connections
+        return [connections[i] for i in sorted(session.holders) if i in connections]
+
     def forget(self, connection: AcpConnection) -> None:
         if self._connections.get(connection.id) is connection:
             del self._connections[connection.id]

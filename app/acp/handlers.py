@@ -12,6 +12,7 @@ owns the waiting.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from acp.meta import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
     CloseSessionRequest,
+    ConfigOptionUpdate,
     DeleteSessionRequest,
     Implementation,
     InitializeRequest,
@@ -40,6 +42,7 @@ from acp.schema import (
     SetSessionModeRequest,
 )
 
+from app.acp.feed import update_params
 from app.acp.lifecycle import LifecycleHandlers
 from app.acp.opened_sessions import OpenedSessions
 from app.acp.prompting import PromptHandlers
@@ -80,6 +83,8 @@ class SessionHandlers:
 
     def __init__(self, connection: AcpConnection) -> None:
         self._server = connection.server
+        self._connection = connection
+        self._telling: set[asyncio.Task[None]] = set()
         self._opened = OpenedSessions(connection)
         self._lifecycle = LifecycleHandlers(connection, self._opened)
         self._prompting = PromptHandlers(connection, self._opened)
@@ -119,7 +124,28 @@ class SessionHandlers:
 
     async def let_go_all(self) -> None:
         """The connection is closed: every session it opened is let go."""
+        for task in list(self._telling):
+            task.cancel()
         await self._opened.let_go_all()
+
+    def tell_options(self, session_id: str, options: list[Any]) -> None:
+        """`options_changed` for a command another connection ran: in a task of this connection
+        (stopped when it closes), so a client slow to read never holds back that command's
+        answer."""
+        task = asyncio.create_task(self.options_changed(session_id, options))
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    async def options_changed(self, session_id: str, options: list[Any]) -> None:
+        """A command changed the session's options (the model, the mode: a `/rewind` of the
+        conversation, `/model NAME`): this client gets them as they are now, after what its feed
+        sends of the log so far (nothing for a session not open here)."""
+        opened = self._opened.get(session_id)
+        if opened is None:
+            return
+        await self._opened.caught_up(opened)
+        update = ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+        await self._connection.notify("session/update", update_params(session_id, update))
 
     async def show_terminal(self, session_id: str, call_id: str, terminal_id: str) -> None:
         """The tool call `call_id` runs in the client's terminal `terminal_id`: its updates on

@@ -188,7 +188,11 @@ class LifecycleHandlers:
                 rpc.SESSION_BUSY,
                 f"session {info.id} is open; close it (session/close) before deleting it",
             )
-        await store.delete(info.id)
+        from engine.checkpoints.sessions import delete_session
+        from engine.paths import data_dir
+
+        # a prune that fails is logged; the response has no place for it
+        await delete_session(store, info.id, data_dir())
         return DeleteSessionResponse()
 
     def _served_roots(self) -> list[str]:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 from acp.schema import (
     CancelNotification,
-    ConfigOptionUpdate,
     PromptRequest,
     PromptResponse,
     SessionConfigOptionSelect,
@@ -24,7 +23,6 @@ from acp.schema import (
 )
 
 from app.acp import modes, rpc
-from app.acp.feed import update_params
 from app.acp.opened_sessions import Opened, OpenedSessions
 from app.acp.prompt import STOP_REASONS, USAGE_META, prompt_of, read_linked_files, turn_usage
 from app.acp.protocol import Notification
@@ -127,13 +125,12 @@ class PromptHandlers:
         if not result.changed:
             await self._opened.say(opened.session.id, result.text)
         changed = config_options(agent)
-        if changed != options:  # `/model NAME`, `/mode NAME`: the options as they are now
-            update = ConfigOptionUpdate(
-                session_update="config_option_update", config_options=changed or []
-            )
-            await self._connection.notify(
-                "session/update", update_params(opened.session.id, update)
-            )
+        if changed != options:  # `/model NAME`, `/mode NAME`, `/rewind`: to every client
+            session_id, options_now = opened.session.id, changed or []
+            for other in self._connection.server.holding(opened.session):
+                if other is not self._connection:
+                    other.handlers.tell_options(session_id, options_now)
+            await self._connection.handlers.options_changed(session_id, options_now)
         ends = [e.data for e in await agent.read_log(start) if isinstance(e.data, TurnEnd)]
         return (
             _stop(ends[-1].reason, ends[-1].message)

@@ -408,8 +408,13 @@ class TrellisApp(App[None]):
                     if info.id == self._open_session_id():
                         self.notify("the open session cannot be deleted", severity="error")
                         return
-                    await self.store.delete(info.id)
+                    from engine.checkpoints.sessions import delete_session
+                    from engine.paths import data_dir
+
+                    unpruned = await delete_session(self.store, info.id, data_dir())
                     self.notify(f"deleted {info.title or info.id[:8]}", markup=False)
+                    if unpruned is not None:
+                        self.notify(unpruned, severity="warning", markup=False)
         except TrellisError as exc:
             self.notify(str(exc), severity="error", title=choice.action, markup=False)
 

@@ -601,6 +601,7 @@ class Agent:
             point = await rewind_point(self._rt, to_turn)
         if not code:
             return point, None
+        code_refused = code_refused or self.files_held_by_front_end()
         plan = await plan_code(self._rt, point.to_turn, point.seq, refused=code_refused)
         return point, plan
 
@@ -649,6 +650,7 @@ class Agent:
             plan = None
             done = None
             if code:
+                code_refused = code_refused or self.files_held_by_front_end()
                 plan = await plan_code(rt, point.to_turn, point.seq, refused=code_refused)
                 if plan.refused is not None and not conversation:
                     raise RewindError(f"cannot rewind the files: {plan.refused}")
@@ -661,6 +663,19 @@ class Agent:
             self._rewriting = None
             if self._inbox and self._runner is None and not self._closed:
                 self._start_runner()
+
+    def files_held_by_front_end(self) -> str | None:
+        """Why a rewind may not write the files itself now: the front end serving the session
+        writes them (an ACP editor that declared `fs.writeTextFile` may hold unsaved buffers the
+        disk does not have, and would not see a file change under it); None when Trellis writes
+        the disk. `rewind` and `plan_rewind` refuse the files' part with it, and the
+        conversation's part still runs."""
+        if self._rt.front_end().writer is None:
+            return None
+        return (
+            "the editor connected to this session writes its files (it may hold unsaved "
+            "changes): undo them there"
+        )
 
     def _check_idle_for_rewind(self) -> None:
         from engine.agent.rewind import RewindError

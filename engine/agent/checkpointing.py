@@ -138,28 +138,37 @@ class Checkpointing:
         self, turn: int, step: int, call_ids: Sequence[str], before: str | None
     ) -> ToolChanges | None:
         """What the batch that started at checkpoint `before` changed, for `tool/changes`."""
-        if before is None or self._off:
+        if before is None:
             return None
-        after = await self._take(f"after a command of turn {turn}")
-        if after is None:
+        since = await self._since(before, f"after a command of turn {turn}")
+        if since is None:
             return None
-        files = await self._files(before, after)
-        if files is None:
-            return None
+        after, files = since
+        ids = tuple(call_ids)
         return ToolChanges(
-            turn=turn, step=step, call_ids=tuple(call_ids), before=before, after=after, files=files
+            turn=turn, step=step, call_ids=ids, before=before, after=after, files=files
         )
 
     async def end_turn(self, turn: int) -> TurnChanges | None:
         """What turn `turn` changed, when it took a checkpoint: for `turn/changes`."""
         before = self._turn_before if self._turn == turn else None
         self._turn, self._turn_before = None, None
-        if before is None or self._off:
+        if before is None:
             return None
-        after = await self._take(f"after turn {turn}")
+        since = await self._since(before, f"after turn {turn}")
+        if since is None:
+            return None
+        after, files = since
+        return TurnChanges(turn=turn, before=before, after=after, files=files)
+
+    async def _since(
+        self, before: str, reason: str
+    ) -> tuple[str, tuple[WorkspaceFileChange, ...]] | None:
+        """A checkpoint now, and the files changed since `before`; None without one."""
+        if self._off:
+            return None
+        after = await self._take(reason)
         if after is None:
             return None
         files = await self._files(before, after)
-        if files is None:
-            return None
-        return TurnChanges(turn=turn, before=before, after=after, files=files)
+        return None if files is None else (after, files)

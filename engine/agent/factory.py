@@ -193,7 +193,8 @@ async def open_agent(
             name, _ = config.model(model if model is not None else None)
             payload = assembler.grants.bind(name)
             session.append(payload)
-        if mode is not None and mode != permission.mode:
+        if mode is not None and (mode != permission.mode or mode == "approve-all"):
+            # asked for at opening: approve-all too, which a reopening would not keep
             permission.follow(session.append(PermissionModeSet(mode=mode)).data)
         elif permission.mode == "approve-all":
             fallback = PermissionModeSet(mode="ask", resumed=True)

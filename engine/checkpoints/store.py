@@ -363,7 +363,8 @@ class CheckpointStore:
         if newest:
             await self._repo.run("update-ref", "--no-deref", "HEAD", newest)
         else:
-            await self._repo.run("update-ref", "-d", "--no-deref", "HEAD", ok_codes=(0, 1))
+            # an unborn branch, as `git init` leaves it: a HEAD deleted outright would leave a
+            # folder git no longer takes for a repository
             await self._repo.run("symbolic-ref", "HEAD", "refs/heads/main")
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from html import escape
 
-from engine.events import MessageData
+from engine.events import MessageData, WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -29,11 +31,12 @@ from replay.entries import (
     UserEntry,
 )
 from replay.export.view import SessionView
-from replay.file_diff import change_diff, change_heading
+from replay.file_diff import change_diff, change_heading, file_diff, file_line
 from replay.wording import (
     UNTITLED,
     area_line,
     arguments_text,
+    checkpoints_off_line,
     command_line,
     compact_line,
     cut_short,
@@ -41,6 +44,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_files,
     rewind_line,
     tool_state,
     turn_end_line,
@@ -79,14 +83,29 @@ def _text(text: str, css: str = "text") -> str:
 
 def _output(text: str, is_error: bool) -> str:
     """A tool's result; long ones folded."""
-    kind = "Error" if is_error else "Result"
+    return _folded("Error" if is_error else "Result", text, "output")
+
+
+def _folded(heading: str, text: str, css: str) -> str:
+    """`text` under `heading`, folded into a `<details>` when long."""
     lines = text.count("\n") + 1
     if lines <= LONG_OUTPUT_LINES and len(text) <= LONG_OUTPUT_CHARS:
-        return f'<div class="who">{kind}</div>{_text(text, "output")}'
+        return f'<div class="who">{escape(heading)}</div>{_text(text, css)}'
     return (
-        f"<details><summary>{kind}: {lines} lines, {len(text)} characters</summary>"
-        f"{_text(text, 'output')}</details>"
+        f"<details><summary>{escape(heading)}: {lines} lines, {len(text)} characters</summary>"
+        f"{_text(text, css)}</details>"
     )
+
+
+def _file_diffs(files: tuple[WorkspaceFileChange, ...]) -> str:
+    return "".join(
+        _folded(file_line(change).capitalize(), file_diff(change), "output diff")
+        for change in files
+    )
+
+
+def _list(items: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>"
 
 
 def _messages(messages: tuple[MessageData, ...]) -> str:
@@ -96,7 +115,14 @@ def _messages(messages: tuple[MessageData, ...]) -> str:
 def _entry(entry: TranscriptEntry) -> str:
     match entry:
         case TurnEntry():
-            return f'<h2 class="turn" id="turn-{entry.number}">{escape(turn_line(entry))}</h2>'
+            rule = f'<h2 class="turn" id="turn-{entry.number}">{escape(turn_line(entry))}</h2>'
+            changes = entry.changes
+            if changes is None or not changes.files:
+                return rule
+            return (
+                f'{rule}<div class="entry note changes">{escape(files_summary(changes.files))}:'
+                f"{_list([file_line(f) for f in changes.files])}</div>"
+            )
         case TurnEndEntry():
             return f'<div class="entry error-entry">{escape(turn_end_line(entry))}</div>'
         case UserEntry():
@@ -140,10 +166,8 @@ def _entry(entry: TranscriptEntry) -> str:
                 parts.append(_output(entry.result, entry.is_error))
             if entry.change is not None:
                 heading = change_heading(entry.change).capitalize()
-                parts.append(
-                    f'<div class="who">{escape(heading)}</div>'
-                    f"{_text(change_diff(entry.change), 'output diff')}"
-                )
+                parts.append(_folded(heading, change_diff(entry.change), "output diff"))
+            parts.append(_file_diffs(entry.files))
             return "".join(parts) + "</div>"
         case AreaEntry():
             return (
@@ -170,10 +194,14 @@ def _entry(entry: TranscriptEntry) -> str:
             )
         case RewindEntry():
             prompt = _text(entry.prompt) if entry.prompt else ""
+            before = ", before:" if entry.prompt else ""
+            done = rewind_files(entry)
             return (
-                f'<div class="entry card"><div class="note">{escape(rewind_line(entry))}, '
-                f"before:</div>{prompt}</div>"
+                f'<div class="entry card"><div class="note">{escape(rewind_line(entry))}{before}'
+                f"</div>{prompt}{_list(done) if done else ''}</div>"
             )
+        case CheckpointsOffEntry():
+            return f'<div class="entry note">{escape(checkpoints_off_line(entry))}</div>'
         case ErrorEntry():
             return f'<div class="entry error-entry">Error: {escape(entry.message)}</div>'
 

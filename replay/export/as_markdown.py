@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
-from engine.events import MessageData
+from engine.events import MessageData, WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -25,11 +27,18 @@ from replay.entries import (
     UserEntry,
 )
 from replay.export.view import SessionView
-from replay.file_diff import change_diff, change_heading
+from replay.file_diff import (
+    change_diff,
+    change_heading,
+    cut_lines,
+    file_diff,
+    file_line,
+)
 from replay.wording import (
     UNTITLED,
     area_line,
     arguments_text,
+    checkpoints_off_line,
     command_line,
     compact_line,
     cut_short,
@@ -37,6 +46,7 @@ from replay.wording import (
     mode_line,
     model_line,
     retry_line,
+    rewind_files,
     rewind_line,
     tool_state,
     turn_end_line,
@@ -49,6 +59,9 @@ TURN_LEVEL = 2
 """A turn's heading is `##`: the headings of the words inside it nest below it."""
 _ATX = re.compile(r"^([ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+[ \t>]*)*)(#{1,6})(?=[ \t]|$)")
 """An ATX heading's marks, after the blockquote and list markers its line may start with."""
+DIFF_LINES = 80
+"""A diff longer than this is cut, with a line and a note that say so (the JSON export holds it
+whole)."""
 _CONTAINER = re.compile(r"^[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
 
 
@@ -88,6 +101,24 @@ def fence(text: str, info: str = "") -> str:
     return f"{marks}{info}\n{text}\n{marks}"
 
 
+def diff_fence(diff: str) -> str:
+    """A diff's fenced block, cut past `DIFF_LINES` lines."""
+    shown, left_out = cut_lines(diff, DIFF_LINES)
+    if not left_out:
+        return fence(diff, "diff")
+    return (
+        fence(f"{shown}\n… ✂ {left_out} more lines", "diff")
+        + f"\n\n*The diff is cut at {DIFF_LINES} lines: the JSON export holds all of it.*"
+    )
+
+
+def _file_diffs(files: tuple[WorkspaceFileChange, ...]) -> list[str]:
+    blocks: list[str] = []
+    for change in files:
+        blocks += [f"*{file_line(change).capitalize()}:*", diff_fence(file_diff(change))]
+    return blocks
+
+
 def quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
 
@@ -118,7 +149,11 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
     """The Markdown blocks of one entry."""
     match entry:
         case TurnEntry():
-            return [f"## {turn_line(entry)}"]
+            changes = entry.changes
+            if changes is None or not changes.files:
+                return [f"## {turn_line(entry)}"]
+            listed = "\n".join(f"- {file_line(f)}" for f in changes.files)
+            return [f"## {turn_line(entry)}", f"*{files_summary(changes.files)}:*", listed]
         case TurnEndEntry():
             return [f"**{turn_end_line(entry)}**"]
         case UserEntry():
@@ -155,8 +190,8 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
                 blocks += [f"*{kind}:*", fence(entry.result, "text")]
             if entry.change is not None:
                 heading = change_heading(entry.change).capitalize()
-                blocks += [f"*{heading}:*", fence(change_diff(entry.change), "diff")]
-            return blocks
+                blocks += [f"*{heading}:*", diff_fence(change_diff(entry.change))]
+            return blocks + _file_diffs(entry.files)
         case AreaEntry():
             return [f"*{area_line(entry)}:*", *_messages(entry.messages)]
         case GcEntry():
@@ -175,7 +210,12 @@ def entry_markdown(entry: TranscriptEntry) -> list[str]:
             return [f"**{command_line(entry)}**", fence(entry.result, "text")]
         case RewindEntry():
             prompt = [quote(nested(entry.prompt))] if entry.prompt else []
-            return [f"---\n\n*{rewind_line(entry)}, before:*", *prompt]
+            done = [f"- {line}" for line in rewind_files(entry)]
+            files = ["\n".join(done)] if done else []
+            before = ", before:" if entry.prompt else ""
+            return [f"---\n\n*{rewind_line(entry)}{before}*", *prompt, *files]
+        case CheckpointsOffEntry():
+            return [f"*{checkpoints_off_line(entry)}*"]
         case ErrorEntry():
             return [f"**Error:** {entry.message}"]
 

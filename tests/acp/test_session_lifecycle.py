@@ -15,6 +15,7 @@ from engine.store.errors import UnknownSessionError
 from tests.acp.peer import Peer
 from tests.acp.test_core import _new, _prompt, _until, workspace
 from tests.acp.test_load_opening import BOUND, stored_session
+from tests.checkpoints.conftest import checkpoint_refs
 
 __all__ = ["workspace"]
 
@@ -166,3 +167,21 @@ async def test_resume_answers_the_mode_the_session_was_left_in(
     await peer.initialize()
     answer = await peer.result("session/resume", _opening(session_id, workspace))
     assert answer["modes"]["currentModeId"] == "read-only"
+
+
+async def test_delete_prunes_the_sessions_checkpoints(server: AcpServer, workspace: Path) -> None:
+    from engine.checkpoints import CheckpointStore, Unavailable
+    from engine.config import CheckpointsConfig
+    from engine.paths import data_dir
+
+    session_id = await stored_session(server, workspace)
+    checkpoints = await CheckpointStore.open(workspace, data_dir(), CheckpointsConfig(), session_id)
+    assert not isinstance(checkpoints, Unavailable), checkpoints
+    (workspace / "a.txt").write_text("a\n")
+    await checkpoints.take("a turn")
+
+    assert checkpoint_refs(checkpoints.shadow_dir) == [f"refs/trellis/{session_id}/1"]
+    peer = Peer(server)
+    await peer.initialize()
+    assert await peer.result("session/delete", {"sessionId": session_id}) == {}
+    assert checkpoint_refs(checkpoints.shadow_dir) == []

@@ -30,6 +30,7 @@ from engine.permission_mode import PermissionMode
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.store.sqlite import SQLiteStore
 from engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry, default_registry
+from engine.tools.front_end import FrontEndLender
 from engine.tools.permission import PermissionResponder
 
 P = TypeVar("P", bound=Payload)
@@ -69,6 +70,7 @@ async def opened(
     model: str | None = None,
     strict: bool = True,
     mode: PermissionMode | None = None,
+    front_end: FrontEndLender | None = None,
 ) -> AsyncIterator[Opened]:
     """An Agent on a new stored session in `tmp_path/workspace`; disposed on exit."""
     workspace = tmp_path / "workspace"
@@ -84,6 +86,7 @@ async def opened(
             tools=tools,
             model=model,
             mode=mode,
+            front_end=front_end,
         )
         try:
             yield Opened(agent, store, gateway, workspace)

@@ -103,8 +103,13 @@ async def test_a_resume_keeps_the_mode_but_never_approve_all(
     assert changes == [(mode, False), *fell_back]
 
 
-async def test_a_mode_asked_for_at_opening_wins_over_the_stored_one(tmp_path: Path) -> None:
-    async with opened(tmp_path, [Reply(text="hi")], mode="read-only") as run:
+@pytest.mark.parametrize("stored", ["read-only", "approve-all"])
+async def test_a_mode_asked_for_at_opening_wins_over_the_stored_one(
+    tmp_path: Path, stored: PermissionMode
+) -> None:
+    """`trellis run --resume ID --mode approve-all` of a session left in approve-all gets it:
+    the flag asks for it again, so the reopening's fallback to ask does not apply."""
+    async with opened(tmp_path, [Reply(text="hi")], mode=stored) as run:
         await run.run("hello")
         session_id, workspace = run.agent.session_id, run.workspace
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as store:

@@ -67,3 +67,9 @@ def run(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
     if done.returncode != 0:
         raise AssertionError(f"{args} failed ({done.returncode}): {done.stderr}")
     return done.stdout
+
+
+def checkpoint_refs(shadow_dir: Path) -> list[str]:
+    """The refs of a shadow repository, read by git alone: cheaper than `holdings` over a data
+    directory many tests share."""
+    return run(["git", f"--git-dir={shadow_dir}", "for-each-ref", "--format=%(refname)"]).split()

@@ -9,12 +9,14 @@ The timeline and the transcript tests both use them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from engine.agent import Agent, AgentOptions
 from engine.commands import REGISTRY
 from engine.context.areas import NoticeArea, PlanArea
 from engine.gateway.scripted import Reply
-from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
+from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry, default_registry
+from engine.tools.permission import HeadlessPolicy
 from tests.agent.conftest import FixedTool, GateTool, MakeAgent, call, context
 
 Scenario = Callable[[MakeAgent], Awaitable[Agent]]
@@ -197,6 +199,47 @@ async def rewind(make_agent: MakeAgent) -> Agent:
     return await _run(agent, "q6")
 
 
+CHANGING = HeadlessPolicy(allow=frozenset({"write_file", "edit_file", "run_shell"}))
+
+
+async def workspace_changes(make_agent: MakeAgent) -> Agent:
+    """A shell command that creates, changes and removes files; a reply whose batch mixes a file
+    tool and a command; a rewind of the files only to the second turn; a plain turn."""
+    agent = await make_agent(
+        [
+            Reply(
+                text="shell",
+                tool_calls=[
+                    call(
+                        "run_shell",
+                        "s1",
+                        command="printf 'new\\n' > made.txt; printf 'one\\n2\\n' > keep.txt;"
+                        " rm gone.txt",
+                    )
+                ],
+            ),
+            Reply(text="done"),
+            Reply(
+                text="both",
+                tool_calls=[
+                    call("write_file", "w1", path="w.txt", content="written\n"),
+                    call("run_shell", "s2", command="printf 'x\\n' >> made.txt"),
+                ],
+            ),
+            Reply(text="done again"),
+            Reply(text="plain"),
+        ],
+        tools=default_registry(),
+        responder=CHANGING,
+    )
+    workspace = Path(agent.workspace)
+    (workspace / "keep.txt").write_text("one\ntwo\n")
+    (workspace / "gone.txt").write_text("bye\n")
+    await _run(agent, "shell things", "mixed things")
+    await agent.rewind(2, conversation=False, code=True)
+    return await _run(agent, "after")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "tools": tools,
     "parallel_tools": parallel_tools,
@@ -209,4 +252,5 @@ SCENARIOS: dict[str, Scenario] = {
     "compaction": compaction,
     "permission_rule": permission_rule,
     "rewind": rewind,
+    "workspace_changes": workspace_changes,
 }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.app import App
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Checkbox, DataTable, OptionList
 
 from app.tui.screens.rewind import RewindDialog, RewindList, RewindRequest
@@ -19,11 +20,13 @@ from engine.agent.rewind import RewindPoint
 from engine.config import CheckpointsConfig, Config
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
-from replay.entries import RewindEntry, ToolEntry, TurnEntry
+from replay.entries import CheckpointsOffEntry, CommandEntry, RewindEntry, ToolEntry, TurnEntry
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened
 from tests.tui.test_models import until
+from tests.tui.test_replay import opened as replay_opened
+from tests.tui.test_replay import replay_app
 
 
 def shell_turns() -> list[Reply]:
@@ -53,7 +56,9 @@ async def two_turns(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
     await settle(app, pilot)
     await send(app, pilot, "now run the command")
     await settle(app, pilot)
-    await until(pilot, lambda: bool(turn_of(rules(app)[-1]).files), "turn 2's changes shown")
+    await until(
+        pilot, lambda: turn_of(rules(app)[-1]).changes is not None, "turn 2's changes shown"
+    )
 
 
 def turn_of(rule: TurnRule) -> TurnEntry:
@@ -112,8 +117,8 @@ async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
         listed = rows(screen)
         assert [r[0] for r in listed] == ["2", "1"]  # newest first
         assert listed[0][2] == "now run the command"
-        assert listed[0][3] == "2 files changed +2 -0"
-        assert listed[1][3] == "1 file changed +1 -0"
+        assert listed[0][3] == "2 files +2 -0"
+        assert listed[1][3] == "1 file +1 -0"
 
         dialog = await open_dialog(app, pilot)  # turn 2, highlighted first
         text = dialog_text(dialog)
@@ -136,7 +141,7 @@ async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
         (rewind,) = [w for w in app.main.query(LineEntry) if isinstance(w.entry, RewindEntry)]
         text = shown(rewind)
         assert "Rewound to turn 2 (code and conversation), before: now run the command" in text
-        assert "files: 1 restored, 1 removed" in text
+        assert "restored: a.txt\n  removed: b.txt" in text
         notices = [n.message for n in app._notifications]
         assert any("Files: 1 restored, 1 removed." in n for n in notices), notices
 
@@ -264,9 +269,15 @@ async def test_a_refused_code_part_greys_the_code_choices_with_the_reason() -> N
     assert app.answers == [RewindRequest(3, conversation=True, code=False)]
 
 
+def checkpoints_off_lines(screen: Screen[None]) -> list[str]:
+    return [shown(w) for w in screen.query(LineEntry) if isinstance(w.entry, CheckpointsOffEntry)]
+
+
 async def test_checkpoints_off_is_said_once_and_the_code_choices_are_greyed(
     workspace: Path, data: Path
 ) -> None:
+    """Checkpoints off is a transcript entry, said once where it began (live and replayed),
+    with no notice besides."""
     config = Config(checkpoints=CheckpointsConfig(enabled=False))
     app = ConsoleTestApp(workspace, data, shell_turns(), config=config)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -277,12 +288,52 @@ async def test_checkpoints_off_is_said_once_and_the_code_choices_are_greyed(
         await settle(app, pilot)
         await send(app, pilot, "now run the command")
         await settle(app, pilot)
-        said = [n.message for n in app._notifications if n.title == "Checkpoints"]
+        said = checkpoints_off_lines(app.main)
         assert len(said) == 1, said
-        assert said[0].startswith("Checkpoints are off: ")
-        assert turn_of(rules(app)[-1]).files == ()
+        assert said[0].startswith("⚠ Checkpoints off from here on"), said
+        assert [n.message for n in app._notifications if "heckpoints" in n.message] == []
+        assert turn_of(rules(app)[-1]).changes is None
         await send(app, pilot, "/rewind")
         await open_list(app, pilot)
         dialog = await open_dialog(app, pilot)
         options = dialog.query_one(OptionList).options
         assert [o.disabled for o in options] == [True, False, True, False]
+        session_id = app.live.session_id
+    replay = replay_app(workspace, data, session_id)
+    async with replay.run_test(size=(120, 40)) as pilot:
+        screen = await replay_opened(pilot)
+        await pilot.press("end")  # the whole log
+        await pilot.pause()
+        assert len(checkpoints_off_lines(screen)) == 1
+
+
+async def test_the_completed_command_opens_the_list_and_one_with_arguments_is_the_text_command(
+    workspace: Path, data: Path
+) -> None:
+    """`/rew` and Enter (the suggestion `/rewind `, sent) opens the list; `/rewind 1
+    conversation` is the registry's command: it rewinds and answers in the transcript."""
+    app = ConsoleTestApp(workspace, data, shell_turns())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await two_turns(app, pilot)
+        prompt = app.main.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press(*"/rew")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await open_list(app, pilot)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main, "the list closed")
+        prompt.clear()
+        await send(app, pilot, "/rewind 1 conversation")
+        await settle(app, pilot)
+        await until(
+            pilot,
+            lambda: any(isinstance(w.entry, RewindEntry) for w in app.main.query(LineEntry)),
+            "the rewind shown",
+        )
+        assert not isinstance(app.screen, RewindList)
+        answer = [w for w in app.main.query(LineEntry) if isinstance(w.entry, CommandEntry)][-1]
+        assert "/rewind 1 conversation" in shown(answer)
+        assert "rewound to before turn 1" in shown(answer)
+        assert (workspace / "b.txt").exists()  # the conversation only: the files stay
+        assert prompt.text == "write a.txt please"

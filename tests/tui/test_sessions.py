@@ -18,6 +18,7 @@ from app.tui.screens.sessions import ConfirmDelete, SessionBrowser
 from app.tui.widgets.entries import UserMessage
 from engine.store.base import SessionInfo
 from engine.store.sqlite import SQLiteStore
+from tests.checkpoints.conftest import checkpoint_refs
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_replay import stored_session
 
@@ -179,6 +180,37 @@ async def test_delete_is_off_on_the_open_session_and_a_press_says_why(
         await until_screen(pilot, SessionBrowser)
     async with SQLiteStore(data / "sessions.sqlite") as store:
         assert {s.id for s in (await store.list()).sessions} >= {stored, fork.id}
+
+
+async def test_delete_from_the_browser_prunes_the_sessions_checkpoints(
+    workspace: Path, data: Path
+) -> None:
+    from engine.checkpoints import CheckpointStore, Unavailable
+    from engine.config import CheckpointsConfig
+    from engine.paths import data_dir
+
+    stored = await stored_session(workspace, data)
+    checkpoints = await CheckpointStore.open(workspace, data_dir(), CheckpointsConfig(), stored)
+    assert not isinstance(checkpoints, Unavailable), checkpoints
+    await checkpoints.take("a turn")
+
+    def held() -> list[str]:
+        return checkpoint_refs(checkpoints.shadow_dir)
+
+    assert held() == [f"refs/trellis/{stored}/1"]
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await browse(pilot)
+        await pilot.press(*stored[:8])
+        await pilot.press("ctrl+d")
+        await until_screen(pilot, ConfirmDelete)
+        await pilot.press("y")
+        await until_screen(pilot, MainScreen)
+        for _ in range(500):
+            if not held():
+                break
+            await pilot.pause(0.01)
+    assert held() == []
 
 
 async def test_every_workspace_has_a_workspace_column(

@@ -25,9 +25,9 @@ async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
         await two_turns(app, pilot)
         card = shell_card(app)
         text = shown(card)
-        assert "2 files changed +2 -0  (Enter shows the diffs)" in text
-        assert "M a.txt +1 -0" in text
-        assert "A b.txt +1 -0" in text
+        assert "2 files +2 -0  (Enter shows the diffs)" in text
+        assert "changed a.txt (+1 -0)" in text
+        assert "created b.txt (+1 -0)" in text
         assert "+two" not in text
         card.focus()
         await pilot.press("enter")  # the diffs, one key away
@@ -40,8 +40,8 @@ async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
         assert "+two" not in shown(card)
 
         first, second = rules(app)
-        assert "1 file changed +1 -0" in shown(first)
-        assert "2 files changed +2 -0" in shown(second)
+        assert "1 file +1 -0" in shown(first)
+        assert "2 files +2 -0" in shown(second)
         assert "turn 2" in shown(second).splitlines()[0]
         second.focus()
         await pilot.press("enter")
@@ -101,6 +101,10 @@ async def test_the_live_transcript_is_the_stored_logs(workspace: Path, data: Pat
     rewind = next(e for e in stored if isinstance(e, RewindEntry))
     assert (rewind.restored, rewind.deleted, rewind.kept) == (("a.txt",), ("b.txt",), ())
     turn = next(e for e in stored if isinstance(e, TurnEntry) and e.number == 2)
-    assert [(f.path, f.status) for f in turn.files] == [("a.txt", "modified"), ("b.txt", "added")]
+    assert turn.changes is not None
+    assert [(f.path, f.status) for f in turn.changes.files] == [
+        ("a.txt", "modified"),
+        ("b.txt", "added"),
+    ]
     card = next(e for e in stored if isinstance(e, ToolEntry) and e.name == "run_shell")
-    assert card.files == turn.files
+    assert card.files == turn.changes.files

@@ -57,7 +57,6 @@ from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
     Attachment,
-    CheckpointsOff,
     Event,
     Figures,
     GcCollect,
@@ -305,15 +304,6 @@ class MainScreen(Screen[None]):
                 panel.collections = (*panel.collections, GcRow.of(collected))
             case SessionRewind() as rewind if agent is not None:
                 self._rewound(agent, rewind)
-            case CheckpointsOff(reason=reason):  # logged once per session
-                self.notify(
-                    f"Checkpoints are off: {reason}. A rewind can still take back the "
-                    "conversation, not the files.",
-                    title="Checkpoints",
-                    severity="warning",
-                    timeout=10,
-                    markup=False,
-                )
             case _:
                 pass
         if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:

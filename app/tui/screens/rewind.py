@@ -29,7 +29,8 @@ from app.tui.widgets.key_footer import KeyFooter
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint, RewindResult, RewoundTurn
 from engine.errors import TrellisError
-from replay.wording import files_changed, rewind_words
+from engine.rewind_report import files_summary
+from replay.wording import rewind_words
 
 UNDO_KEY = "undo"
 """The row key of "Undo the last rewind" in the list."""
@@ -136,7 +137,7 @@ class RewindList(Screen[RewindRequest | None]):
                 Text(str(point.turn), justify="right"),
                 Text(sent_at(point.time)),
                 Text(first_line(point.prompt, PROMPT_CHARS) or "(no prompt)"),
-                Text(files_changed(point.files)) if point.files else Text("none", style="dim"),
+                Text(files_summary(point.files)) if point.files else Text("none", style="dim"),
                 key=str(point.turn),
             )
         table.focus()

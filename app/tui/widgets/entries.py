@@ -33,9 +33,11 @@ from app.tui.widgets.settled import (
 )
 from app.tui.widgets.status_line import compact_number
 from engine.events import WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -51,19 +53,18 @@ from replay.entries import (
     TurnEntry,
     UserEntry,
 )
-from replay.file_diff import change_diff, change_heading, workspace_diff
+from replay.file_diff import change_diff, change_heading, file_diff, file_line
 from replay.wording import (
     area_line,
+    checkpoints_off_line,
     command_line,
     compact_line,
-    file_line,
-    files_changed,
     gc_line,
     mode_line,
     model_line,
     retry_line,
+    rewind_files,
     rewind_line,
-    rewind_outcome,
 )
 
 WRITE_EVERY_S = 1 / 15
@@ -217,6 +218,8 @@ class LineEntry(EntryWidget):
                 )
             case RewindEntry():
                 return rewind_text(entry)
+            case CheckpointsOffEntry():
+                return Text.assemble(("⚠ ", "bold yellow"), (checkpoints_off_line(entry), "yellow"))
             case _:
                 return Text(type(entry).__name__)
 
@@ -227,24 +230,30 @@ def rewind_text(entry: RewindEntry) -> Text:
     text = Text.assemble(("⟲ ", "bold cyan"), (rewind_line(entry), "bold"))
     if entry.prompt and entry.undoes is None:
         text.append(f", before: {first_line(entry.prompt, LINE_CHARS)}", style="dim")
-    outcome = rewind_outcome(entry)
-    if outcome:
-        text.append(f"\n  {outcome}", style="yellow" if entry.kept or entry.failed else "dim")
+    attention = entry.kept or entry.failed or entry.code_refused
+    for line in rewind_files(entry):
+        text.append("\n  ")
+        text.append(line, style="yellow" if attention else "dim")
     return text
 
 
 def files_text(files: tuple[WorkspaceFileChange, ...], expanded: bool, indent: str = "") -> Text:
-    """What a turn or a command changed in the workspace: `2 files changed +3 -1`, a line per
-    file, and each file's diff once expanded (one key away: Enter on the focused entry)."""
+    """What a turn or a command changed in the workspace: `2 files +3 -1`, a line per file, and
+    each file's diff once expanded (one key away: Enter on the focused entry). Indents and gaps
+    are segments of their own, unstyled: an SVG renderer that strips a text run's leading
+    spaces (rsvg) then drops nothing that moves the words."""
     text = Text(indent)
-    text.append(files_changed(files), style="bold")
+    text.append(files_summary(files), style="bold")
     if not expanded:
-        text.append("  (Enter shows the diffs)", style="dim")
+        text.append("  ")
+        text.append("(Enter shows the diffs)", style="dim")
     for change in files:
-        text.append(f"\n{indent}  {file_line(change)}", style=_FILE_STYLES[change.status])
+        text.append(f"\n{indent}  ")
+        text.append(file_line(change), style=_FILE_STYLES[change.status])
         if expanded:
-            for line in workspace_diff(change).splitlines():
-                text.append(f"\n{indent}    {line}", style=_diff_style(line))
+            for line in file_diff(change).splitlines():
+                text.append(f"\n{indent}    ")
+                text.append(line, style=_diff_style(line))
     return text
 
 
@@ -359,17 +368,17 @@ class TurnRule(LineEntry, LongEntry):
         entry = self.entry
         assert isinstance(entry, TurnEntry)
         rule = turn_rule(entry, self.content_size.width)
-        if not entry.files:
+        if entry.changes is None or not entry.changes.files:
             return rule
-        return Text("\n").join([rule, files_text(entry.files, self.expanded, "   ")])
+        return Text("\n").join([rule, files_text(entry.changes.files, self.expanded, "   ")])
 
     @property
     def copy_text(self) -> str:
         entry = self.entry
         assert isinstance(entry, TurnEntry)
-        if not entry.files:
+        if entry.changes is None or not entry.changes.files:
             return turn_rule(entry).plain
-        return f"{turn_rule(entry).plain}\n{files_text(entry.files, True).plain}"
+        return f"{turn_rule(entry).plain}\n{files_text(entry.changes.files, True).plain}"
 
 
 class ContextCard(LongEntry):

@@ -6,6 +6,8 @@ b.txt."""
 
 from __future__ import annotations
 
+import re
+
 from app.tui.screens.rewind import RewindDialog, RewindList, RewindTable
 from tests.terminal import Terminal
 from tests.tui.keys.checks import KeyChecks
@@ -55,13 +57,13 @@ def two_turns_then_esc_esc_opens_the_list(terminal: Terminal) -> None:
     send(terminal, "/mode approve-all", "approve all")
     send(terminal, "write a", "Wrote a.txt.")
     send(terminal, "run it", "Ran it.")
-    screen = terminal.wait_for("2 files changed +2 -0")
-    assert "M a.txt +1 -0" in screen
+    screen = terminal.wait_for("2 files +2 -0")
+    assert "changed a.txt (+1 -0)" in screen
     screen = open_list(terminal)
-    rows = [line for line in screen.splitlines() if " changed +" in line]
+    rows = [line for line in screen.splitlines() if re.search(r"\d+ files? \+\d+ -\d+", line)]
     assert "run it" in rows[0]
-    assert "2 files changed +2 -0" in rows[0]
-    assert "1 file changed +1 -0" in rows[1]
+    assert "2 files +2 -0" in rows[0]
+    assert "1 file +1 -0" in rows[1]
     terminal.press("escape")
     terminal.wait_gone(LIST_HEADER)
 
