@@ -15,23 +15,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from app.session_commands import UsageError, open_chosen_store
 from engine.events import Event, SessionRewind, TurnChanges, TurnStart, WorkspaceFileChange
 from engine.rewind_report import files_summary
-
-WITHHELD = {
-    "binary": "binary, no diff",
-    "size": "too large for a diff",
-    "secret": "matches a secret pattern: only its hashes are recorded",
-}
+from replay.file_diff import file_counts, withheld_note
 
 
 def file_patch(change: WorkspaceFileChange) -> str:
     """The file's unified diff, or a `#` line saying why there is none."""
     if change.diff is not None:
         return change.diff if change.diff.endswith("\n") else change.diff + "\n"
-    why = WITHHELD.get(change.withheld or "", "no diff recorded")
-    counts = ""
-    if change.added_lines is not None:
-        counts = f" (+{change.added_lines} -{change.removed_lines or 0})"
-    return f"# {change.path}: {change.status}, {why}{counts}\n"
+    counts = file_counts(change)
+    counted = f" ({counts})" if counts else ""
+    return f"# {change.path}: {change.status}, {withheld_note(change)}{counted}\n"
 
 
 def _rewind_line(data: SessionRewind) -> str | None:

@@ -76,11 +76,24 @@ def file_line(change: WorkspaceFileChange) -> str:
     return line if change.restorable else f"{line}, not restorable: over the size cap"
 
 
+_WORKSPACE_WITHHELD = {
+    "secret": "the file matches a secret pattern: only its hashes are recorded",
+    "size": "the diff is too large to keep in the log: only the line counts are recorded",
+    "binary": "a binary file: only its hashes are recorded",
+}
+"""Why a checkpoint's change (`WorkspaceFileChange.withheld`) has no diff in the log."""
+
+
+def withheld_note(change: WorkspaceFileChange) -> str:
+    """Why the log holds no diff of a checkpointed change."""
+    return _WORKSPACE_WITHHELD.get(change.withheld or "", "no text diff is recorded")
+
+
 def file_diff(change: WorkspaceFileChange) -> str:
     """The file's unified diff as the log holds it, or a note saying why it holds none."""
     if change.diff is not None:
         return change.diff
-    return f"({_WITHHELD.get(change.withheld or '', 'no text diff is recorded')})"
+    return f"({withheld_note(change)})"
 
 
 @cache

@@ -92,6 +92,7 @@ __all__ = [
     "TurnEndEntry",
     "TurnEntry",
     "UserEntry",
+    "changes_shown_by",
     "is_live_only",
     "transcript_of",
 ]
@@ -704,6 +705,16 @@ _DURABLE: dict[type[Payload], Callable[[Transcript, int, float, Any], Change]] =
 """What each durable payload class does to the transcript; the rest (area registration and
 state, cursor moves, floor blocks, pins, permission rules, step starts) shape the Context, not
 what a reader reads."""
+
+
+def changes_shown_by(data: Payload) -> tuple[str, ...]:
+    """The keys of the entries that show what `data` says the workspace changed (a turn's rule
+    for `turn/changes`, the batch's cards for `tool/changes`); none for any other event."""
+    if type(data) is TurnChanges:
+        return (f"turn:{data.turn}",)
+    if type(data) is ToolChanges:
+        return tuple(_tool_key(data.turn, data.step, call_id) for call_id in data.call_ids)
+    return ()
 
 
 def _cancelled(content: str) -> bool:

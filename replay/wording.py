@@ -115,12 +115,22 @@ def rewind_line(rewind: RewindEntry | SessionRewind) -> str:
     """`Rewound to turn 3 (code and conversation)`, or `Undid the rewind to turn 3 (...)`: what
     went back (the files only when they did: `code` with `code_refused` was asked, and refused),
     to before which prompt."""
-    code = rewind.code and rewind.code_refused is None
-    parts = [name for name, done in (("code", code), ("conversation", rewind.conversation)) if done]
+    return rewind_words(
+        rewind.to_turn,
+        conversation=rewind.conversation,
+        code=rewind.code and rewind.code_refused is None,
+        undo=rewind.undoes is not None,
+    )
+
+
+def rewind_words(to_turn: int, *, conversation: bool, code: bool, undo: bool = False) -> str:
+    """`rewind_line`'s words from what a rewind took back, for a caller that holds its result
+    rather than its record (the console's notice)."""
+    parts = [name for name, done in (("code", code), ("conversation", conversation)) if done]
     what = " and ".join(parts) or "nothing"
-    if rewind.undoes is not None:
-        return f"Undid the rewind to turn {rewind.to_turn} ({what})"
-    return f"Rewound to turn {rewind.to_turn} ({what})"
+    if undo:
+        return f"Undid the rewind to turn {to_turn} ({what})"
+    return f"Rewound to turn {to_turn} ({what})"
 
 
 def rewind_files(rewind: RewindEntry | SessionRewind) -> list[str]:

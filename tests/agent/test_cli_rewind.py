@@ -83,7 +83,7 @@ def test_diff_prints_the_patch_of_every_turn_or_one(changed: Changed) -> None:
         "# turn 1: 1 file +1 -0\n"
         "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+one\n"
         "# turn 2: 2 files +1 -0\n"
-        "# bin.dat: added, binary, no diff\n"
+        "# bin.dat: added, a binary file: only its hashes are recorded\n"
         "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1,2 @@\n one\n+two\n"
     )
     second = changed.run("diff", changed.id, "--turn", "2")

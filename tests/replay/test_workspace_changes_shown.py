@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from app.transcript_text import PLAIN, transcript_text
 from engine.config import CheckpointsConfig, Config
@@ -17,6 +18,7 @@ from engine.tools import default_registry
 from replay.entries import CheckpointsOffEntry, RewindEntry, ToolEntry, TurnEntry
 from replay.export import export
 from replay.export.as_markdown import DIFF_LINES
+from replay.file_diff import file_diff
 from replay.redaction import redact
 from replay.transcript import transcript_of
 from tests.agent.conftest import FlakyStore, MakeAgent, call
@@ -182,3 +184,19 @@ def test_a_restricted_files_diff_is_hidden_beside_a_shown_one() -> None:
         assert [f.diff for f in data.files] == [files[0].diff, "[redacted: restricted]"]
         assert [f.path for f in data.files] == ["open.txt", "vault.txt"]
         assert redact(event, PrivacyClass.restricted) == event
+
+
+def test_a_change_without_a_diff_says_why_in_a_checkpoints_words() -> None:
+    """A checkpoint keeps line counts for a diff over its cap and hashes for a binary file: the
+    note says so (not a file tool's `only its hash`, which would be wrong here)."""
+
+    def withheld(reason: Literal["size", "binary", "secret"]) -> str:
+        change = WorkspaceFileChange(path="a.bin", status="modified", withheld=reason)
+        return file_diff(change)
+
+    assert withheld("size") == (
+        "(the diff is too large to keep in the log: only the line counts are recorded)"
+    )
+    assert withheld("binary") == "(a binary file: only its hashes are recorded)"
+    assert "secret pattern" in withheld("secret")
+    assert file_diff(WorkspaceFileChange(path="a", status="added", diff="+x\n")) == "+x\n"

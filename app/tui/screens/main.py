@@ -11,6 +11,7 @@ the side panel take plain views. Input goes back only through the Agent's public
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from app.tui.completion import (
     path_suggestions,
 )
 from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.rewind import RewindList, RewindRequest, rewind_notice
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.completion_hint import CompletionHint
 from app.tui.widgets.key_footer import KeyFooter
@@ -44,6 +46,8 @@ from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import StatusLine
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import Agent
+from engine.agent.code_rewind import CodePlan
+from engine.agent.rewind import RewindPoint
 from engine.agent.views import AssemblyView
 from engine.commands import REGISTRY
 from engine.config import Config
@@ -60,6 +64,7 @@ from engine.events import (
     ModelBind,
     OutboxChanged,
     PermissionModeSet,
+    SessionRewind,
     SteerDropped,
     StepStart,
     UserMessage,
@@ -74,6 +79,9 @@ PROMPT_PLACEHOLDER = "Ask the agent · /help for commands · @ for files"
 """What the empty prompt says once the session is open: a new user's first screen is otherwise an
 empty transcript above an empty box."""
 STEER_PLACEHOLDER = "Steer the running turn · Esc cancels it"
+DOUBLE_ESCAPE_S = 0.5
+"""Two Esc within this many seconds on an empty prompt, while idle, open the rewind list; one
+Esc keeps its meaning (it hides the suggestions, or does nothing)."""
 """While a turn runs, Enter sends to it (steering), not a new prompt."""
 PANEL_EVENTS = frozenset(
     {"area/register", "area/state", "area/render", "area/cursor", "gc/collect"}
@@ -85,6 +93,8 @@ class MainScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "Cancel turn"),
+        # the same key while idle, on an empty prompt: twice opens the rewind list
+        Binding("escape", "rewind_key", "Rewind", key_display="esc esc", show=False),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
         Binding("f5", "next_mode", "Mode"),
@@ -128,6 +138,7 @@ class MainScreen(Screen[None]):
         self._assemblies: list[AssemblyView] = []  # the last two, for the inspector's diff
         self._tally = UsageTally()  # the status line's token figures, folded from the events
         self._let_go = False  # a followed session's writer gave it back
+        self._escaped_at: float | None = None  # the last lone Esc on an empty, idle prompt
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -236,6 +247,8 @@ class MainScreen(Screen[None]):
             return None
         if action == "cancel_turn":
             return self._busy()
+        if action == "rewind_key":
+            return self.agent is not None and not self._busy() and not self._prompt_text()
         if action == "open_for_writing":
             return self._let_go  # hidden otherwise
         return True
@@ -289,6 +302,8 @@ class MainScreen(Screen[None]):
                 self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
             case GcCollect() as collected:
                 panel.collections = (*panel.collections, GcRow.of(collected))
+            case SessionRewind() as rewind if agent is not None:
+                self._rewound(agent, rewind)
             case _:
                 pass
         if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:
@@ -329,6 +344,7 @@ class MainScreen(Screen[None]):
 
     @on(PromptInput.Changed, "#prompt")
     def _typing(self, message: PromptInput.Changed) -> None:
+        self._escaped_at = None  # Esc, typing, Esc is not a double Esc
         prompt = self.query_one(PromptInput)
         if prompt.cycling:  # Tab put a suggestion in: the others stay offered
             return
@@ -378,6 +394,9 @@ class MainScreen(Screen[None]):
             return
         if text.strip() == "/model":  # the picker lists the models with what they are
             self.run_worker(self.app.run_action("pick_model"), group="commands")
+            return
+        if text.strip() == "/rewind":  # the list of prompts, then what to take back
+            self.action_rewind()
             return
         if REGISTRY.is_command(text):
             self._run_command(text)
@@ -456,6 +475,82 @@ class MainScreen(Screen[None]):
         the whole turn whenever it composed before the turn opened (seen under load). Esc during
         admission ends the turn as it opens (`Agent.cancel`)."""
         return self.agent is not None and self.agent.status != "idle"
+
+    def _prompt_text(self) -> str:
+        return self.query_one(PromptInput).text
+
+    def action_rewind_key(self) -> None:
+        """Esc on an empty prompt while idle: the second within `DOUBLE_ESCAPE_S` of the first
+        opens the rewind list."""
+        now = time.monotonic()
+        first = self._escaped_at
+        if first is not None and now - first <= DOUBLE_ESCAPE_S:
+            self._escaped_at = None
+            self.action_rewind()
+        else:
+            self._escaped_at = now
+
+    @work(group="rewind", exclusive=True)
+    async def action_rewind(self) -> None:
+        """`/rewind`, or Esc twice: the session's prompts, then what to take back of the one
+        chosen; the rewind itself runs once the user has confirmed."""
+        from engine.agent.rewind import RewindError
+
+        agent = self.agent
+        if agent is None or isinstance(self.app.screen, RewindList):
+            return
+        try:
+            points = await agent.rewind_points()
+            try:
+                undo, _ = await agent.plan_rewind(None, code=False)
+            except RewindError:
+                undo = None  # no rewind to undo
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title="Rewind", markup=False)
+            return
+        if not points and undo is None:
+            self.notify("Nothing to rewind: the session has no prompt yet.", title="Rewind")
+            return
+
+        async def plan(to_turn: int | None) -> tuple[RewindPoint, CodePlan | None]:
+            return await agent.plan_rewind(to_turn, code=True)
+
+        request = await self.app.push_screen_wait(RewindList(points, undo=undo, planner=plan))
+        if request is not None and self.agent is agent:
+            await self._rewind(agent, request)
+
+    async def _rewind(self, agent: Agent, request: RewindRequest) -> None:
+        """Carry out the rewind chosen, and say in a notice what was restored and what was not
+        (the prompt comes back in the input with the event: `_rewound`)."""
+        try:
+            result = await agent.rewind(
+                request.to_turn,
+                conversation=request.conversation,
+                code=request.code,
+                overwrite=request.overwrite,
+            )
+        except TrellisError as exc:
+            self.notify(str(exc), severity="error", title="Rewind", markup=False)
+            return
+        message, attention = rewind_notice(result)
+        self.notify(
+            message,
+            title="Rewind",
+            severity="warning" if attention else "information",
+            timeout=12,
+            markup=False,
+        )
+
+    def _rewound(self, agent: Agent, rewind: SessionRewind) -> None:
+        """The session was rewound (from the dialog, or `/rewind N` as a command): after a
+        conversation rewind the prompt is back in the input to edit; the mode and the panel are
+        the restored ones (a restored mode is logged only when it falls back)."""
+        if rewind.conversation and rewind.prompt and rewind.undoes is None:
+            prompt = self.query_one(PromptInput)
+            prompt.give_back(rewind.prompt)
+            prompt.focus()
+        self._status.mode = agent.mode
+        self._refresh_panel()
 
     def action_cancel_turn(self) -> None:
         if self._busy():

@@ -37,7 +37,7 @@ from engine.events import Event, TurnStart
 from engine.gateway.base import GatewayType
 from replay.player import Player
 from replay.timeline import Timeline, TimelineState
-from replay.transcript import Transcript
+from replay.transcript import Transcript, changes_shown_by
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, float("inf"))
 STEP = Binding.Group("Step", compact=True)
@@ -186,6 +186,17 @@ class ReplayScreen(Screen[None]):
     def action_step(self, delta: int) -> None:
         self._stop()
         self.seek(self.player.position + delta)
+        self._reveal_changes()
+
+    def _reveal_changes(self) -> None:
+        """Stepped onto what a turn or a command changed in the workspace: its entry (the turn's
+        rule, the command's card) opens on the diffs and takes focus."""
+        position = self.player.position
+        if position == 0:
+            return
+        shown = changes_shown_by(self.log_events[position - 1].data)
+        if shown:
+            self.query_one(TranscriptView).reveal(shown[0])
 
     def action_turn(self, delta: int) -> None:
         self._stop()

@@ -32,9 +32,12 @@ from app.tui.widgets.settled import (
     settled_parts,
 )
 from app.tui.widgets.status_line import compact_number
+from engine.events import WorkspaceFileChange
+from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
+    CheckpointsOffEntry,
     CommandEntry,
     CompactEntry,
     ContextEntry,
@@ -43,21 +46,25 @@ from replay.entries import (
     ModeEntry,
     ModelEntry,
     RetryEntry,
+    RewindEntry,
     ToolEntry,
     TranscriptEntry,
     TurnEndEntry,
     TurnEntry,
     UserEntry,
 )
-from replay.file_diff import change_diff, change_heading
+from replay.file_diff import change_diff, change_heading, file_diff, file_line
 from replay.wording import (
     area_line,
+    checkpoints_off_line,
     command_line,
     compact_line,
     gc_line,
     mode_line,
     model_line,
     retry_line,
+    rewind_files,
+    rewind_line,
 )
 
 WRITE_EVERY_S = 1 / 15
@@ -147,6 +154,9 @@ class LineEntry(EntryWidget):
         color: $text-muted;
         margin: 0 0 1 0;
     }
+    LineEntry.rewind {
+        margin: 1 0 1 0;
+    }
     """
 
     def render(self) -> Text:
@@ -206,8 +216,48 @@ class LineEntry(EntryWidget):
                 return Text.assemble(
                     ("» ", "cyan"), (command_line(entry), "bold"), "\n", entry.result
                 )
+            case RewindEntry():
+                return rewind_text(entry)
+            case CheckpointsOffEntry():
+                return Text.assemble(("⚠ ", "bold yellow"), (checkpoints_off_line(entry), "yellow"))
             case _:
                 return Text(type(entry).__name__)
+
+
+def rewind_text(entry: RewindEntry) -> Text:
+    """`⟲ Rewound to turn 3 (code and conversation), before: fix the bug`, and beneath it what
+    the files' part did. The turns after it stay above: nothing leaves the transcript."""
+    text = Text.assemble(("⟲ ", "bold cyan"), (rewind_line(entry), "bold"))
+    if entry.prompt and entry.undoes is None:
+        text.append(f", before: {first_line(entry.prompt, LINE_CHARS)}", style="dim")
+    attention = entry.kept or entry.failed or entry.code_refused
+    for line in rewind_files(entry):
+        text.append("\n  ")
+        text.append(line, style="yellow" if attention else "dim")
+    return text
+
+
+def files_text(files: tuple[WorkspaceFileChange, ...], expanded: bool, indent: str = "") -> Text:
+    """What a turn or a command changed in the workspace: `2 files +3 -1`, a line per file, and
+    each file's diff once expanded (one key away: Enter on the focused entry). Indents and gaps
+    are segments of their own, unstyled: an SVG renderer that strips a text run's leading
+    spaces (rsvg) then drops nothing that moves the words."""
+    text = Text(indent)
+    text.append(files_summary(files), style="bold")
+    if not expanded:
+        text.append("  ")
+        text.append("(Enter shows the diffs)", style="dim")
+    for change in files:
+        text.append(f"\n{indent}  ")
+        text.append(file_line(change), style=_FILE_STYLES[change.status])
+        if expanded:
+            for line in file_diff(change).splitlines():
+                text.append(f"\n{indent}    ")
+                text.append(line, style=_diff_style(line))
+    return text
+
+
+_FILE_STYLES = {"added": "green", "modified": "yellow", "deleted": "red"}
 
 
 def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
@@ -307,6 +357,28 @@ class LongEntry(EntryWidget):
 
     def on_click(self) -> None:
         self.expanded = not self.expanded
+
+
+class TurnRule(LineEntry, LongEntry):
+    """A turn's rule and, once the turn changed files (`turn/changes`), the line that says how
+    many, with each file's diff one key away (Enter). `LineEntry` comes first: Textual's CSS
+    follows a class's first base only, so the rule is styled and queried as a `LineEntry`."""
+
+    def render(self) -> Text:
+        entry = self.entry
+        assert isinstance(entry, TurnEntry)
+        rule = turn_rule(entry, self.content_size.width)
+        if entry.changes is None or not entry.changes.files:
+            return rule
+        return Text("\n").join([rule, files_text(entry.changes.files, self.expanded, "   ")])
+
+    @property
+    def copy_text(self) -> str:
+        entry = self.entry
+        assert isinstance(entry, TurnEntry)
+        if entry.changes is None or not entry.changes.files:
+            return turn_rule(entry).plain
+        return f"{turn_rule(entry).plain}\n{files_text(entry.changes.files, True).plain}"
 
 
 class ContextCard(LongEntry):
@@ -615,12 +687,15 @@ class ToolCard(LongEntry):
             text.append(f"\n{change_heading(entry.change)}", style="dim")
             for line in collapsed(change_diff(entry.change), self.expanded).splitlines():
                 text.append(f"\n{line}", style=_diff_style(line))
+        if entry.files:  # what its batch changed, a command's or an MCP tool's
+            text.append("\n" if shown else "")
+            text.append_text(files_text(entry.files, self.expanded))
         return text
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """No output yet: the borders alone (an empty text would still take a line)."""
         entry = self.entry
-        if isinstance(entry, ToolEntry) and not tool_body(entry):
+        if isinstance(entry, ToolEntry) and not (tool_body(entry) or entry.files or entry.change):
             return 0
         return super().get_content_height(container, viewport, width)
 
@@ -661,9 +736,9 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
         case ToolEntry():
             return ToolCard(entry)
         case TurnEntry():
-            line = LineEntry(entry)
-            line.add_class("turn-rule")
-            return line
+            rule = TurnRule(entry)
+            rule.add_class("turn-rule")
+            return rule
         case ErrorEntry():
             line = LineEntry(entry)
             line.add_class("error")
@@ -675,6 +750,10 @@ def widget_for(entry: TranscriptEntry, *, from_start: bool = False) -> EntryWidg
         case CommandEntry():
             line = LineEntry(entry)
             line.add_class("command")
+            return line
+        case RewindEntry():
+            line = LineEntry(entry)
+            line.add_class("rewind")
             return line
         case _:
             line = LineEntry(entry)

@@ -23,7 +23,7 @@ from textual.geometry import Size
 from textual.widget import AwaitMount, Widget
 
 from app.tui.scrollback import Scrollback
-from app.tui.widgets.entries import AssistantMessage, EntryWidget, widget_for
+from app.tui.widgets.entries import AssistantMessage, EntryWidget, LongEntry, widget_for
 from app.tui.widgets.folding import Folds, laid_out
 from app.tui.widgets.settled import Deferred
 from replay.transcript import Change, Transcript
@@ -543,6 +543,19 @@ class TranscriptView(VerticalScroll):
         if event.size != self._size_seen:  # not only the content's size
             self._size_seen = event.size
             self._folds.unfold()  # folded heights hold for one width; the next pass folds again
+
+    def reveal(self, key: str) -> None:
+        """Expand and focus the entry with `key` (focus scrolls it into view), once the changes
+        applied so far are mounted: the replay's diff at its position."""
+        self.call_later(self._reveal, key)  # after the flush `apply` queued, on the same queue
+
+    def _reveal(self, key: str) -> None:
+        widget = self._widgets.get(key)
+        if widget is None or not widget.is_mounted:
+            return  # outside the window: the user scrolled away from the position
+        if isinstance(widget, LongEntry):
+            widget.expanded = True
+        widget.focus()
 
     def on_descendant_focus(self) -> None:
         self._folds.unfold()  # an entry that takes focus is scrolled into view
