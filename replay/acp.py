@@ -193,6 +193,13 @@ class _Step:
     output_chars: int = 0
 
 
+def kept_lines(text: str) -> str:
+    """A command's plain-text answer with its line breaks kept where a client renders Markdown
+    (Toad, Zed): a single newline there joins the lines into one paragraph, a hard break (two
+    spaces before it) does not."""
+    return text.replace("\n", "  \n") if "\n" in text else text
+
+
 @dataclass(slots=True)
 class AcpProjection:
     """The translator's state: what the current step streamed and the tool calls still open."""
@@ -549,7 +556,8 @@ class AcpProjection:
         """The exchange as the client saw it live: the prompt it sent (shown again when
         replaying) and the answer the agent gave as a message."""
         asked = self._chunks("user_message_chunk", command.line) if self.replaying else []
-        answer = self._chunks("agent_message_chunk", command.result, self._note_id("command"))
+        result = kept_lines(command.result)
+        answer = self._chunks("agent_message_chunk", result, self._note_id("command"))
         return [*asked, *answer]
 
     def _note_id(self, kind: str) -> str | None:

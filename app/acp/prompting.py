@@ -30,6 +30,7 @@ from engine.agent import Agent
 from engine.commands import REGISTRY
 from engine.events import Event, TurnEnd
 from engine.message import AdditionalContext, Source
+from replay.acp import kept_lines
 
 if TYPE_CHECKING:
     from app.acp.connection import AcpConnection
@@ -123,7 +124,7 @@ class PromptHandlers:
         await agent.when_idle()
         await self._opened.caught_up(opened)
         if not result.changed:
-            await self._opened.say(opened.session.id, result.text)
+            await self._opened.say(opened.session.id, kept_lines(result.text))
         changed = config_options(agent)
         if changed != options:  # `/model NAME`, `/mode NAME`, `/rewind`: to every client
             session_id, options_now = opened.session.id, changed or []

@@ -377,3 +377,22 @@ def test_a_mode_change_and_a_command_read_as_they_did_live() -> None:
     )
     assert _text_by_kind(replayed)["user_message_chunk"] == "/mode read-only"
     assert [u["sessionUpdate"] for u in replayed][1:] == [u["sessionUpdate"] for u in live]
+
+
+def test_a_commands_answer_keeps_its_lines_in_a_markdown_client() -> None:
+    """Toad showed `/rewind 1`'s answer as one paragraph: a client that renders Markdown joins
+    lines a single newline parts, so each line of a command's plain answer ends in a hard break,
+    live and replayed; a one-line answer is as it was."""
+    answer = "rewound to before turn 1\nfiles removed: made.txt\npins: none"
+    events = [
+        make_event(CommandRun(line="/rewind 1", result=answer), 0, 0.0),
+        make_event(CommandRun(line="/pin x", result="pinned pin1"), 1, 0.0),
+    ]
+    for updates in (
+        [u for e in events for u in AcpProjection("/w").apply(e)],
+        AcpProjection("/w").replay(events),
+    ):
+        said = _text_by_kind([_wire(u) for u in updates])["agent_message_chunk"]
+        assert said == (
+            "rewound to before turn 1  \nfiles removed: made.txt  \npins: nonepinned pin1"
+        )
