@@ -106,13 +106,29 @@ class MessageData(_Model):
 
 
 class Usage(_Model):
+    """The tokens of one step, in parts that do not overlap, one definition across providers:
+    `input_tokens` is the input billed at the plain input price (not read from or written to a
+    provider's prompt cache), `cache_read_tokens` and `cache_write_tokens` the cached parts. A
+    provider's own sum (OpenAI's `prompt_tokens`, Gemini's `promptTokenCount`) is split into them;
+    `prompt_tokens` adds them back. Logs from before the parts hold the whole input in
+    `input_tokens`."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token of the request, cached or not: what it took of the window."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
