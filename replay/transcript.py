@@ -728,12 +728,10 @@ def _cancelled(content: str) -> bool:
 def _plus(total: Usage, more: Usage) -> Usage:
     """`total + more` without validating again what the log already validated."""
     added = more.__dict__  # read past `BaseModel.__getattr__`'s hook: every step end adds
-    if not (added["input_tokens"] or added["output_tokens"]):
+    if not any(added.values()):
         return total
-    return Usage.model_construct(
-        input_tokens=total.input_tokens + added["input_tokens"],
-        output_tokens=total.output_tokens + added["output_tokens"],
-    )
+    held = total.__dict__
+    return Usage.model_construct(**{part: held[part] + count for part, count in added.items()})
 
 
 def _merge(*changes: Change) -> Change:

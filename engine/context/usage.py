@@ -20,7 +20,7 @@ from engine.events import AssistantMessage, Figures, Payload, StepEnd, StepStart
 
 def reported(usage: Usage) -> bool:
     """Whether the provider counted the step's tokens (a cancelled or failed step has none)."""
-    return usage.input_tokens > 0 or usage.output_tokens > 0
+    return usage.prompt_tokens > 0 or usage.output_tokens > 0
 
 
 def estimated_tokens(chars: int) -> int:
@@ -41,7 +41,8 @@ def reply_chars(message: AssistantMessage) -> int:
 @dataclass(frozen=True, slots=True)
 class TokenRate:
     """Tokens per character as the bound model last counted them: the input tokens it reported
-    for a request of `chars` characters."""
+    for a request of `chars` characters (cached or not: the cache changes the price, not the
+    count)."""
 
     tokens: int
     chars: int
@@ -53,16 +54,17 @@ class TokenRate:
     @classmethod
     def of(cls, figures: Figures, usage: Usage) -> TokenRate | None:
         """The rate a step's report gives; None when it reported no input or had no characters."""
-        if usage.input_tokens <= 0 or figures.chars <= 0:
+        if usage.prompt_tokens <= 0 or figures.chars <= 0:
             return None
-        return cls(usage.input_tokens, figures.chars)
+        return cls(usage.prompt_tokens, figures.chars)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextUsage:
     """One step's tokens against the model's window."""
 
-    input_tokens: int
+    prompt_tokens: int
+    """The whole request, cached or not (`Usage.prompt_tokens`): what it took of the window."""
     output_tokens: int
     estimated: bool
     """No provider report: the tokens are `estimated_tokens` of the characters."""
@@ -74,7 +76,7 @@ class ContextUsage:
     @property
     def used(self) -> int:
         """Tokens in the context after the step: the request and the reply."""
-        return self.input_tokens + self.output_tokens
+        return self.prompt_tokens + self.output_tokens
 
     @property
     def size(self) -> int:
@@ -93,16 +95,16 @@ def context_usage(
     else estimated from the request's characters and the reply's (`output_chars`), at `rate`
     when the session has one."""
     if usage is not None and reported(usage):
-        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+        prompt_tokens, output_tokens = usage.prompt_tokens, usage.output_tokens
     elif rate is not None:
-        input_tokens, output_tokens = rate.tokens_for(figures.chars), rate.tokens_for(output_chars)
+        prompt_tokens, output_tokens = rate.tokens_for(figures.chars), rate.tokens_for(output_chars)
     else:
-        input_tokens, output_tokens = (
+        prompt_tokens, output_tokens = (
             estimated_tokens(figures.chars),
             estimated_tokens(output_chars),
         )
     return ContextUsage(
-        input_tokens=input_tokens,
+        prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
         estimated=usage is None or not reported(usage),
         window=figures.window,

@@ -40,6 +40,20 @@ _FINISH: dict[str, Finish] = {
 }
 
 
+def _usage(usage: dict[str, Any]) -> Usage:
+    """The parts of `prompt_tokens`, which includes the cached tokens `prompt_tokens_details`
+    names (a server that reports no details cached nothing)."""
+    details = usage.get("prompt_tokens_details")
+    cached = json_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    prompt = json_int(usage.get("prompt_tokens"))
+    cached = min(cached, prompt)
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_tokens=cached,
+        output_tokens=json_int(usage.get("completion_tokens")),
+    )
+
+
 class OpenAIStreamReader:
     """Chat Completions chunks to deltas; keeps what must be known at the end (usage, finish)."""
 
@@ -64,10 +78,7 @@ class OpenAIStreamReader:
         deltas: list[StreamDelta] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = Usage(
-                input_tokens=json_int(usage.get("prompt_tokens")),
-                output_tokens=json_int(usage.get("completion_tokens")),
-            )
+            self._usage = _usage(usage)
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise GatewayError(f"{self.provider}: malformed stream: `choices` is not a list")

@@ -30,7 +30,7 @@ from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened
 
 USAGE = ContextUsage(
-    input_tokens=1_234, output_tokens=51, estimated=False, window=200_000, cap_tokens=195_904
+    prompt_tokens=1_234, output_tokens=51, estimated=False, window=200_000, cap_tokens=195_904
 )
 FIELDS = status_fields(
     status="running",
@@ -95,7 +95,7 @@ def test_a_new_field_slots_in_by_its_need() -> None:
 
 def test_an_estimate_is_marked_and_an_unknown_window_is_the_cap() -> None:
     estimated = ContextUsage(
-        input_tokens=400, output_tokens=17, estimated=True, window=None, cap_tokens=32_000
+        prompt_tokens=400, output_tokens=17, estimated=True, window=None, cap_tokens=32_000
     )
     fields = status_fields(
         status="idle",

@@ -166,7 +166,7 @@ def status_fields(
                 StatusField(
                     Text.assemble(
                         ("in ", "dim"),
-                        tokens(usage.input_tokens, usage.estimated),
+                        tokens(usage.prompt_tokens, usage.estimated),
                         (" out ", "dim"),
                         tokens(usage.output_tokens, usage.estimated),
                     ),
