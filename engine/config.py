@@ -36,6 +36,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.errors import TrellisError
+from engine.gateway.cache_breakpoints import DEFAULT_MIN_TOKENS as DEFAULT_CACHE_MIN_TOKENS
 from engine.gateway.deadlines import (
     DEFAULT_FIRST_EVENT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -173,6 +174,9 @@ class ModelEntry(_Section):
     max_retries: NonNegativeInt = 3
     price: ModelPrice | None = None
     """What the endpoint charges; None: its steps record no cost."""
+    cache_min_tokens: PositiveInt = DEFAULT_CACHE_MIN_TOKENS
+    """The model's minimum cacheable prefix in tokens: an Anthropic request marks no prompt
+    cache breakpoint before fewer (engine/gateway/cache_breakpoints.py)."""
 
     def api_key(self) -> str | None:
         """The key from the environment; None when no variable is named or it is unset or empty."""

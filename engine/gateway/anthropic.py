@@ -27,6 +27,7 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
+from engine.gateway.cache_breakpoints import DEFAULT_MIN_TOKENS, place_breakpoints
 from engine.gateway.deadlines import StreamDeadlines
 from engine.gateway.http import (
     HttpGateway,
@@ -274,6 +275,7 @@ class AnthropicGateway(HttpGateway):
         redactor: Redactor | None = None,
         provider_name: str = "anthropic",
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache_min_tokens: int = DEFAULT_MIN_TOKENS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
@@ -286,9 +288,11 @@ class AnthropicGateway(HttpGateway):
             transport=transport,
         )
         self._max_tokens = max_tokens
+        self._cache_min_tokens = cache_min_tokens
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for `request`; `max_tokens` is required by the API."""
+        """The JSON body sent for `request`, its prompt cache marked (`place_breakpoints`);
+        `max_tokens` is required by the API."""
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_output_tokens or self._max_tokens,
@@ -302,6 +306,7 @@ class AnthropicGateway(HttpGateway):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        place_breakpoints(body, min_tokens=self._cache_min_tokens)
         return body
 
     def _headers(self) -> dict[str, str]:

@@ -88,7 +88,8 @@ def test_each_token_part_is_billed_at_its_own_price() -> None:
         input_tokens=2_000, cache_read_tokens=100_000, cache_write_tokens=4_000, output_tokens=500
     )
     cost = step_cost(entry, usage)
-    assert cost is not None and cost.currency == "USD"
+    assert cost is not None
+    assert cost.currency == "USD"
     # 2,000 x 3 + 100,000 x 0.3 + 4,000 x 3.75 + 500 x 15 = 6,000 + 30,000 + 15,000 + 7,500
     assert cost.amount == pytest.approx(58_500 / 1_000_000)
 
@@ -97,9 +98,11 @@ def test_a_cache_price_left_out_is_the_input_price() -> None:
     entry = ModelEntry(provider="openai", price=ModelPrice(input=2.0, output=8.0))
     usage = Usage(input_tokens=1_000, cache_read_tokens=3_000, cache_write_tokens=0)
     cost = step_cost(entry, usage)
-    assert cost is not None and cost.amount == pytest.approx(4_000 * 2.0 / 1_000_000)
+    assert cost is not None
+    assert cost.amount == pytest.approx(4_000 * 2.0 / 1_000_000)
     only_cached = step_cost(entry, Usage(cache_read_tokens=10))
-    assert only_cached is not None and only_cached.amount > 0
+    assert only_cached is not None
+    assert only_cached.amount > 0
 
 
 def test_cache_prices_are_read_from_the_config_and_must_not_be_negative(tmp_path: Path) -> None:

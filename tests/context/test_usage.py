@@ -28,7 +28,8 @@ def test_cached_tokens_take_the_window_like_any_input() -> None:
     tally = UsageTally()
     tally.take(StepStart(turn=1, step=1, figures=figures))
     tally.take(StepEnd(turn=1, step=1, usage=cached))
-    assert tally.rate is not None and (tally.rate.tokens, tally.rate.chars) == (700, 3000)
+    assert tally.rate is not None
+    assert (tally.rate.tokens, tally.rate.chars) == (700, 3000)
     only_cached = Usage(cache_read_tokens=700)
     assert not context_usage(figures, only_cached).estimated
 
