@@ -33,6 +33,7 @@ from app.tui.widgets.settled import (
 )
 from app.tui.widgets.status_line import compact_number
 from engine.events import WorkspaceFileChange
+from engine.money import cost_text
 from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
@@ -65,6 +66,7 @@ from replay.wording import (
     retry_line,
     rewind_files,
     rewind_line,
+    token_parts,
 )
 
 WRITE_EVERY_S = 1 / 15
@@ -261,17 +263,20 @@ _FILE_STYLES = {"added": "green", "modified": "yellow", "deleted": "red"}
 
 
 def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
-    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs; in
-    fewer than its cells (`width`), its dashes go first (the line never wraps: it is cut)."""
+    """`── turn 3 · completed · 2 steps · in 1.2k · cache read 9.8k · out 230 tok · 0.0042 USD ·
+    3.4 s ──`, or `running` while it runs; in fewer than its cells (`width`), its dashes go
+    first (the line never wraps: it is cut)."""
     parts = [f"turn {entry.number}"]
     if entry.status == "running":
         parts.append("running")
     else:
         parts.append("repaired (interrupted)" if entry.repaired else str(entry.reason))
     parts.append(f"{entry.steps} step{'s' if entry.steps != 1 else ''}")
-    tokens = entry.usage.input_tokens + entry.usage.output_tokens
+    tokens = token_parts(entry.usage, compact_number)
     if tokens:
-        parts.append(f"{compact_number(tokens)} tok")
+        parts.append(tokens)
+    if entry.cost:
+        parts.append(cost_text(entry.cost))
     if entry.end is not None:
         parts.append(f"{entry.end - entry.start:.1f} s")
     style = (
