@@ -26,6 +26,7 @@ from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.permission_mode import MODE_NAMES, PermissionMode
 from engine.store.sqlite import SQLiteStore
 from replay.acp import AcpProjection
+from replay.entries import TurnEntry
 from tests.terminal import Terminal
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
@@ -314,7 +315,9 @@ async def test_a_priced_cached_step_shows_its_parts_and_cost_everywhere(
         await send(app, pilot, "hi")
         await settle(app, pilot)
         text = await status_text(app)
-        rule = turn_rule(app.main.query_one(TurnRule).entry).plain
+        turn = app.main.query_one(TurnRule).entry
+        assert isinstance(turn, TurnEntry)
+        rule = turn_rule(turn).plain
         events: list[Event] = list(await app.live.read_log())
         await pilot.press("f3")
         await until_screen(pilot, ContextInspector)
