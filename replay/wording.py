@@ -34,18 +34,26 @@ def when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def token_parts(usage: Usage, number: Callable[[int], str] = str) -> str:
+def token_parts(
+    usage: Usage,
+    number: Callable[[int], str] = str,
+    *,
+    read: str = "cache read",
+    write: str = "cache write",
+    separator: str = " · ",
+) -> str:
     """`in 120 · cache read 900 · cache write 50 · out 30 tok`: the parts that do not overlap
-    (`Usage`), a cache part only when the provider reported one; "" when none was reported."""
+    (`Usage`), a cache part only when the provider reported one; "" when none was reported.
+    A narrow line names them shorter (`in 120 read 900 write 50 out 30 tok`)."""
     if not (usage.prompt_tokens or usage.output_tokens):
         return ""
     parts = [f"in {number(usage.input_tokens)}"]
     if usage.cache_read_tokens:
-        parts.append(f"cache read {number(usage.cache_read_tokens)}")
+        parts.append(f"{read} {number(usage.cache_read_tokens)}")
     if usage.cache_write_tokens:
-        parts.append(f"cache write {number(usage.cache_write_tokens)}")
+        parts.append(f"{write} {number(usage.cache_write_tokens)}")
     parts.append(f"out {number(usage.output_tokens)} tok")
-    return " · ".join(parts)
+    return separator.join(parts)
 
 
 def spent_line(usage: Usage, cost: Mapping[str, float] | None) -> str:

@@ -263,8 +263,9 @@ _FILE_STYLES = {"added": "green", "modified": "yellow", "deleted": "red"}
 
 
 def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
-    """`── turn 3 · completed · 2 steps · in 1.2k · cache read 9.8k · out 230 tok · 0.0042 USD ·
-    3.4 s ──`, or `running` while it runs; in fewer than its cells (`width`), its dashes go
+    """`── turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k read 9.8k out 230 tok ──`,
+    or `running` while it runs; the token parts come last, named as the status line names them,
+    so a narrow line cuts them before the cost; in fewer than its cells (`width`), its dashes go
     first (the line never wraps: it is cut)."""
     parts = [f"turn {entry.number}"]
     if entry.status == "running":
@@ -272,13 +273,13 @@ def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
     else:
         parts.append("repaired (interrupted)" if entry.repaired else str(entry.reason))
     parts.append(f"{entry.steps} step{'s' if entry.steps != 1 else ''}")
-    tokens = token_parts(entry.usage, compact_number)
-    if tokens:
-        parts.append(tokens)
-    if entry.cost:
-        parts.append(cost_text(entry.cost))
     if entry.end is not None:
         parts.append(f"{entry.end - entry.start:.1f} s")
+    if entry.cost:
+        parts.append(cost_text(entry.cost))
+    tokens = token_parts(entry.usage, compact_number, read="read", write="write", separator=" ")
+    if tokens:
+        parts.append(tokens)
     style = (
         "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
     )
