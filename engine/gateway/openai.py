@@ -41,15 +41,20 @@ _FINISH: dict[str, Finish] = {
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
-    """The parts of `prompt_tokens`, which includes the cached tokens `prompt_tokens_details`
-    names (a server that reports no details cached nothing)."""
+    """The parts of `prompt_tokens`, which includes what `prompt_tokens_details` names as read
+    from the cache (`cached_tokens`) and, where a router reports it, written to it
+    (`cache_write_tokens`); DeepSeek names its reads `prompt_cache_hit_tokens`. A server that
+    reports none of them cached nothing."""
     details = usage.get("prompt_tokens_details")
-    cached = json_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    details = details if isinstance(details, dict) else {}
     prompt = json_int(usage.get("prompt_tokens"))
-    cached = min(cached, prompt)
+    read = json_int(details.get("cached_tokens")) or json_int(usage.get("prompt_cache_hit_tokens"))
+    read = min(read, prompt)
+    write = min(json_int(details.get("cache_write_tokens")), prompt - read)
     return Usage(
-        input_tokens=prompt - cached,
-        cache_read_tokens=cached,
+        input_tokens=prompt - read - write,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
         output_tokens=json_int(usage.get("completion_tokens")),
     )
 

@@ -93,6 +93,38 @@ async def test_openai_compatible_server_without_details_cached_nothing(
     assert usage == Usage(input_tokens=40, output_tokens=5)
 
 
+async def test_a_router_reports_cache_writes_and_deepseek_its_hits(server: FakeServer) -> None:
+    """OpenRouter adds `cache_write_tokens` to the details; DeepSeek reports its cache hits
+    beside `prompt_tokens`. Both are parts of `prompt_tokens`."""
+    routed = await usage_of(
+        server,
+        OpenAIGateway(base_url=server.base_url, api_key_env=KEY_ENV),
+        openai_stream(
+            {
+                "prompt_tokens": 5000,
+                "completion_tokens": 10,
+                "prompt_tokens_details": {"cached_tokens": 3000, "cache_write_tokens": 1500},
+            }
+        ),
+    )
+    assert routed == Usage(
+        input_tokens=500, cache_read_tokens=3000, cache_write_tokens=1500, output_tokens=10
+    )
+    deepseek = await usage_of(
+        server,
+        OpenAIGateway(base_url=server.base_url, api_key_env=KEY_ENV),
+        openai_stream(
+            {
+                "prompt_tokens": 900,
+                "completion_tokens": 4,
+                "prompt_cache_hit_tokens": 640,
+                "prompt_cache_miss_tokens": 260,
+            }
+        ),
+    )
+    assert deepseek == Usage(input_tokens=260, cache_read_tokens=640, output_tokens=4)
+
+
 async def test_gemini_cached_content_is_split_out_of_the_prompt_count(server: FakeServer) -> None:
     usage = await usage_of(
         server,
