@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Static
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.status_line import compact_number
 from engine.agent.views import AssemblyView, RequestItemView
+from engine.context.usage import UsageTally
 from engine.events import Cost, Usage
 from engine.money import amount_text, cost_text
 from replay.wording import token_parts
@@ -67,6 +68,13 @@ class StepSpend:
     usage: Usage
     cost: Cost | None
     session_cost: Mapping[str, float]
+
+    @classmethod
+    def of(cls, tally: UsageTally) -> StepSpend | None:
+        """The last step of `tally`'s events, once it ended (the request the inspector shows)."""
+        if tally.usage is None:
+            return None
+        return cls(tally.usage, tally.cost, tally.session_cost)
 
     def line(self) -> str:
         """`in 200 · cache read 9.8k · out 51 tok · cost 0.0042 USD · session 0.0421 USD`."""

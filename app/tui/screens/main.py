@@ -576,7 +576,7 @@ class MainScreen(Screen[None]):
             self._inspect_stored(self.agent)
             return
         previous = assemblies[-2] if len(assemblies) > 1 else None
-        self.app.push_screen(ContextInspector(current, previous, self._spend()))
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(self._tally)))
 
     @work(exclusive=True, group="inspect-stored")
     async def _inspect_stored(self, agent: Agent) -> None:
@@ -596,14 +596,7 @@ class MainScreen(Screen[None]):
         if self._assemblies or agent.last_assembly is not None:  # a turn ran meanwhile
             self.action_inspect()
             return
-        self.app.push_screen(ContextInspector(current, previous, self._spend()))
-
-    def _spend(self) -> StepSpend | None:
-        """What the last step used and cost, once it ended (the inspector shows its request)."""
-        tally = self._tally
-        if tally.usage is None:
-            return None
-        return StepSpend(tally.usage, tally.cost, tally.session_cost)
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(self._tally)))
 
 
 class _CatchUp:
