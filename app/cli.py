@@ -521,7 +521,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         if config.telemetry.otlp_endpoint:  # the OpenTelemetry SDK loads only when configured
             from app.telemetry import LiveTelemetry
 
-            telemetry = LiveTelemetry(config)
+            telemetry = LiveTelemetry(config.telemetry)
         agent = await open_agent(
             config=config,
             cwd=cwd,
@@ -544,7 +544,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         # the events of opening (model/bind, areas) first; a resumed session's from the store
         await agent.subscribe_from(printer, 0)
         if telemetry is not None:
-            telemetry.watch(agent)
+            telemetry.watch(agent, config.models)
         # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
         # dispose gives the lease back, instead of the process dying with the turn open
         with on_stop_signals(STOP_SIGNALS, agent.cancel):

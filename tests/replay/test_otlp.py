@@ -327,3 +327,60 @@ def test_a_project_file_may_not_send_traces_before_trust(
     user.write_text("")
     config = load_config(project, user_file=user)
     assert config.telemetry.otlp_endpoint == ""
+
+
+async def test_an_acp_session_is_traced_and_its_spans_flushed_when_the_server_closes(
+    tmp_path: Path,
+) -> None:
+    from app.acp.core import AcpOptions, AcpServer
+    from engine.gateway.scripted import Reply, ScriptedGateway
+    from tests.acp.peer import Peer
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with collector() as received:
+        config = Config(telemetry=TelemetryConfig(otlp_endpoint=received.url))
+        server = AcpServer(
+            AcpOptions(
+                store_path=tmp_path / "data" / "sessions.sqlite",
+                roots=[workspace],
+                config=config,
+                gateway_factory=lambda: ScriptedGateway([Reply(text="Hello")]),
+            )
+        )
+        peer = Peer(server)
+        await peer.initialize()
+        opened = await peer.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+        session_id = str(opened["sessionId"])
+        prompt = [{"type": "text", "text": "hi"}]
+        await peer.result("session/prompt", {"sessionId": session_id, "prompt": prompt})
+        await server.aclose()
+        spans = received.wait_for(2)
+    assert sorted(s.name for s in spans) == ["chat scripted", "invoke_agent Trellis"]
+    assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session_id}
+
+
+async def test_a_console_session_is_traced_and_its_spans_flushed_when_the_console_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.gateway.scripted import Reply
+    from tests.tui.conftest import ConsoleTestApp
+    from tests.tui.test_console import send
+    from tests.tui.test_long_session import opened, settle
+
+    monkeypatch.setenv("TRELLIS_HOME", str(tmp_path / "home"))
+    workspace, data = tmp_path / "ws", tmp_path / "data"
+    workspace.mkdir()
+    data.mkdir()
+    with collector() as received:
+        config = Config(telemetry=TelemetryConfig(otlp_endpoint=received.url))
+        app = ConsoleTestApp(workspace, data, [Reply(text="Hello")], config=config)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(app, pilot)
+            session_id = app.live.session_id
+            await send(app, pilot, "hi")
+            await settle(app, pilot)
+            await app.live.when_idle()
+        spans = received.wait_for(2)
+    assert sorted(s.name for s in spans) == ["chat scripted", "invoke_agent Trellis"]
+    assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session_id}
