@@ -562,8 +562,8 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                 await agent.dispose()
                 if telemetry is not None and not await asyncio.to_thread(telemetry.close):
                     print(
-                        "trellis: not every span reached "
-                        f"{config.telemetry.traces_url()} in time ([telemetry] timeout)",
+                        f"trellis: not every span reached {config.telemetry.traces_url()} "
+                        "(is a collector listening there?)",
                         file=sys.stderr,
                     )
         if printer.out.reader_gone:

@@ -56,5 +56,6 @@ class LiveTelemetry:
         return agent.subscribe(follow)
 
     def close(self) -> bool:
-        """Flush what is queued (at most the configured timeout); whether all of it went."""
+        """Flush what is queued (at most the configured timeout); whether the collector took
+        every span."""
         return self._sink.close()

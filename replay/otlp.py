@@ -4,7 +4,7 @@ that sends no traces never loads them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import TrellisError
@@ -115,11 +115,31 @@ class BatchSink:
 
     def __init__(self, url: str, *, timeout: float, version: str) -> None:
         self._encoder = SpanEncoder(version)
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+
+        exporter = _exporter(url, timeout)
+        failed = self._failed = [0]
+
+        class Counted(SpanExporter):
+            """The exporter, counting the spans the collector did not take (the processor
+            only logs a failure)."""
+
+            def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+                result = exporter.export(spans)
+                if result is not SpanExportResult.SUCCESS:
+                    failed[0] += len(spans)
+                return result
+
+            def shutdown(self) -> None:
+                exporter.shutdown()  # type: ignore[no-untyped-call]  # unannotated in the SDK
 
         self._timeout = timeout
         self._processor: BatchSpanProcessor = BatchSpanProcessor(
-            _exporter(url, timeout), export_timeout_millis=timeout * 1000
+            Counted(), export_timeout_millis=timeout * 1000
         )
 
     def send(self, records: Iterable[SpanRecord]) -> None:
@@ -127,7 +147,8 @@ class BatchSink:
             self._processor.on_end(self._encoder.span(record))
 
     def close(self) -> bool:
-        """Whether everything queued was sent in time; the sink takes no more spans after."""
+        """Whether every span was taken by the collector (those queued are flushed first, within
+        the timeout); the sink takes no more spans after."""
         flushed = self._processor.force_flush(timeout_millis=int(self._timeout * 1000))
         self._processor.shutdown()  # type: ignore[no-untyped-call]  # unannotated in the SDK
-        return flushed
+        return flushed and not self._failed[0]

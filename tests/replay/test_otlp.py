@@ -17,7 +17,14 @@ import pytest
 
 from app import cli
 from engine.config import Config, TelemetryConfig, load_config
-from engine.events import Event, StepStart, ToolCallRecord, ToolResultRecord, TurnStart
+from engine.events import (
+    Event,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnEnd,
+    TurnStart,
+)
 from engine.privacy import PrivacyClass
 from engine.store.sqlite import SQLiteStore
 from tests.agent.harness import trellis_env
@@ -69,7 +76,7 @@ class Run:
         script.write_text(json.dumps({"replies": replies}))
         code, _, err = self.main("run", "-p", "what do my notes say?", "--script", str(script))
         assert code == 0, err
-        return err.rsplit("[session ", 1)[1].split("]")[0]
+        return session_of(err)
 
     def events(self, session_id: str) -> tuple[Event, ...]:
         async def read() -> tuple[Event, ...]:
@@ -240,6 +247,10 @@ def test_the_export_takes_the_configured_endpoint_content_and_class(
     assert "what do my notes say?" in str(turn.attributes["gen_ai.input.messages"])
 
 
+def session_of(stderr: str) -> str:
+    return stderr.rsplit("[session ", 1)[1].split("]")[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -270,11 +281,16 @@ def test_export_refusals_are_one_line(run: Run) -> None:
 
 
 def test_a_dead_collector_does_not_fail_the_turn(run: Run) -> None:
-    run.configure(telemetry(f"http://127.0.0.1:{free_port()}", "timeout = 0.5"))
+    dead = f"http://127.0.0.1:{free_port()}"
+    run.configure(telemetry(dead, "timeout = 0.5"))
     script = run.tmp_path / "script.json"
     script.write_text(json.dumps({"replies": TOOL_TURN}))
-    code, out, _ = run.main("run", "-p", "what do my notes say?", "--script", str(script))
+    code, out, err = run.main("run", "-p", "what do my notes say?", "--script", str(script))
     assert (code, out) == (0, "Looking. \nIt says to buy milk.\n")
+    said = f"trellis: not every span reached {dead}/v1/traces (is a collector listening there?)"
+    assert said in err.splitlines()
+    ends = [e.data for e in run.events(session_of(err)) if isinstance(e.data, TurnEnd)]
+    assert [end.reason for end in ends] == ["completed"]
 
 
 def test_the_sdk_loads_only_when_telemetry_is_configured(tmp_path: Path) -> None:
