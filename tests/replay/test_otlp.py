@@ -18,6 +18,7 @@ import pytest
 from app import cli
 from engine.config import Config, TelemetryConfig, load_config
 from engine.events import (
+    AssistantMessage,
     Event,
     StepStart,
     ToolCallRecord,
@@ -400,3 +401,24 @@ async def test_a_console_session_is_traced_and_its_spans_flushed_when_the_consol
         spans = received.wait_for(2)
     assert sorted(s.name for s in spans) == ["chat scripted", "invoke_agent Trellis"]
     assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {session_id}
+
+
+def test_a_turn_the_log_leaves_open_is_sent_as_unfinished(run: Run) -> None:
+    from replay.trace_spans import UNKNOWN_PROVIDER, resolver_of, spans_of
+
+    session_id = run.turn()
+    events = run.events(session_id)
+    call = next(i for i, e in enumerate(events) if isinstance(e.data, ToolCallRecord))
+    crashed = events[: call + 1]  # the process died while the tool ran
+    spans = spans_of(crashed, session_id, resolver_of({}))
+    assert [(s.name, s.error) for s in spans] == [
+        ("chat scripted", "unfinished"),
+        ("execute_tool read_file", "unfinished"),
+        ("invoke_agent Trellis", "unfinished"),
+    ]
+    reply = next(e for e in crashed if isinstance(e.data, AssistantMessage))
+    # the model call ended with its reply; what the log never closed, at its last event
+    assert [s.end_ns for s in spans] == [ns(reply.time), ns(crashed[-1].time), ns(crashed[-1].time)]
+    # the configuration no longer names the entry: the provider is unknown, the model its name
+    assert spans[-1].attributes["gen_ai.provider.name"] == UNKNOWN_PROVIDER
+    assert spans[-1].attributes["gen_ai.request.model"] == "scripted"
