@@ -5,11 +5,14 @@ block, never on a prefix below the model's minimum."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from engine.config import ModelEntry
+from engine.events import Usage
+from engine.gateway import cache_breakpoints
 from engine.gateway.anthropic import AnthropicGateway
 from engine.gateway.base import GatewayType, ModelRequest, NativeContent, ToolSpec
 from engine.gateway.cache_breakpoints import EPHEMERAL, LOOKBACK
@@ -17,6 +20,7 @@ from engine.gateway.codecs import codec_for
 from engine.gateway.factory import make_gateway
 from engine.message import Message, Role, ToolCall, ToolResult
 from tests.gateway.fake_http import Canned, FakeServer, sse
+from tests.gateway.prompt_cache_model import PromptCache
 from tests.gateway.providers import KEY, KEY_ENV
 
 CODEC = codec_for(GatewayType.anthropic)
@@ -173,3 +177,58 @@ async def test_the_model_entry_sets_the_minimum(server: FakeServer) -> None:
         await gateway.aclose()
     assert server.seen[-1].body["system"] == LONG_SYSTEM  # 1,870 tokens < 4,096: unmarked
     assert ModelEntry(provider="anthropic").cache_min_tokens == 1024
+
+
+def session_requests() -> list[ModelRequest]:
+    """The requests of three turns, one of whose replies calls a tool 15 times at once (30
+    blocks past where the request before it ended)."""
+    history: list[NativeContent] = []
+    requests: list[ModelRequest] = []
+
+    def ask() -> None:
+        requests.append(
+            ModelRequest(model="m", system=LONG_SYSTEM, tools=(TOOL,), items=tuple(history))
+        )
+
+    for turn, width in ((1, 2), (2, 15), (3, 1)):
+        history.append(user(f"Turn {turn}: look around."))
+        ask()
+        history.extend(calls(width))
+        ask()
+        history.append(CODEC.encode_assistant(f"Done with turn {turn}."))
+    return requests
+
+
+def billed(requests: list[ModelRequest]) -> list[Usage]:
+    gateway = AnthropicGateway(base_url="http://127.0.0.1:9", api_key_env=KEY_ENV)
+    cache = PromptCache()
+    return [cache.bill(gateway.request_body(request)) for request in requests]
+
+
+def test_each_request_reads_the_whole_request_before_it_from_the_cache() -> None:
+    """Billed by a model of the API's cache, every request after the first reads all of the one
+    before it, the wide batch's too (the bridge), and writes only what it added."""
+    requests = session_requests()
+    bills = billed(requests)
+    assert bills[0].cache_read_tokens == 0
+    assert bills[0].cache_write_tokens == bills[0].prompt_tokens  # the tail covers it all
+    for before, after in itertools.pairwise(bills):
+        assert after.cache_read_tokens == before.prompt_tokens
+        assert after.input_tokens == 0
+    read = sum(b.cache_read_tokens for b in bills)
+    assert read / sum(b.prompt_tokens for b in bills) > 0.8
+
+
+def test_without_the_bridge_the_wide_batch_reads_only_the_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    requests = session_requests()
+    bridged = billed(requests)
+    monkeypatch.setattr(cache_breakpoints, "LOOKBACK", 10**6)  # never a bridge
+    unbridged = billed(requests)
+    wide = 3  # the request after the 15 calls
+    before = bridged[wide - 1].prompt_tokens
+    assert bridged[wide].cache_read_tokens == before
+    # only the tools and the system text (the floor's write) are within the tail's look-back
+    assert unbridged[wide].cache_read_tokens < before
+    assert unbridged[wide].cache_write_tokens > bridged[wide].cache_write_tokens
