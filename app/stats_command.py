@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.money import cost_text
@@ -58,7 +59,9 @@ async def stats(args: argparse.Namespace) -> int:
 
 def _record(found: UsageStats, args: argparse.Namespace) -> dict[str, object]:
     return {
-        "since": args.since,
+        "since": None
+        if args.since is None
+        else datetime.fromtimestamp(args.since, UTC).isoformat(),
         "by": args.by,
         "groups": [g.record() for g in found.groups],
         "total": found.total.record(),

@@ -193,6 +193,10 @@ def test_the_command_prints_a_table_and_json(tmp_path: Path) -> None:
     assert set(printed["total"]["cost"]) == {"USD"}
     assert printed["total"]["tokens"]["input"] > 0
 
+    since = json.loads(
+        run(["stats", "--json", "--since", "2026-03-02T01:00+01:00"], tmp_path).stdout
+    )
+    assert since["since"] == "2026-03-02T00:00:00+00:00"
     none = run(["stats", "--since", "2999-01-01"], tmp_path)
     assert (none.returncode, none.stdout) == (0, "no steps since then\n")
     bad = run(["stats", "--since", "last week"], tmp_path)
