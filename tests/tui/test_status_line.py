@@ -339,3 +339,25 @@ async def test_a_priced_cached_step_shows_its_parts_and_cost_everywhere(
     assert (parts["cache_write_tokens"], parts["output_tokens"]) == (512, 51)
     assert update["cost"] == {"amount": pytest.approx(0.006225), "currency": "USD"}
     assert update["used"] == 10_512 + 51
+
+
+def test_a_narrow_turn_rule_cuts_its_tokens_and_keeps_its_cost() -> None:
+    turn = TurnEntry(
+        key="turn:3",
+        seq=40,
+        number=3,
+        status="ended",
+        reason="completed",
+        steps=2,
+        usage=Usage(input_tokens=1_200, cache_read_tokens=9_800, output_tokens=230),
+        cost={"USD": 0.0042},
+        start=100.0,
+        end=103.4,
+    )
+    assert turn_rule(turn).plain == (
+        "── turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k read 9.8k out 230 tok ──"
+    )
+    narrow = turn_rule(turn, width=60).plain
+    assert narrow.startswith("turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k")
+    unpriced = TurnEntry(key="turn:1", seq=0, number=1, status="running", steps=0, start=0.0)
+    assert turn_rule(unpriced).plain == "── turn 1 · running · 0 steps ──"
