@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="each workspace's checkpoints: the disk they take and the sessions they belong to",
     )
     command(
+        "stats",
+        setup=_stats_options,
+        help="what the stored sessions used and cost: steps, tokens by part, cost per currency",
+    )
+    command(
         "models",
         parents=[config],
         help="list the models: configured, from provider keys, on local servers",
@@ -223,6 +228,13 @@ def _sessions_options(sessions: argparse.ArgumentParser) -> None:
     sessions.add_argument("--limit", type=int, default=20, help="at most this many (1 or more)")
     sessions.add_argument("--json", action="store_true", help="print one JSON array")
     _store_option(sessions)
+
+
+def _stats_options(stats: argparse.ArgumentParser) -> None:
+    from app.stats_command import stats_options
+
+    stats_options(stats)
+    _store_option(stats)
 
 
 def _acp_options(acp: argparse.ArgumentParser) -> None:
@@ -433,6 +445,10 @@ def _dispatch(
             from app.checkpoints_command import checkpoints
 
             return asyncio.run(checkpoints(args))
+        case "stats":
+            from app.stats_command import stats
+
+            return asyncio.run(stats(args))
         case "models":
             return _models(args, log_secrets)
         case "acp":

@@ -331,7 +331,7 @@ def context_report(model: str, budget: Budget, last: tuple[StepStart, ContextUsa
     figures = start.figures
     lines += [
         f"last request, turn {start.turn} step {start.step}: {usage.used:,} of {size} tokens",
-        f"  {how}: {usage.input_tokens:,} in, {usage.output_tokens:,} out",
+        f"  {how}: {usage.prompt_tokens:,} in, {usage.output_tokens:,} out",
         f"  {figures.chars:,} chars sent; past turns kept {figures.groups_kept}, "
         f"dropped {figures.groups_dropped}",
     ]

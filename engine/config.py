@@ -36,6 +36,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from engine.errors import TrellisError
+from engine.gateway.cache_breakpoints import DEFAULT_MIN_TOKENS as DEFAULT_CACHE_MIN_TOKENS
 from engine.gateway.deadlines import (
     DEFAULT_FIRST_EVENT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -108,12 +109,20 @@ class _Section(BaseModel):
 
 class ModelPrice(_Section):
     """What an endpoint charges, per million tokens, in `currency` (an ISO 4217 code): each step
-    the provider reports tokens for records its cost (`step/end`'s `cost`)."""
+    the provider reports tokens for records its cost (`step/end`'s `cost`). A step's cost is
+    uncached input x `input` + cache reads x `cache_read` + cache writes x `cache_write` +
+    output x `output`, over a million; a cache price left out is the input price (what those
+    tokens would cost uncached), so a provider whose cache is free or cheaper is never
+    undercharged by omission."""
 
     input: NonNegativeFloat
-    """Per million input (prompt) tokens."""
+    """Per million input (prompt) tokens neither read from nor written to the prompt cache."""
     output: NonNegativeFloat
     """Per million output (reply) tokens."""
+    cache_read: NonNegativeFloat | None = None
+    """Per million input tokens read from the prompt cache; None: the input price."""
+    cache_write: NonNegativeFloat | None = None
+    """Per million input tokens written to the prompt cache; None: the input price."""
     currency: str = "USD"
 
     @field_validator("currency")
@@ -123,8 +132,24 @@ class ModelPrice(_Section):
             raise ValueError("must be an ISO 4217 currency code (three capital letters: USD, EUR)")
         return value
 
-    def cost_of(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+    def cost_of(
+        self,
+        *,
+        input_tokens: int,
+        cache_read_tokens: int,
+        cache_write_tokens: int,
+        output_tokens: int,
+    ) -> float:
+        """The cost of tokens in parts that do not overlap (`Usage`)."""
+        read = self.input if self.cache_read is None else self.cache_read
+        write = self.input if self.cache_write is None else self.cache_write
+        per_million = (
+            input_tokens * self.input
+            + cache_read_tokens * read
+            + cache_write_tokens * write
+            + output_tokens * self.output
+        )
+        return per_million / 1_000_000
 
 
 class ModelEntry(_Section):
@@ -149,6 +174,9 @@ class ModelEntry(_Section):
     max_retries: NonNegativeInt = 3
     price: ModelPrice | None = None
     """What the endpoint charges; None: its steps record no cost."""
+    cache_min_tokens: PositiveInt = DEFAULT_CACHE_MIN_TOKENS
+    """The model's minimum cacheable prefix in tokens: an Anthropic request marks no prompt
+    cache breakpoint before fewer (engine/gateway/cache_breakpoints.py)."""
 
     def api_key(self) -> str | None:
         """The key from the environment; None when no variable is named or it is unset or empty."""

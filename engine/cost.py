@@ -12,7 +12,12 @@ def step_cost(entry: ModelEntry, usage: Usage) -> Cost | None:
     """The step's cost; None when the entry has no price or the provider reported no tokens (a
     failed or cancelled step: what it would cost is not known)."""
     price = entry.price
-    if price is None or (usage.input_tokens <= 0 and usage.output_tokens <= 0):
+    if price is None or (usage.prompt_tokens <= 0 and usage.output_tokens <= 0):
         return None
-    amount = price.cost_of(usage.input_tokens, usage.output_tokens)
+    amount = price.cost_of(
+        input_tokens=usage.input_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
+    )
     return Cost(amount=amount, currency=price.currency)

@@ -25,7 +25,8 @@ they make, as the `acp` package's schema models:
   every item (`completed` or `pending`; Trellis has no priorities, so each is `medium`), when the
   items changed;
 - `step/end` -> `usage_update` (`engine.context.usage`: tokens as reported, else the characters
-  at the last reported rate or 3 a token, against the model's window, else the cap / 3; `cost`,
+  at the last reported rate or 3 a token, against the model's window, else the cap / 3; the
+  step's token parts, uncached input, cache reads and writes, output, under `_meta`; `cost`,
   the session's so far, when its steps recorded one); `retry` -> a thought saying so;
   `session/title` -> `session_info_update`.
 - `permission/mode` -> `current_mode_update` (and, when approve-all fell back to ask on a resume,
@@ -459,6 +460,8 @@ class AcpProjection:
         size = max(used, counted.size)  # ACP's `used` may not exceed `size`
         usage = {
             "input_tokens": end.usage.input_tokens,
+            "cache_read_tokens": end.usage.cache_read_tokens,
+            "cache_write_tokens": end.usage.cache_write_tokens,
             "output_tokens": end.usage.output_tokens,
             "estimated": counted.estimated,
             "turn": end.turn,

@@ -10,7 +10,7 @@ which is what makes updating an entry for most events of a long log cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, TypeVar, dataclass_transform
 
@@ -84,6 +84,8 @@ class TurnEntry:
     message: str = ""
     steps: int = 0  # steps ended (`step/end`), so a stored log and a live feed count alike
     usage: Usage = NO_USAGE
+    cost: Mapping[str, float] | None = None
+    """What its steps cost, per currency (`StepEnd.cost`); None before a priced step."""
     start: float
     end: float | None = None
     repaired: bool = False  # the store closed it after a crash (`turn/end {interrupted}`)

@@ -8,7 +8,7 @@ the same place. `apply` reports which keys it added, updated or removed, so a UI
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from engine.collector import collector_paused
@@ -23,6 +23,7 @@ from engine.events import (
     CompactEnd,
     CompactStart,
     CompactSummary,
+    Cost,
     Event,
     GcCollect,
     LiveEvent,
@@ -46,6 +47,7 @@ from engine.events import (
     Usage,
     UserMessage,
 )
+from engine.money import add_cost
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -239,7 +241,12 @@ class Transcript:
         turn = self._turn()
         if turn is None:
             return change
-        evolved = evolve(turn, steps=turn.steps + 1, usage=_plus(turn.usage, values["usage"]))
+        evolved = evolve(
+            turn,
+            steps=turn.steps + 1,
+            usage=_plus(turn.usage, values["usage"]),
+            cost=_with_cost(turn.cost, values["cost"]),
+        )
         turn_change = self._replace(evolved)
         return _merge(change, turn_change) if change else turn_change
 
@@ -728,12 +735,16 @@ def _cancelled(content: str) -> bool:
 def _plus(total: Usage, more: Usage) -> Usage:
     """`total + more` without validating again what the log already validated."""
     added = more.__dict__  # read past `BaseModel.__getattr__`'s hook: every step end adds
-    if not (added["input_tokens"] or added["output_tokens"]):
+    if not any(added.values()):
         return total
-    return Usage.model_construct(
-        input_tokens=total.input_tokens + added["input_tokens"],
-        output_tokens=total.output_tokens + added["output_tokens"],
-    )
+    held = total.__dict__
+    return Usage.model_construct(**{part: held[part] + count for part, count in added.items()})
+
+
+def _with_cost(total: Mapping[str, float] | None, cost: Cost | None) -> Mapping[str, float] | None:
+    if cost is None:
+        return total
+    return add_cost(total or {}, cost.amount, cost.currency)
 
 
 def _merge(*changes: Change) -> Change:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.events import SessionRewind
+from engine.events import SessionRewind, Usage
+from engine.money import cost_text
 from engine.permission_mode import MODE_NAMES
 from replay.entries import (
     AreaEntry,
@@ -32,17 +34,51 @@ def when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def token_parts(
+    usage: Usage,
+    number: Callable[[int], str] = str,
+    *,
+    read: str = "cache read",
+    write: str = "cache write",
+    separator: str = " · ",
+) -> str:
+    """`in 120 · cache read 900 · cache write 50 · out 30 tok`: the parts that do not overlap
+    (`Usage`), a cache part only when the provider reported one; "" when none was reported.
+    A narrow line names them shorter (`in 120 read 900 write 50 out 30 tok`)."""
+    if not (usage.prompt_tokens or usage.output_tokens):
+        return ""
+    parts = [f"in {number(usage.input_tokens)}"]
+    if usage.cache_read_tokens:
+        parts.append(f"{read} {number(usage.cache_read_tokens)}")
+    if usage.cache_write_tokens:
+        parts.append(f"{write} {number(usage.cache_write_tokens)}")
+    parts.append(f"out {number(usage.output_tokens)} tok")
+    return separator.join(parts)
+
+
+def spent_line(usage: Usage, cost: Mapping[str, float] | None) -> str:
+    """`in 1,200 · cache read 9,800 · out 230 tok · 0.0421 USD`: what a session or a turn used
+    and cost; "" when its steps reported nothing."""
+    parts = (
+        [token_parts(usage, "{:,}".format)] if usage.prompt_tokens or usage.output_tokens else []
+    )
+    if cost:
+        parts.append(cost_text(cost))
+    return " · ".join(parts)
+
+
 def turn_line(turn: TurnEntry) -> str:
-    """`Turn 2 · completed · 3 steps · 1.4 s · 120 in / 30 out tokens`."""
+    """`Turn 2 · completed · 3 steps · 1.4 s · in 120 · cache read 900 · out 30 tok ·
+    0.0042 USD`."""
     parts = [f"Turn {turn.number}", turn.reason or "running"]
     if turn.repaired:
         parts[1] = "interrupted (repaired after a crash)"
     parts.append(f"{turn.steps} step" + ("" if turn.steps == 1 else "s"))
     if turn.end is not None:
         parts.append(f"{turn.end - turn.start:.1f} s")
-    usage = turn.usage
-    if usage.input_tokens or usage.output_tokens:
-        parts.append(f"{usage.input_tokens} in / {usage.output_tokens} out tokens")
+    spent = spent_line(turn.usage, turn.cost)
+    if spent:
+        parts.append(spent)
     return " · ".join(parts)
 
 

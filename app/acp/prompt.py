@@ -25,7 +25,7 @@ from acp.schema import (
 
 from app.acp import rpc
 from app.attachment_files import read_attachment
-from engine.events import Attachment, Event, StepEnd, TurnEndReason
+from engine.events import Attachment, Event, StepEnd, TurnEndReason, Usage
 
 log = logging.getLogger(__name__)
 
@@ -135,17 +135,23 @@ unstable schema only, so the same object travels under `_meta` until it is stabl
 
 def turn_usage(events: Iterable[Event]) -> dict[str, int] | None:
     """The tokens the provider reported for the steps among `events` (a prompt's turn), as ACP's
-    `Usage` writes them; None when no step reported any."""
-    input_tokens = output_tokens = 0
+    `Usage` writes them: its parts do not overlap (`inputTokens` is the uncached input, beside
+    the cache reads and writes) and `totalTokens` adds them all; None when no step reported
+    any."""
+    total = Usage()
     for event in events:
         data = event.data
         if type(data) is StepEnd:  # by exact class (see `Payload`)
-            input_tokens += data.usage.input_tokens
-            output_tokens += data.usage.output_tokens
-    if not input_tokens and not output_tokens:
+            total += data.usage
+    if not total.prompt_tokens and not total.output_tokens:
         return None
-    return {
-        "totalTokens": input_tokens + output_tokens,
-        "inputTokens": input_tokens,
-        "outputTokens": output_tokens,
+    usage = {
+        "totalTokens": total.prompt_tokens + total.output_tokens,
+        "inputTokens": total.input_tokens,
+        "outputTokens": total.output_tokens,
     }
+    if total.cache_read_tokens:
+        usage["cachedReadTokens"] = total.cache_read_tokens
+    if total.cache_write_tokens:
+        usage["cachedWriteTokens"] = total.cache_write_tokens
+    return usage

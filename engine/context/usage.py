@@ -12,15 +12,16 @@ the figure jump up and back down.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.context.budget import CHARS_PER_TOKEN
-from engine.events import AssistantMessage, Figures, Payload, StepEnd, StepStart, Usage
+from engine.events import AssistantMessage, Cost, Figures, Payload, StepEnd, StepStart, Usage
+from engine.money import add_cost
 
 
 def reported(usage: Usage) -> bool:
     """Whether the provider counted the step's tokens (a cancelled or failed step has none)."""
-    return usage.input_tokens > 0 or usage.output_tokens > 0
+    return usage.prompt_tokens > 0 or usage.output_tokens > 0
 
 
 def estimated_tokens(chars: int) -> int:
@@ -41,7 +42,8 @@ def reply_chars(message: AssistantMessage) -> int:
 @dataclass(frozen=True, slots=True)
 class TokenRate:
     """Tokens per character as the bound model last counted them: the input tokens it reported
-    for a request of `chars` characters."""
+    for a request of `chars` characters (cached or not: the cache changes the price, not the
+    count)."""
 
     tokens: int
     chars: int
@@ -53,17 +55,22 @@ class TokenRate:
     @classmethod
     def of(cls, figures: Figures, usage: Usage) -> TokenRate | None:
         """The rate a step's report gives; None when it reported no input or had no characters."""
-        if usage.input_tokens <= 0 or figures.chars <= 0:
+        if usage.prompt_tokens <= 0 or figures.chars <= 0:
             return None
-        return cls(usage.input_tokens, figures.chars)
+        return cls(usage.prompt_tokens, figures.chars)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextUsage:
     """One step's tokens against the model's window."""
 
-    input_tokens: int
+    prompt_tokens: int
+    """The whole request, cached or not (`Usage.prompt_tokens`): what it took of the window."""
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    """The parts of `prompt_tokens` the provider read from or wrote to its prompt cache (0 for
+    an estimate)."""
     estimated: bool
     """No provider report: the tokens are `estimated_tokens` of the characters."""
     window: int | None
@@ -74,7 +81,12 @@ class ContextUsage:
     @property
     def used(self) -> int:
         """Tokens in the context after the step: the request and the reply."""
-        return self.input_tokens + self.output_tokens
+        return self.prompt_tokens + self.output_tokens
+
+    @property
+    def input_tokens(self) -> int:
+        """The part of the request neither read from nor written to a prompt cache."""
+        return self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens
 
     @property
     def size(self) -> int:
@@ -93,18 +105,26 @@ def context_usage(
     else estimated from the request's characters and the reply's (`output_chars`), at `rate`
     when the session has one."""
     if usage is not None and reported(usage):
-        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
-    elif rate is not None:
-        input_tokens, output_tokens = rate.tokens_for(figures.chars), rate.tokens_for(output_chars)
+        return ContextUsage(
+            prompt_tokens=usage.prompt_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            estimated=False,
+            window=figures.window,
+            cap_tokens=figures.cap // CHARS_PER_TOKEN,
+        )
+    if rate is not None:
+        prompt_tokens, output_tokens = rate.tokens_for(figures.chars), rate.tokens_for(output_chars)
     else:
-        input_tokens, output_tokens = (
+        prompt_tokens, output_tokens = (
             estimated_tokens(figures.chars),
             estimated_tokens(output_chars),
         )
     return ContextUsage(
-        input_tokens=input_tokens,
+        prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
-        estimated=usage is None or not reported(usage),
+        estimated=True,
         window=figures.window,
         cap_tokens=figures.cap // CHARS_PER_TOKEN,
     )
@@ -113,7 +133,8 @@ def context_usage(
 @dataclass(slots=True)
 class UsageTally:
     """A session's token figures, folded from its events in log order: the last step's usage
-    and the session's total (what every step used, each as `context_usage` gives it)."""
+    and cost, and the session's totals (what every step used, each as `context_usage` gives it,
+    and what they cost)."""
 
     figures: Figures | None = None
     """The last request's figures; None before the first."""
@@ -125,18 +146,27 @@ class UsageTally:
     """Some step of the total reported no tokens: its share is estimated."""
     rate: TokenRate | None = None
     """The last reported rate, which the estimates use."""
+    cost: Cost | None = None
+    """The last step's cost, once its `step/end` came with one."""
+    session_cost: dict[str, float] = field(default_factory=dict)
+    """What the session's steps cost, per currency."""
 
     def take(self, data: Payload) -> bool:
         """Fold one event's payload; True when the figures changed."""
         # by exact class (see `Payload`)
         if type(data) is StepStart:
             self.figures, self.usage, self.output_chars = data.figures, None, 0
+            self.cost = None
             return True
         if type(data) is AssistantMessage:
             self.output_chars += reply_chars(data)
             return False
         if type(data) is StepEnd and self.figures is not None:
-            self.usage = data.usage
+            self.usage, self.cost = data.usage, data.cost
+            if data.cost is not None:
+                self.session_cost = add_cost(
+                    self.session_cost, data.cost.amount, data.cost.currency
+                )
             step = context_usage(
                 self.figures, data.usage, output_chars=self.output_chars, rate=self.rate
             )

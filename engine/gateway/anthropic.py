@@ -27,6 +27,7 @@ from engine.gateway.base import (
     ToolCallDelta,
     UsageDelta,
 )
+from engine.gateway.cache_breakpoints import DEFAULT_MIN_TOKENS, place_breakpoints
 from engine.gateway.deadlines import StreamDeadlines
 from engine.gateway.http import (
     HttpGateway,
@@ -52,6 +53,13 @@ _FINISH: dict[str, Finish] = {
     "model_context_window_exceeded": "length",
     "refusal": "refusal",
 }
+_USAGE_PARTS = {
+    "input_tokens": "input_tokens",
+    "cache_read_input_tokens": "cache_read_tokens",
+    "cache_creation_input_tokens": "cache_write_tokens",
+    "output_tokens": "output_tokens",
+}
+"""The Messages API's usage fields, each the `Usage` part it is."""
 _TRANSIENT_ERRORS = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 )
@@ -77,8 +85,7 @@ class AnthropicStreamReader:
         self.provider = provider
         self.done = False
         self._started = False
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self._usage: dict[str, int] = {}
         self._stop_reason: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._tool_count = 0
@@ -117,17 +124,14 @@ class AnthropicStreamReader:
                 return []  # the API may add event types; the docs ask clients to ignore them
 
     def _count_usage(self, usage: Any) -> None:
-        """Input arrives in message_start (cache reads and writes are input too); output grows."""
+        """Input arrives in message_start, in parts that do not overlap (`input_tokens` excludes
+        the cache reads and writes); output grows with each message_delta. A part a later event
+        repeats replaces the earlier count."""
         if not isinstance(usage, dict):
             return
-        inputs = sum(
-            json_int(usage.get(key))
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        if inputs:
-            self._input_tokens = inputs
-        if "output_tokens" in usage:
-            self._output_tokens = json_int(usage.get("output_tokens"))
+        for key, part in _USAGE_PARTS.items():
+            if usage.get(key) is not None:
+                self._usage[part] = json_int(usage.get(key))
 
     def _index(self, payload: dict[str, Any]) -> int:
         index = payload.get("index")
@@ -249,8 +253,7 @@ class AnthropicStreamReader:
         deltas: list[StreamDelta] = []
         if self._thinking:
             deltas.append(ProviderStateDelta({THINKING_STATE_KEY: list(self._thinking)}))
-        usage = Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens)
-        deltas.append(UsageDelta(usage))
+        deltas.append(UsageDelta(Usage(**self._usage)))
         deltas.append(FinishDelta(_FINISH.get(self._stop_reason, "stop")))
         return deltas
 
@@ -272,6 +275,7 @@ class AnthropicGateway(HttpGateway):
         redactor: Redactor | None = None,
         provider_name: str = "anthropic",
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache_min_tokens: int = DEFAULT_MIN_TOKENS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
@@ -284,9 +288,11 @@ class AnthropicGateway(HttpGateway):
             transport=transport,
         )
         self._max_tokens = max_tokens
+        self._cache_min_tokens = cache_min_tokens
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for `request`; `max_tokens` is required by the API."""
+        """The JSON body sent for `request`, its prompt cache marked (`place_breakpoints`);
+        `max_tokens` is required by the API."""
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_output_tokens or self._max_tokens,
@@ -300,6 +306,7 @@ class AnthropicGateway(HttpGateway):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        place_breakpoints(body, min_tokens=self._cache_min_tokens)
         return body
 
     def _headers(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ never sits in a config object.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, assert_never
+from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 from engine.gateway.base import DEFAULT_TIMEOUT, Gateway, GatewayType
 from engine.gateway.deadlines import StreamDeadlines
@@ -48,6 +48,8 @@ class ModelEntryLike(Protocol):
     def request_timeout(self) -> float | None: ...
     @property
     def script(self) -> str | None: ...
+    @property
+    def cache_min_tokens(self) -> int: ...
 
 
 class UnknownProviderError(ValueError):
@@ -103,14 +105,28 @@ def make_gateway(
         )
     if provider is GatewayType.scripted:
         return ScriptedGateway.from_file(script_path) if script_path else ScriptedGateway()
-    return _network_gateway(provider)(
-        base_url=entry.base_url or "",
-        api_key_env=api_key_env_of(entry),
-        timeout=entry.timeout or DEFAULT_TIMEOUT,
-        deadlines=deadlines_of(entry),
-        redactor=redactor,
-        provider_name=f"{provider.value} ({entry_name})",
-    )
+    if provider is GatewayType.anthropic:
+        from engine.gateway.anthropic import AnthropicGateway
+
+        return AnthropicGateway(
+            **_http_settings(entry_name, entry, provider, redactor),
+            cache_min_tokens=entry.cache_min_tokens,
+        )
+    return _network_gateway(provider)(**_http_settings(entry_name, entry, provider, redactor))
+
+
+def _http_settings(
+    entry_name: str, entry: ModelEntryLike, provider: GatewayType, redactor: Redactor | None
+) -> dict[str, Any]:
+    """What every network gateway is made with."""
+    return {
+        "base_url": entry.base_url or "",
+        "api_key_env": api_key_env_of(entry),
+        "timeout": entry.timeout or DEFAULT_TIMEOUT,
+        "deadlines": deadlines_of(entry),
+        "redactor": redactor,
+        "provider_name": f"{provider.value} ({entry_name})",
+    }
 
 
 def _network_gateway(provider: GatewayType) -> type[HttpGateway]:

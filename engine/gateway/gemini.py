@@ -61,6 +61,22 @@ _FINISH: dict[str, Finish] = {
 }
 
 
+def _usage(usage: dict[str, Any]) -> Usage:
+    """The parts of the prompt count: `promptTokenCount` (with `toolUsePromptTokenCount`, the
+    input of tool use) includes `cachedContentTokenCount`, read from the cache; thoughts are
+    output."""
+    prompt = json_int(usage.get("promptTokenCount")) + json_int(
+        usage.get("toolUsePromptTokenCount")
+    )
+    cached = min(json_int(usage.get("cachedContentTokenCount")), prompt)
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_tokens=cached,
+        output_tokens=json_int(usage.get("candidatesTokenCount"))
+        + json_int(usage.get("thoughtsTokenCount")),
+    )
+
+
 class GeminiStreamReader:
     """`streamGenerateContent?alt=sse` chunks (each a GenerateContentResponse) to deltas."""
 
@@ -78,12 +94,7 @@ class GeminiStreamReader:
             raise stream_error(self.provider, chunk["error"])
         usage = chunk.get("usageMetadata")
         if isinstance(usage, dict):  # cumulative in every chunk; the last one is the total
-            self._usage = Usage(
-                input_tokens=json_int(usage.get("promptTokenCount"))
-                + json_int(usage.get("toolUsePromptTokenCount")),
-                output_tokens=json_int(usage.get("candidatesTokenCount"))
-                + json_int(usage.get("thoughtsTokenCount")),
-            )
+            self._usage = _usage(usage)
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             self._finish = "SAFETY"

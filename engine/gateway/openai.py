@@ -40,6 +40,25 @@ _FINISH: dict[str, Finish] = {
 }
 
 
+def _usage(usage: dict[str, Any]) -> Usage:
+    """The parts of `prompt_tokens`, which includes what `prompt_tokens_details` names as read
+    from the cache (`cached_tokens`) and, where a router reports it, written to it
+    (`cache_write_tokens`); DeepSeek names its reads `prompt_cache_hit_tokens`. A server that
+    reports none of them cached nothing."""
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    prompt = json_int(usage.get("prompt_tokens"))
+    read = json_int(details.get("cached_tokens")) or json_int(usage.get("prompt_cache_hit_tokens"))
+    read = min(read, prompt)
+    write = min(json_int(details.get("cache_write_tokens")), prompt - read)
+    return Usage(
+        input_tokens=prompt - read - write,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=json_int(usage.get("completion_tokens")),
+    )
+
+
 class OpenAIStreamReader:
     """Chat Completions chunks to deltas; keeps what must be known at the end (usage, finish)."""
 
@@ -64,10 +83,7 @@ class OpenAIStreamReader:
         deltas: list[StreamDelta] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = Usage(
-                input_tokens=json_int(usage.get("prompt_tokens")),
-                output_tokens=json_int(usage.get("completion_tokens")),
-            )
+            self._usage = _usage(usage)
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise GatewayError(f"{self.provider}: malformed stream: `choices` is not a list")

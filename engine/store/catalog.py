@@ -18,6 +18,7 @@ from typing import Protocol
 from engine.store.base import SessionInfo, SessionPage
 from engine.store.queries import INFO_COLUMNS, Fetch, info_of
 from engine.store.settings import StoreSettings
+from engine.store.step_usage import StepRow
 
 
 def _encode_cursor(info: SessionInfo) -> str:
@@ -72,6 +73,11 @@ class SessionCatalog(Protocol):
         self, *, cwd: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
         """As `SessionStore.list`."""
+        ...
+
+    async def step_rows(self, since: float | None) -> tuple[StepRow, ...]:
+        """Every step from `since` on, with the bindings that name its model
+        (`engine.store.step_usage`)."""
         ...
 
 

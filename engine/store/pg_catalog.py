@@ -10,6 +10,7 @@ from engine.store.catalog import list_sessions
 from engine.store.pg_db import PostgresDatabase, fetch_on
 from engine.store.pg_schema import DEFAULT_SCHEMA
 from engine.store.settings import StoreSettings
+from engine.store.step_usage import StepRow, step_rows
 
 
 class PostgresCatalog:
@@ -22,6 +23,11 @@ class PostgresCatalog:
         """As `PostgresStore.list`."""
         async with self._db.transaction("listing sessions") as conn:
             return await list_sessions(fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
+
+    async def step_rows(self, since: float | None) -> tuple[StepRow, ...]:
+        """As `engine.store.step_usage.step_rows`."""
+        async with self._db.transaction("reading usage") as conn:
+            return await step_rows(fetch_on(conn), since)
 
 
 @asynccontextmanager

@@ -9,6 +9,7 @@ from pathlib import Path
 from engine.store.base import SessionPage
 from engine.store.catalog import list_sessions
 from engine.store.sqlite_db import SQLiteDatabase
+from engine.store.step_usage import StepRow, step_rows
 
 
 class SQLiteCatalog:
@@ -21,6 +22,11 @@ class SQLiteCatalog:
         """As `SQLiteStore.list`."""
         async with self._db.transaction("listing sessions", write=False) as conn:
             return await list_sessions(self._db.fetch_on(conn), cwd=cwd, limit=limit, cursor=cursor)
+
+    async def step_rows(self, since: float | None) -> tuple[StepRow, ...]:
+        """As `engine.store.step_usage.step_rows`."""
+        async with self._db.transaction("reading usage", write=False) as conn:
+            return await step_rows(self._db.fetch_on(conn), since)
 
 
 @asynccontextmanager

@@ -46,6 +46,7 @@ from replay.wording import (
     retry_line,
     rewind_files,
     rewind_line,
+    spent_line,
     tool_state,
     turn_end_line,
     turn_line,
@@ -217,6 +218,9 @@ def _header(view: SessionView) -> str:
         ("Turns", str(info.turns)),
         ("Events", str(info.event_count)),
     ]
+    spent = spent_line(view.usage, view.cost)
+    if spent:
+        rows.append(("Used", spent))
     if info.parent_id is not None:
         rows.append(("Forked from", f"{info.parent_id} at seq {info.fork_seq}"))
     if view.max_class is not None:

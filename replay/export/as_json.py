@@ -24,6 +24,8 @@ def export_object(view: SessionView) -> dict[str, Any]:
         "version": EXPORT_VERSION,
         "session": {**view.info.record(), "title": view.title},
         "max_class": None if view.max_class is None else view.max_class.name,
+        "usage": view.usage.model_dump(mode="json"),
+        "cost": view.cost,
         "events": events,
     }
 

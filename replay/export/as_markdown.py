@@ -48,6 +48,7 @@ from replay.wording import (
     retry_line,
     rewind_files,
     rewind_line,
+    spent_line,
     tool_state,
     turn_end_line,
     turn_line,
@@ -134,6 +135,9 @@ def _header(view: SessionView) -> list[str]:
         f"- Created: {when(info.created)} · updated: {when(info.updated)}",
         f"- Turns: {info.turns} · events: {info.event_count}",
     ]
+    spent = spent_line(view.usage, view.cost)
+    if spent:
+        lines.append(f"- Used: {spent}")
     if info.parent_id is not None:
         lines.append(f"- Forked from `{info.parent_id}` at seq {info.fork_seq}")
     if view.max_class is not None:

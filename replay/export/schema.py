@@ -85,6 +85,17 @@ def export_schema() -> dict[str, Any]:
             "version": {"const": EXPORT_VERSION},
             "session": session,
             "max_class": {"enum": [*_CLASSES, None]},
+            "usage": {
+                "$ref": "#/$defs/Usage",
+                "description": "Every step's tokens, in parts that do not overlap.",
+            },
+            "cost": {
+                "type": "object",
+                "description": "What the steps cost, per ISO 4217 currency; empty when no step "
+                "was priced.",
+                "propertyNames": {"pattern": "^[A-Z]{3}$"},
+                "additionalProperties": {"type": "number"},
+            },
             "events": {
                 "type": "array",
                 "items": {
@@ -92,7 +103,7 @@ def export_schema() -> dict[str, Any]:
                 },
             },
         },
-        "required": ["format", "version", "session", "max_class", "events"],
+        "required": ["format", "version", "session", "max_class", "usage", "cost", "events"],
         "additionalProperties": False,
         "$defs": defs,
     }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.events import Event, SessionTitle
+from engine.events import Event, SessionTitle, StepEnd, Usage
+from engine.money import add_cost
 from engine.privacy import PrivacyClass
 from engine.store.base import SessionInfo
 from replay.redaction import hidden_class, redact
@@ -31,6 +32,24 @@ class SessionView:
         """The title as the limit allows it: a redacted title event hides the stored one too."""
         titles = [e.data.title for e in self.events if isinstance(e.data, SessionTitle)]
         return titles[-1] if titles else self.info.title
+
+    @property
+    def usage(self) -> Usage:
+        """Every step's tokens, part by part."""
+        total = Usage()
+        for event in self.events:
+            if type(event.data) is StepEnd:
+                total += event.data.usage
+        return total
+
+    @property
+    def cost(self) -> dict[str, float]:
+        """What the steps cost, per currency (none without a priced step)."""
+        total: dict[str, float] = {}
+        for event in self.events:
+            if type(event.data) is StepEnd and event.data.cost is not None:
+                total = add_cost(total, event.data.cost.amount, event.data.cost.currency)
+        return total
 
 
 def view_of(

@@ -56,7 +56,7 @@ async def test_the_last_request_is_read_back_after_a_resume(tmp_path: Path) -> N
     start, usage = last
     assert not usage.estimated  # the scripted model reports its tokens
     assert f"last request, turn 1 step 1: {usage.used:,} of ~32,000 tokens" in live.text
-    assert f"reported: {usage.input_tokens:,} in, {usage.output_tokens:,} out" in live.text
+    assert f"reported: {usage.prompt_tokens:,} in, {usage.output_tokens:,} out" in live.text
     assert f"{start.figures.chars:,} chars sent" in live.text
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as store:
         agent = await open_agent(

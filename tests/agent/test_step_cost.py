@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Config, ConfigError, ModelEntry, ModelPrice, load_config
+from engine.cost import step_cost
 from engine.events import StepEnd, Usage
 from engine.gateway.scripted import Reply
 from replay.acp import replay_updates
@@ -76,3 +77,45 @@ def test_a_price_is_read_from_the_config_and_a_bad_currency_is_named(tmp_path: P
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path, user_file=user)
     assert "models.p.price.currency" in str(caught.value)
+
+
+def test_each_token_part_is_billed_at_its_own_price() -> None:
+    """uncached input x input + cache reads x cache_read + cache writes x cache_write + output x
+    output, per million tokens."""
+    price = ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+    entry = ModelEntry(provider="anthropic", price=price)
+    usage = Usage(
+        input_tokens=2_000, cache_read_tokens=100_000, cache_write_tokens=4_000, output_tokens=500
+    )
+    cost = step_cost(entry, usage)
+    assert cost is not None
+    assert cost.currency == "USD"
+    # 2,000 x 3 + 100,000 x 0.3 + 4,000 x 3.75 + 500 x 15 = 6,000 + 30,000 + 15,000 + 7,500
+    assert cost.amount == pytest.approx(58_500 / 1_000_000)
+
+
+def test_a_cache_price_left_out_is_the_input_price() -> None:
+    entry = ModelEntry(provider="openai", price=ModelPrice(input=2.0, output=8.0))
+    usage = Usage(input_tokens=1_000, cache_read_tokens=3_000, cache_write_tokens=0)
+    cost = step_cost(entry, usage)
+    assert cost is not None
+    assert cost.amount == pytest.approx(4_000 * 2.0 / 1_000_000)
+    only_cached = step_cost(entry, Usage(cache_read_tokens=10))
+    assert only_cached is not None
+    assert only_cached.amount > 0
+
+
+def test_cache_prices_are_read_from_the_config_and_must_not_be_negative(tmp_path: Path) -> None:
+    user = tmp_path / "config.toml"
+    user.write_text(
+        '[models.p]\nprovider = "anthropic"\n'
+        "price = { input = 3, output = 15, cache_read = 0.3, cache_write = 3.75 }\n"
+    )
+    price = load_config(tmp_path, user_file=user).models["p"].price
+    assert price == ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75)
+    user.write_text(
+        '[models.p]\nprovider = "anthropic"\nprice = { input = 3, output = 15, cache_read = -1 }\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path, user_file=user)
+    assert "models.p.price.cache_read" in str(caught.value)

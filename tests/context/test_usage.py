@@ -14,8 +14,24 @@ def test_the_estimate_is_three_characters_a_token_rounded_up() -> None:
 def test_reported_tokens_win_over_the_estimate() -> None:
     figures = Figures(chars=3000, cap=96_000)
     usage = context_usage(figures, Usage(input_tokens=700, output_tokens=40), output_chars=300)
-    assert (usage.input_tokens, usage.output_tokens, usage.used) == (700, 40, 740)
+    assert (usage.prompt_tokens, usage.output_tokens, usage.used) == (700, 40, 740)
     assert not usage.estimated
+
+
+def test_cached_tokens_take_the_window_like_any_input() -> None:
+    """A request read mostly from the provider's cache is as large in the window as one that
+    was not: the cache changes the price, not the size."""
+    figures = Figures(chars=3000, cap=96_000)
+    cached = Usage(input_tokens=50, cache_read_tokens=600, cache_write_tokens=50, output_tokens=40)
+    usage = context_usage(figures, cached, output_chars=300)
+    assert (usage.prompt_tokens, usage.used) == (700, 740)
+    tally = UsageTally()
+    tally.take(StepStart(turn=1, step=1, figures=figures))
+    tally.take(StepEnd(turn=1, step=1, usage=cached))
+    assert tally.rate is not None
+    assert (tally.rate.tokens, tally.rate.chars) == (700, 3000)
+    only_cached = Usage(cache_read_tokens=700)
+    assert not context_usage(figures, only_cached).estimated
 
 
 def test_without_a_report_the_request_and_the_reply_are_estimated() -> None:
@@ -24,7 +40,7 @@ def test_without_a_report_the_request_and_the_reply_are_estimated() -> None:
         context_usage(figures, output_chars=300),
         context_usage(figures, Usage(), output_chars=300),
     ):
-        assert (usage.input_tokens, usage.output_tokens) == (1000, 100)
+        assert (usage.prompt_tokens, usage.output_tokens) == (1000, 100)
         assert usage.estimated
 
 
@@ -55,7 +71,7 @@ def test_the_tally_follows_the_steps_and_totals_the_session() -> None:
     assert tally.take(StepEnd(turn=1, step=1))  # nothing reported: estimated
     first = tally.current()
     assert first is not None
-    assert (first.input_tokens, first.output_tokens, first.estimated) == (100, 10, True)
+    assert (first.prompt_tokens, first.output_tokens, first.estimated) == (100, 10, True)
     tally.take(StepStart(turn=1, step=2, figures=Figures(chars=600, cap=96_000)))
     tally.take(StepEnd(turn=1, step=2, usage=Usage(input_tokens=150, output_tokens=5)))
     second = tally.current()

@@ -164,7 +164,7 @@ async def test_streams_thinking_text_tool_calls_signature_usage_finish(
                 ]
             }
         ),
-        UsageDelta(Usage(input_tokens=42, output_tokens=57)),
+        UsageDelta(Usage(input_tokens=30, cache_read_tokens=12, output_tokens=57)),
         FinishDelta("tool_calls"),
     ]
 

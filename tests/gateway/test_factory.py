@@ -29,6 +29,7 @@ class Entry:
     idle_timeout: float | None = None
     request_timeout: float | None = None
     script: str | None = None
+    cache_min_tokens: int = 1024
 
 
 def test_scripted_entry_without_and_with_a_script(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ import jsonschema
 import pytest
 
 from engine.agent import Agent
-from engine.events import Event
+from engine.config import Config, ModelEntry, ModelPrice
+from engine.events import Event, Usage
 from engine.gateway.scripted import Reply
 from engine.message import AdditionalContext, Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
@@ -261,3 +262,40 @@ async def test_every_scenario_redacts_to_public(
     for fmt in FORMATS:
         output = export(info, played.stored, fmt, max_class=PrivacyClass.public)
         assert [t for t in removed if _shows(output, fmt, t)] == [], fmt
+
+
+async def test_every_format_shows_the_token_parts_and_the_cost(
+    make_agent: MakeAgent, store: FlakyStore
+) -> None:
+    entry = ModelEntry(
+        provider="scripted", price=ModelPrice(input=3.0, output=15.0, cache_read=0.3)
+    )
+    cached = Usage(input_tokens=1_200, cache_read_tokens=9_800, output_tokens=230)
+    agent = await make_agent(
+        [Reply(text="one", usage=cached), Reply(text="two", usage=cached)],
+        config=Config(default_model="priced", models={"priced": entry}),
+    )
+    for prompt in ("first", "second"):
+        agent.send(prompt)
+        await agent.when_idle()
+    played = await settle(agent, store)
+    info = await _info(store, played)
+    # 1,200 x 3 + 9,800 x 0.3 + 230 x 15 = 9,990 per million, each turn
+    turn = "in 1,200 · cache read 9,800 · out 230 tok · 0.0100 USD"
+    session = "in 2,400 · cache read 19,600 · out 460 tok · 0.0200 USD"
+    markdown = export(info, played.stored, "md")
+    assert f"- Used: {session}\n" in markdown
+    assert "## Turn 2 · completed · 1 step · " in markdown
+    assert markdown.count(turn) == 2
+    page = export(info, played.stored, "html")
+    assert f"<dt>Used</dt><dd>{escape(session)}</dd>" in page
+    assert page.count(escape(turn)) == 2
+    exported = json.loads(export(info, played.stored, "json"))
+    jsonschema.validate(exported, SCHEMA)
+    assert exported["usage"] == {
+        "input_tokens": 2_400,
+        "output_tokens": 460,
+        "cache_read_tokens": 19_600,
+        "cache_write_tokens": 0,
+    }
+    assert exported["cost"] == {"USD": pytest.approx(0.01998)}

@@ -19,6 +19,7 @@ from app.tui.widgets.transcript_view import TranscriptView
 from engine.agent import open_agent
 from engine.config import Config
 from engine.context.areas import NoticeArea
+from engine.events import StepEnd
 from engine.gateway.base import GatewayType
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.local_servers import SERVERS_ENV
@@ -236,6 +237,10 @@ async def test_the_panel_and_inspector_show_the_state_as_of_the_seq(
         assert isinstance(inspector, ContextInspector)
         assert inspector.assembly is not None
         assert inspector.assembly == screen.timeline.request_at(screen.player.seq)
+        # the step of the shown request, as the log reported it at that seq
+        ends = [e.data for e in screen.timeline.events if type(e.data) is StepEnd]
+        assert inspector.spend is not None
+        assert inspector.spend.usage == ends[-1].usage
 
 
 def test_replay_paused(snap_compare: object, workspace: Path, data: Path) -> None:

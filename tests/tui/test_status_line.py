@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
+from app.tui.screens.inspector import ContextInspector
+from app.tui.widgets.entries import TurnRule, turn_rule
 from app.tui.widgets.status_line import (
     Need,
     StatusField,
@@ -17,20 +19,23 @@ from app.tui.widgets.status_line import (
 )
 from engine.agent import open_agent
 from engine.commands import REGISTRY
-from engine.config import Config, ModelEntry
+from engine.config import Config, ModelEntry, ModelPrice
 from engine.context.usage import ContextUsage
-from engine.events import Event
+from engine.events import Event, Usage
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.permission_mode import MODE_NAMES, PermissionMode
 from engine.store.sqlite import SQLiteStore
 from replay.acp import AcpProjection
+from replay.entries import TurnEntry
 from tests.terminal import Terminal
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
+from tests.tui.test_literal_text import drawn
 from tests.tui.test_long_session import opened
+from tests.tui.test_sessions import until_screen
 
 USAGE = ContextUsage(
-    input_tokens=1_234, output_tokens=51, estimated=False, window=200_000, cap_tokens=195_904
+    prompt_tokens=1_234, output_tokens=51, estimated=False, window=200_000, cap_tokens=195_904
 )
 FIELDS = status_fields(
     status="running",
@@ -52,6 +57,49 @@ def test_every_figure_is_labelled_at_full_width() -> None:
         "● running │ claude-sonnet │ egress internal │ ctx 1.3k/200k tok ░░░░░░░░░░░░ │ "
         "cap 195k │ in 1.2k out 51 │ session 19k tok"
     )
+
+
+CACHED = ContextUsage(
+    prompt_tokens=12_000,
+    output_tokens=230,
+    cache_read_tokens=9_800,
+    cache_write_tokens=1_000,
+    estimated=False,
+    window=200_000,
+    cap_tokens=195_904,
+)
+
+
+def test_the_step_shows_its_cache_parts_and_the_session_its_cost() -> None:
+    fields = status_fields(
+        status="idle",
+        model="claude",
+        egress="",
+        usage=CACHED,
+        session_tokens=40_000,
+        session_estimated=False,
+        note="",
+        session_cost={"USD": 0.0421},
+    )
+    assert status_layout(fields, 200).plain == (
+        "● idle │ claude │ ctx 12k/200k tok █░░░░░░░░░░░ │ cap 195k │ "
+        "in 1.2k read 9.8k write 1.0k out 230 │ session 40k tok │ cost 0.0421 USD"
+    )
+    # the cost gives way after the step's parts, before the session's tokens
+    assert status_layout(fields, 90).plain == (
+        "● idle │ claude │ ctx 12k/200k tok │ session 40k tok │ cost 0.0421 USD"
+    )
+    two = status_fields(
+        status="idle",
+        model="m",
+        egress="",
+        usage=None,
+        session_tokens=0,
+        session_estimated=False,
+        note="",
+        session_cost={"USD": 1.5, "EUR": 0.25},
+    )
+    assert status_layout(two, 80).plain == "● idle │ m │ cost 0.2500 EUR + 1.50 USD"
 
 
 @pytest.mark.parametrize(
@@ -95,7 +143,7 @@ def test_a_new_field_slots_in_by_its_need() -> None:
 
 def test_an_estimate_is_marked_and_an_unknown_window_is_the_cap() -> None:
     estimated = ContextUsage(
-        input_tokens=400, output_tokens=17, estimated=True, window=None, cap_tokens=32_000
+        prompt_tokens=400, output_tokens=17, estimated=True, window=None, cap_tokens=32_000
     )
     fields = status_fields(
         status="idle",
@@ -246,3 +294,70 @@ def test_a_mode_other_than_ask_stays_when_the_line_is_narrow(
     )
     assert status_layout(fields, 200).plain.startswith(f"● running │ mode {MODE_NAMES[mode]} │ ")
     assert status_layout(fields, 60).plain == line
+
+
+async def test_a_priced_cached_step_shows_its_parts_and_cost_everywhere(
+    workspace: Path, data: Path
+) -> None:
+    """The status line, the turn rule, the inspector and ACP's usage_update say the same parts
+    and cost for a step a caching provider answered."""
+    price = ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+    config = Config(
+        default_model="claude",
+        models={"claude": ModelEntry(provider="scripted", context_window=200_000, price=price)},
+    )
+    usage = Usage(
+        input_tokens=200, cache_read_tokens=9_800, cache_write_tokens=512, output_tokens=51
+    )
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello there", usage=usage)], config=config)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await opened(app, pilot)
+        await send(app, pilot, "hi")
+        await settle(app, pilot)
+        text = await status_text(app)
+        turn = app.main.query_one(TurnRule).entry
+        assert isinstance(turn, TurnEntry)
+        rule = turn_rule(turn).plain
+        events: list[Event] = list(await app.live.read_log())
+        await pilot.press("f3")
+        await until_screen(pilot, ContextInspector)
+        header = drawn(app.screen.query_one("#header"))
+    # 200 x 3 + 9,800 x 0.3 + 512 x 3.75 + 51 x 15 = 600 + 2,940 + 1,920 + 765 = 6,225 per million
+    assert "in 200 read 9.8k write 512 out 51" in text
+    assert "cost 0.0062 USD" in text
+    assert rule.endswith(" s · 0.0062 USD · in 200 read 9.8k write 512 out 51 tok ──")
+    assert "step in 200 · cache read 9.8k · cache write 512 · out 51 tok · cost 0.0062 USD" in (
+        " ".join(header.split())
+    )
+    (update,) = [
+        u
+        for u in AcpProjection(str(workspace)).replay(events)
+        if u["sessionUpdate"] == "usage_update"
+    ]
+    parts = update["_meta"]["trellis/usage"]
+    assert (parts["input_tokens"], parts["cache_read_tokens"]) == (200, 9_800)
+    assert (parts["cache_write_tokens"], parts["output_tokens"]) == (512, 51)
+    assert update["cost"] == {"amount": pytest.approx(0.006225), "currency": "USD"}
+    assert update["used"] == 10_512 + 51
+
+
+def test_a_narrow_turn_rule_cuts_its_tokens_and_keeps_its_cost() -> None:
+    turn = TurnEntry(
+        key="turn:3",
+        seq=40,
+        number=3,
+        status="ended",
+        reason="completed",
+        steps=2,
+        usage=Usage(input_tokens=1_200, cache_read_tokens=9_800, output_tokens=230),
+        cost={"USD": 0.0042},
+        start=100.0,
+        end=103.4,
+    )
+    assert turn_rule(turn).plain == (
+        "── turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k read 9.8k out 230 tok ──"
+    )
+    narrow = turn_rule(turn, width=60).plain
+    assert narrow.startswith("turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k")
+    unpriced = TurnEntry(key="turn:1", seq=0, number=1, status="running", steps=0, start=0.0)
+    assert turn_rule(unpriced).plain == "── turn 1 · running · 0 steps ──"

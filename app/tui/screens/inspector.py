@@ -2,7 +2,8 @@
 
 Each row is a floor block, a tool definition or a Context item the request carried, in order, with
 its provenance, its privacy label and its cost as a bar; dropped history is listed as dropped; the
-header shows the prefix digest and which floor blocks changed since the request before it. Below
+header shows the prefix digest, which floor blocks changed since the request before it, and what
+the step used and cost once it ended (tokens by part, the step's and the session's cost). Below
 the rows, the highlighted one as the model was given it: a floor block's text, a definition's or
 an item's JSON (its compact form is what the cost counts), shown indented and wrapped; `c` copies
 it exactly as counted.
@@ -11,6 +12,7 @@ it exactly as counted.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -27,6 +29,10 @@ from textual.widgets import DataTable, Static
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.status_line import compact_number
 from engine.agent.views import AssemblyView, RequestItemView
+from engine.context.usage import UsageTally
+from engine.events import Cost, Usage
+from engine.money import amount_text, cost_text
+from replay.wording import token_parts
 
 BAR_WIDTH = 10
 
@@ -54,7 +60,35 @@ def provenance_of(item: RequestItemView) -> str:
     return "user"
 
 
-def header_text(assembly: AssemblyView, previous: AssemblyView | None) -> Text:
+@dataclass(frozen=True, slots=True)
+class StepSpend:
+    """What the shown request's step used and cost, as the provider reported it, and what the
+    session cost so far (per currency)."""
+
+    usage: Usage
+    cost: Cost | None
+    session_cost: Mapping[str, float]
+
+    @classmethod
+    def of(cls, tally: UsageTally) -> StepSpend | None:
+        """The last step of `tally`'s events, once it ended (the request the inspector shows)."""
+        if tally.usage is None:
+            return None
+        return cls(tally.usage, tally.cost, tally.session_cost)
+
+    def line(self) -> str:
+        """`in 200 · cache read 9.8k · out 51 tok · cost 0.0042 USD · session 0.0421 USD`."""
+        parts = [token_parts(self.usage, compact_number) or "no tokens reported"]
+        if self.cost is not None:
+            parts.append(f"cost {amount_text(self.cost.amount, self.cost.currency)}")
+        if self.session_cost:
+            parts.append(f"session {cost_text(self.session_cost)}")
+        return " · ".join(parts)
+
+
+def header_text(
+    assembly: AssemblyView, previous: AssemblyView | None, spend: StepSpend | None = None
+) -> Text:
     figures = assembly.figures
     changed = []
     if previous is not None:
@@ -72,6 +106,9 @@ def header_text(assembly: AssemblyView, previous: AssemblyView | None) -> Text:
         ("   floor changed since the previous request: ", "dim"),
         ", ".join(changed) if changed else ("none" if previous is not None else "first request"),
     )
+    if spend is not None:
+        text.append("\nstep ", style="dim")
+        text.append(spend.line())
     return text
 
 
@@ -128,10 +165,16 @@ class ContextInspector(Screen[None]):
         Binding("c", "copy_row", "Copy item"),
     ]
 
-    def __init__(self, assembly: AssemblyView | None, previous: AssemblyView | None = None) -> None:
+    def __init__(
+        self,
+        assembly: AssemblyView | None,
+        previous: AssemblyView | None = None,
+        spend: StepSpend | None = None,
+    ) -> None:
         super().__init__()
         self.assembly = assembly
         self.previous = previous
+        self.spend = spend
         self._details: list[RowDetail] = []  # one per table row, in order
         self.shown: RowDetail | None = None  # the row the detail pane shows
 
@@ -168,7 +211,7 @@ class ContextInspector(Screen[None]):
         if assembly is None:
             header.update("No request yet: send a prompt, then look here.")
             return
-        header.update(header_text(assembly, self.previous))
+        header.update(header_text(assembly, self.previous, self.spend))
         largest = max(
             [b.chars for b in assembly.floor]
             + [t.chars for t in assembly.tools]

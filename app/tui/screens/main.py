@@ -36,7 +36,7 @@ from app.tui.completion import (
     current_mention,
     path_suggestions,
 )
-from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.inspector import ContextInspector, StepSpend
 from app.tui.screens.rewind import RewindList, RewindRequest, rewind_notice
 from app.tui.scrollback import Scrollback
 from app.tui.widgets.completion_hint import CompletionHint
@@ -314,6 +314,7 @@ class MainScreen(Screen[None]):
         status.usage = tally.current()
         status.session_tokens = tally.session_tokens
         status.session_estimated = tally.session_estimated
+        status.session_cost = tally.session_cost
 
     def _rebase_usage(self, agent: Agent) -> None:
         """The last figures, against the window of the entry now bound (after a `/model`, or on
@@ -575,7 +576,7 @@ class MainScreen(Screen[None]):
             self._inspect_stored(self.agent)
             return
         previous = assemblies[-2] if len(assemblies) > 1 else None
-        self.app.push_screen(ContextInspector(current, previous))
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(self._tally)))
 
     @work(exclusive=True, group="inspect-stored")
     async def _inspect_stored(self, agent: Agent) -> None:
@@ -595,7 +596,7 @@ class MainScreen(Screen[None]):
         if self._assemblies or agent.last_assembly is not None:  # a turn ran meanwhile
             self.action_inspect()
             return
-        self.app.push_screen(ContextInspector(current, previous))
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(self._tally)))
 
 
 class _CatchUp:

@@ -26,13 +26,14 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
-from app.tui.screens.inspector import ContextInspector
+from app.tui.screens.inspector import ContextInspector, StepSpend
 from app.tui.screens.replay_following import FollowedLog
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.config import Config
+from engine.context.usage import UsageTally
 from engine.events import Event, TurnStart
 from engine.gateway.base import GatewayType
 from replay.player import Player
@@ -333,7 +334,12 @@ class ReplayScreen(Screen[None]):
         previous = None
         if state.last_step_seq is not None:
             previous = self.timeline.request_at(state.last_step_seq - 1)
-        self.app.push_screen(ContextInspector(current, previous))
+        tally = UsageTally()
+        for event in self.timeline.events:
+            if event.seq > seq:
+                break
+            tally.take(event.data)
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(tally)))
 
     def action_close(self) -> None:
         self._stop()

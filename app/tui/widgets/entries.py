@@ -33,6 +33,7 @@ from app.tui.widgets.settled import (
 )
 from app.tui.widgets.status_line import compact_number
 from engine.events import WorkspaceFileChange
+from engine.money import cost_text
 from engine.rewind_report import files_summary
 from replay.entries import (
     AreaEntry,
@@ -65,6 +66,7 @@ from replay.wording import (
     retry_line,
     rewind_files,
     rewind_line,
+    token_parts,
 )
 
 WRITE_EVERY_S = 1 / 15
@@ -261,19 +263,23 @@ _FILE_STYLES = {"added": "green", "modified": "yellow", "deleted": "red"}
 
 
 def turn_rule(entry: TurnEntry, width: int | None = None) -> Text:
-    """`── turn 3 · completed · 2 steps · 1.2k tok · 3.4 s ──`, or `running` while it runs; in
-    fewer than its cells (`width`), its dashes go first (the line never wraps: it is cut)."""
+    """`── turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k read 9.8k out 230 tok ──`,
+    or `running` while it runs; the token parts come last, named as the status line names them,
+    so a narrow line cuts them before the cost; in fewer than its cells (`width`), its dashes go
+    first (the line never wraps: it is cut)."""
     parts = [f"turn {entry.number}"]
     if entry.status == "running":
         parts.append("running")
     else:
         parts.append("repaired (interrupted)" if entry.repaired else str(entry.reason))
     parts.append(f"{entry.steps} step{'s' if entry.steps != 1 else ''}")
-    tokens = entry.usage.input_tokens + entry.usage.output_tokens
-    if tokens:
-        parts.append(f"{compact_number(tokens)} tok")
     if entry.end is not None:
         parts.append(f"{entry.end - entry.start:.1f} s")
+    if entry.cost:
+        parts.append(cost_text(entry.cost))
+    tokens = token_parts(entry.usage, compact_number, read="read", write="write", separator=" ")
+    if tokens:
+        parts.append(tokens)
     style = (
         "green" if entry.reason == "completed" else "yellow" if entry.status == "running" else "red"
     )

@@ -1,5 +1,5 @@
 """The status line: the agent's status, the permission mode, the model, the context against the
-model's window, tokens.
+model's window, tokens, the session's cost.
 
 Every figure carries its label and the fields are separated, so no two words run together at any
 width. The line is laid out by `status_layout`, a pure function of the fields and the width: each
@@ -9,9 +9,10 @@ one fixed order, so a new field (a mode, a cost) only has to say how much it is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -19,6 +20,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from engine.context.usage import ContextUsage
+from engine.money import cost_text
 from engine.permission_mode import DEFAULT_MODE, MODE_NAMES, PermissionMode
 
 METER_WIDTH = 12
@@ -49,6 +51,7 @@ class Need(IntEnum):
     egress = 30
     usual_mode = 35
     step = 40
+    cost = 45
     session = 50
     context = 60
     note = 70
@@ -91,6 +94,19 @@ def tokens(value: int, estimated: bool) -> str:
     return f"{ESTIMATED if estimated and value else ''}{compact_number(value)}"
 
 
+def step_tokens(usage: ContextUsage) -> Text:
+    """`in 200 read 9.8k write 512 out 51`: the last step's parts as the turn rule names them,
+    a cache part only when the provider reported one (an estimate has none)."""
+    text = Text.assemble(("in ", "dim"), tokens(usage.input_tokens, usage.estimated))
+    for name, value in (("read", usage.cache_read_tokens), ("write", usage.cache_write_tokens)):
+        if value:
+            text.append(f" {name} ", style="dim")
+            text.append(compact_number(value))
+    text.append(" out ", style="dim")
+    text.append(tokens(usage.output_tokens, usage.estimated))
+    return text
+
+
 def _width(field: StatusField) -> int:
     return cell_len(field.text.plain)
 
@@ -128,9 +144,10 @@ def status_fields(
     session_estimated: bool,
     note: str,
     mode: PermissionMode | None = None,
+    session_cost: Mapping[str, float] | None = None,
 ) -> list[StatusField]:
     """What the status line says, as fields in display order (`mode` None: not known yet, the
-    session is being opened)."""
+    session is being opened; `session_cost` per currency, none without a priced step)."""
     fields = [StatusField(Text(f"● {status}", style=STATUS_STYLE.get(status, "")), Need.status)]
     if mode is not None:
         # the default mode gives way early; one that decides without asking, or refuses, stays
@@ -162,17 +179,7 @@ def status_fields(
                 )
             )
         if usage.used:
-            fields.append(
-                StatusField(
-                    Text.assemble(
-                        ("in ", "dim"),
-                        tokens(usage.input_tokens, usage.estimated),
-                        (" out ", "dim"),
-                        tokens(usage.output_tokens, usage.estimated),
-                    ),
-                    Need.step,
-                )
-            )
+            fields.append(StatusField(step_tokens(usage), Need.step))
     if session_tokens:
         fields.append(
             StatusField(
@@ -181,6 +188,10 @@ def status_fields(
                 ),
                 Need.session,
             )
+        )
+    if session_cost:
+        fields.append(
+            StatusField(Text.assemble(("cost ", "dim"), cost_text(session_cost)), Need.cost)
         )
     if note:
         fields.append(StatusField(Text(note, style="italic dim"), Need.note))
@@ -206,6 +217,8 @@ class StatusLine(Widget):
     """The last step's tokens against the model's window (None: not known yet)."""
     session_tokens: reactive[int] = reactive(0)
     session_estimated: reactive[bool] = reactive(False)
+    session_cost: reactive[Mapping[str, float]] = reactive(MappingProxyType({}))
+    """What the session's steps cost so far, per currency."""
     note: reactive[str] = reactive("")
     mode: reactive[PermissionMode | None] = reactive(None)
     """The session's permission mode (engine/permission_mode.py); None until it is known."""
@@ -218,6 +231,7 @@ class StatusLine(Widget):
             usage=self.usage,
             session_tokens=self.session_tokens,
             session_estimated=self.session_estimated,
+            session_cost=self.session_cost,
             note=self.note,
             mode=self.mode,
         )
