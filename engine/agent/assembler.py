@@ -170,6 +170,7 @@ class Assembler:
         entry = self.binding.entry
         return Budget(
             turn_window=self.config.context.turn_window,
+            eviction_batch=self.config.context.eviction_batch,
             char_cap=self.config.context.char_cap,
             context_window=entry.context_window,
             generation_window=entry.generation_window,

@@ -302,6 +302,24 @@ class GroupIndex:
         )
         return tuple(s for s in seqs if s is not None)
 
+    def turn_of(self, position: int) -> int:
+        """The turn of the history group at `position`."""
+        return self._groups[position].turn
+
+    def count_from(self, turn: int, *, stop: int) -> int:
+        """How many groups before position `stop` belong to `turn` or a later one (groups are
+        in turn order, so the walk ends at the first earlier turn)."""
+        position = stop
+        while position > 0 and self._groups[position - 1].turn >= turn:
+            position -= 1
+        return stop - position
+
+    def first_start(self, turn: int) -> int:
+        """The Context index where the first group of `turn` or a later one starts (the
+        Context's indexed length when there is none)."""
+        position = len(self._groups) - self.count_from(turn, stop=len(self._groups))
+        return self._starts[position] if position < len(self._groups) else len(self._provenances)
+
     def chars(self, index: int) -> int:
         """What the item at `index` costs (DESIGN-NOTES: its compact JSON length), from the items
         of the last `sync()`."""
@@ -340,6 +358,7 @@ class AssembledContext:
     groups_kept: int
     groups_dropped: int
     kept_groups: tuple[int, ...] = ()  # the first seq of each history group kept
+    evicted: int = 0  # history groups this request dropped that the one before could keep
 
     @property
     def floor_hashes(self) -> tuple[str, ...]:
@@ -374,12 +393,20 @@ class ContextOrchestrator:
 
     shell_class: PrivacyClass = DEFAULT_SHELL_CLASS
     index: GroupIndex = field(init=False)
+    base_turn: int = 0
+    """History groups of earlier turns were evicted: they never return, so the requests between
+    two eviction batches share their prefix (a group that came back would rewrite it)."""
 
     def __post_init__(self) -> None:
         self.index = GroupIndex(shell_class=self.shell_class)
 
     def note_detached(self, from_index: int) -> None:
-        """Report that the Context's tail from `from_index` was detached (collection, compaction)."""
+        """Report that the Context's tail from `from_index` was detached (collection, compaction).
+
+        A cut at or before the oldest group still eligible rebuilt what history is: eviction
+        starts again from the newest groups that fit."""
+        if self.base_turn and from_index <= self.index.first_start(self.base_turn):
+            self.base_turn = 0
         self.index.note_detached(from_index)
 
     def assemble(
@@ -417,17 +444,30 @@ class ContextOrchestrator:
                 index, floor_chars, reserved, reserved_chars, current, current_chars, cap
             )
         reserved_total = used
-        # 4. history: newest complete groups first, stopping at the window or the first misfit
+        # 4. history: newest complete groups first, stopping at the window, the first misfit or
+        #    the groups evicted before
         kept = 0
         window = max(budget.turn_window, 0)
-        while kept < window and start - kept > 0:
+        base = self.base_turn
+        costs: list[int] = []
+        while kept < window and start - kept > 0 and index.turn_of(start - kept - 1) >= base:
             cost = index.group_chars(start - kept - 1, in_lane)
             if used + cost > cap:
                 break
             used += cost
+            costs.append(cost)
             kept += 1
+        # 5. the window or the cap is exceeded: evict at least a batch of the oldest groups
+        evicted = index.count_from(base, stop=start - kept)
+        if evicted:
+            extra = min(kept, max(0, budget.batch - evicted))
+            for cost in costs[kept - extra :]:
+                used -= cost
+            kept -= extra
+            evicted += extra
+            self.base_turn = index.turn_of(start - kept) if kept else current_turn
         history = index.members(start - kept, start, in_lane)
-        # 5. everything sent, in Context order, as copies
+        # 6. everything sent, in Context order, as copies
         sent = tuple(sorted((*reserved, *history, *current)))  # sorted runs: timsort merges them
         labels = tuple(index.label(i) for i in sent)
         distinct = {id(x): x for x in (*(b.label for b in floor), *labels)}  # labels are interned
@@ -454,6 +494,7 @@ class ContextOrchestrator:
             groups_kept=kept,
             groups_dropped=start - kept,
             kept_groups=index.first_seqs(start - kept, start),
+            evicted=evicted,
         )
 
 

@@ -171,9 +171,14 @@ def test_the_window_derived_cap_bounds_history() -> None:
     session = past_turns(5)
     session.add("now", turn=6)
     orchestrator = ContextOrchestrator()
-    by_context = assemble(orchestrator, session, current_turn=6, budget=Budget(context_window=66))
+    by_context = assemble(
+        orchestrator,
+        session,
+        current_turn=6,
+        budget=Budget(context_window=66, eviction_batch=1),
+    )
     # cap 3 x (66 - 16) = 150: 16 + 31 reserved, one 75-character group fits (122), a second
-    # does not (197)
+    # does not (197); evicting one group at a time keeps it
     assert (by_context.figures.cap, by_context.groups_kept) == (150, 1)
     assert by_context.context_window == 66
     assert by_context.figures.window == 66
