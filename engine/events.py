@@ -381,7 +381,7 @@ class PrefixBreak(Payload, event="prefix/break", scope=Scope.turn):
     a reader sees why that request shares little with the one before."""
 
     turn: int
-    step: int
+    before_step: int  # the step whose request it shortens (not open yet: no `step` field)
     reason: BreakReason
     detail: str = ""
 

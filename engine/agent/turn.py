@@ -222,8 +222,18 @@ class Turn:
             egress = rt.assembler.binding.entry.effective_egress()
             tools = rt.tool_specs()
             offered = rt.offer_tools(tools)
+            prefix, request_chars = rt.measure_prefix(assembled)
+            for planned in rt.assembler.breaks.take(turn=self.number, step=self.step):
+                rt.session.append(planned)
             rt.session.append(
-                assembled.step_start(turn=self.number, step=self.step, egress=egress, tools=offered)
+                assembled.step_start(
+                    turn=self.number,
+                    step=self.step,
+                    egress=egress,
+                    tools=offered,
+                    prefix_chars=prefix,
+                    request_chars=request_chars,
+                )
             )
             self._step_open = True
             self._label = assembled.label

@@ -371,9 +371,12 @@ class AssembledContext:
         step: int,
         egress: PrivacyClass | None = None,
         tools: tuple[str, ...] = (),
+        prefix_chars: int = 0,
+        request_chars: int = 0,
     ) -> StepStart:
         """The `step/start` payload: what a viewer needs to show this request from the log alone
-        (`tools`: the hashes of the tool definitions it offers)."""
+        (`tools`: the hashes of the tool definitions it offers; `prefix_chars` of its
+        `request_chars` wire characters repeat the request before it)."""
         return StepStart(
             turn=turn,
             step=step,
@@ -384,6 +387,8 @@ class AssembledContext:
             egress=egress,
             label=self.label,
             tools=tools,
+            prefix_chars=prefix_chars,
+            request_chars=request_chars,
         )
 
 

@@ -68,7 +68,7 @@ class PlannedBreaks:
     def take(self, *, turn: int, step: int) -> list[PrefixBreak]:
         """The `prefix/break` payloads for the step about to start; forgets them."""
         breaks = [
-            PrefixBreak(turn=turn, step=step, reason=reason, detail=detail)
+            PrefixBreak(turn=turn, before_step=step, reason=reason, detail=detail)
             for reason, detail in self._noted.items()
         ]
         self._noted.clear()

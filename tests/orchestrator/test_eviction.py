@@ -52,9 +52,9 @@ def test_a_full_window_drops_a_quarter_of_it_at_once_then_grows_again() -> None:
         session.add(f"answer {turn}", kind=ItemKind.assistant, turn=turn)
     # turns 1-9 keep every earlier turn (8 at turn 9); turn 10 would hold 9: two go (a quarter)
     assert kept[8] == list(range(1, 9))
-    assert kept[9] == list(range(3, 10)) and evicted[9] == 2
-    assert kept[10] == list(range(3, 11)) and evicted[10] == 0
-    assert kept[11] == list(range(5, 12)) and evicted[11] == 2
+    assert (kept[9], evicted[9]) == (list(range(3, 10)), 2)
+    assert (kept[10], evicted[10]) == (list(range(3, 11)), 0)
+    assert (kept[11], evicted[11]) == (list(range(5, 12)), 2)
     assert [t for t, e in enumerate(evicted, start=1) if e] == [10, 12, 14]
 
 
