@@ -209,6 +209,7 @@ class Agent:
                 self._rt.context, assembled.indices, self._rt.last_assembly_length
             ),
             tools=tool_views(self._rt.last_tools),
+            prefix=self._rt.assembler.prefix_tally.last,
         )
 
     @property

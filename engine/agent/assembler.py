@@ -32,7 +32,7 @@ from engine.context.orchestrator import (
     PinBoard,
     environment_block,
 )
-from engine.context.prefix import PlannedBreaks
+from engine.context.prefix import PlannedBreaks, PrefixTally
 from engine.events import (
     Event,
     FloorBlock,
@@ -40,6 +40,7 @@ from engine.events import (
     Payload,
     PinAdd,
     PinRemove,
+    PrefixBreak,
     StepStart,
     ToolDefinition,
 )
@@ -87,6 +88,7 @@ class Assembler:
         self.tool_log = DefinitionLog()
         self.pins = PinBoard()
         self.breaks = PlannedBreaks()
+        self.prefix_tally = PrefixTally()  # the log's prefix figures, per step, turn and session
         self._floor: tuple[Block, ...] = ()
         self._floor_pins: tuple[tuple[str, str], ...] | None = None  # None: no floor built yet
         self._floor_grant: Grant | None = None
@@ -113,6 +115,9 @@ class Assembler:
             self.tool_log.note(payload)
         elif type(payload) is StepStart:
             self._stepped = True
+            self.prefix_tally.apply(payload)
+        elif type(payload) is PrefixBreak:
+            self.prefix_tally.apply(payload)
 
     def follow_rewound(self, payload: Payload) -> None:
         """An event a rewind took out of the history: grant epochs and pin ids stay taken, and

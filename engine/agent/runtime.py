@@ -36,7 +36,9 @@ from engine.events import (
     MessageData,
     OutboxChanged,
     Payload,
+    PrefixBreak,
     SteerDropped,
+    StepStart,
     ToolDefinition,
     ToolResultRecord,
     TurnEndReason,
@@ -358,6 +360,14 @@ class Runtime:
             self.assembler.breaks.note("tools", _tools_change(self.last_tools, definitions))
         self.last_tools = definitions
         return tuple(definition.hash for definition in definitions)
+
+    def log_step_start(self, breaks: list[PrefixBreak], start: StepStart) -> None:
+        """Append the planned breaks and the `step/start` they explain, and tally their prefix
+        figures as a reader of the log would."""
+        tally = self.assembler.prefix_tally
+        for payload in (*breaks, start):
+            self.session.append(payload)
+            tally.apply(payload)
 
     def measure_prefix(self, assembled: AssembledContext) -> tuple[int, int]:
         """The request's leading characters shared with the last one's, and its length, in the

@@ -223,9 +223,9 @@ class Turn:
             tools = rt.tool_specs()
             offered = rt.offer_tools(tools)
             prefix, request_chars = rt.measure_prefix(assembled)
-            for planned in rt.assembler.breaks.take(turn=self.number, step=self.step):
-                rt.session.append(planned)
-            rt.session.append(
+            breaks = rt.assembler.breaks.take(turn=self.number, step=self.step)
+            rt.log_step_start(
+                breaks,
                 assembled.step_start(
                     turn=self.number,
                     step=self.step,
@@ -233,7 +233,7 @@ class Turn:
                     tools=offered,
                     prefix_chars=prefix,
                     request_chars=request_chars,
-                )
+                ),
             )
             self._step_open = True
             self._label = assembled.label

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.events import BreakReason, PrefixBreak
+from engine.events import BreakReason, Payload, PrefixBreak, StepStart
 
 
 def shared_prefix(first: str, second: str) -> int:
@@ -73,3 +73,69 @@ class PlannedBreaks:
         ]
         self._noted.clear()
         return breaks
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixFigures:
+    """Characters of requests that repeated the request before, of all their characters."""
+
+    prefix_chars: int = 0
+    request_chars: int = 0
+    steps: int = 0
+
+    @property
+    def share(self) -> float | None:
+        """The part of the requests that repeated a prefix; None when none was measured."""
+        return self.prefix_chars / self.request_chars if self.request_chars else None
+
+    def plus(self, step: StepStart) -> PrefixFigures:
+        return PrefixFigures(
+            self.prefix_chars + step.prefix_chars,
+            self.request_chars + step.request_chars,
+            self.steps + 1,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixView:
+    """One step's prefix figures, its turn's and its session's up to it, and the planned
+    breaks that explain a short one."""
+
+    step: PrefixFigures
+    turn: PrefixFigures
+    session: PrefixFigures
+    breaks: tuple[PrefixBreak, ...] = ()
+
+
+@dataclass(slots=True)
+class PrefixTally:
+    """Folds a log's `prefix/break` and `step/start` events into per-step, per-turn and
+    per-session figures: the live agent and a replay of the log alone say the same. Steps
+    logged before the prefix was measured (`request_chars` 0) count for nothing."""
+
+    last: PrefixView | None = None
+    _turn: int | None = None
+    _turn_figures: PrefixFigures = field(default_factory=PrefixFigures)
+    _session: PrefixFigures = field(default_factory=PrefixFigures)
+    _breaks: list[PrefixBreak] = field(default_factory=list)
+
+    def apply(self, payload: Payload) -> PrefixView | None:
+        """Follow one event; returns the step's view at a `step/start`, else None."""
+        # by exact class (see `Payload`)
+        if type(payload) is PrefixBreak:
+            self._breaks.append(payload)
+            return None
+        if type(payload) is not StepStart:
+            return None
+        if payload.turn != self._turn:
+            self._turn, self._turn_figures = payload.turn, PrefixFigures()
+        breaks = tuple(b for b in self._breaks if b.before_step == payload.step)
+        self._breaks.clear()
+        if not payload.request_chars:
+            step = PrefixFigures()
+        else:
+            step = PrefixFigures().plus(payload)
+            self._turn_figures = self._turn_figures.plus(payload)
+            self._session = self._session.plus(payload)
+        self.last = PrefixView(step, self._turn_figures, self._session, breaks)
+        return self.last
