@@ -113,15 +113,14 @@ class Assembler:
             self.floor_log.note(payload)
         elif type(payload) is ToolDefinition:
             self.tool_log.note(payload)
-        elif type(payload) is StepStart:
+        elif type(payload) is StepStart or type(payload) is PrefixBreak:
             self._stepped = True
-            self.prefix_tally.apply(payload)
-        elif type(payload) is PrefixBreak:
             self.prefix_tally.apply(payload)
 
     def follow_rewound(self, payload: Payload) -> None:
-        """An event a rewind took out of the history: grant epochs and pin ids stay taken, and
-        the floor and tool logs keep what it logged (each is logged once per session)."""
+        """An event a rewind took out of the history: grant epochs and pin ids stay taken, the
+        floor and tool logs keep what it logged (each is logged once per session), and its
+        requests stay in the prefix figures."""
         if type(payload) is ModelBind:
             self.grants.skip(payload)
         elif type(payload) is PinAdd:
@@ -130,6 +129,10 @@ class Assembler:
             self.floor_log.note(payload)
         elif type(payload) is ToolDefinition:
             self.tool_log.note(payload)
+        elif type(payload) is StepStart or type(payload) is PrefixBreak:
+            # a rewound request was still sent: the session's prefix figures count it
+            self._stepped = True
+            self.prefix_tally.apply(payload)
 
     def _note_pin_id(self, pin_id: str) -> None:
         if pin_id.startswith("pin") and pin_id[3:].isdigit():
