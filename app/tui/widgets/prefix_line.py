@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from app.tui.widgets.status_line import compact_number
 from engine.context.prefix import PrefixFigures, PrefixView
 
 
@@ -23,21 +22,21 @@ def _breaks(prefix: PrefixView, *, details: bool) -> str:
 
 
 def prefix_line(prefix: PrefixView | None) -> Text:
-    """`prefix kept 97% of 12k · turn 98% · session 91%`, and the planned break that explains a
-    short one; a step logged before the prefix was measured says so."""
+    """`prefix kept 97% · turn 98% · session 91%` (it fits the side panel's width), and below it
+    the planned break that explains a short one; a step logged before the prefix was measured
+    says so."""
     if prefix is None or not prefix.step.request_chars:
         return Text("prefix kept: not measured", style="dim")
-    step = prefix.step
     text = Text.assemble(
         ("prefix kept ", "dim"),
-        f"{_percent(step)} of {compact_number(step.request_chars)}",
+        _percent(prefix.step),
         (" · turn ", "dim"),
         _percent(prefix.turn),
         (" · session ", "dim"),
         _percent(prefix.session),
     )
     if prefix.breaks:
-        text.append(f"  break: {_breaks(prefix, details=False)}", style="yellow")
+        text.append(f"\nbreak: {_breaks(prefix, details=False)}", style="yellow")
     return text
 
 
