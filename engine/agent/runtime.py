@@ -203,7 +203,18 @@ class Runtime:
         event = self.record(payload)
         if isinstance(payload, GcCollect):
             self.assembler.orchestrator.note_detached(payload.earliest)
+            if self._rewrites_history(payload.earliest):
+                self.assembler.breaks.note("collection", ", ".join(payload.areas) + " collected")
         return event
+
+    def _rewrites_history(self, earliest: int) -> bool:
+        """A detach from `earliest` changes the last request before its current turn (what it
+        sent as history or reserved), not only the tail it ended with."""
+        last = self.last_assembly
+        if last is None:
+            return False
+        turn_start = min(last.current_indices, default=self.last_assembly_length)
+        return earliest < turn_start
 
     def append_user(
         self,
@@ -336,10 +347,11 @@ class Runtime:
         )
         assembler = self.assembler
         assembled = assembler.assemble(self.context, turn=turn, retained_owners=retained)
-        if assembled.evicted:
-            assembler.breaks.note(
-                "eviction", f"{counted(assembled.evicted, 'oldest turn')} dropped"
-            )
+        if assembled.evicted or assembled.released:
+            dropped = [counted(assembled.evicted, "oldest turn")] if assembled.evicted else []
+            if assembled.released:
+                dropped.append(counted(assembled.released, "superseded render"))
+            assembler.breaks.note("eviction", " and ".join(dropped) + " dropped")
             if assembler.pins_waiting:  # the prefix breaks after the floor anyway: pins join it
                 for block in assembler.rebase_pins():
                     self.session.append(block)

@@ -359,6 +359,7 @@ class AssembledContext:
     groups_dropped: int
     kept_groups: tuple[int, ...] = ()  # the first seq of each history group kept
     evicted: int = 0  # history groups this request dropped that the one before could keep
+    released: int = 0  # superseded renders held before the history that this request dropped
 
     @property
     def floor_hashes(self) -> tuple[str, ...]:
@@ -401,6 +402,9 @@ class ContextOrchestrator:
     base_turn: int = 0
     """History groups of earlier turns were evicted: they never return, so the requests between
     two eviction batches share their prefix (a group that came back would rewrite it)."""
+    _held: tuple[int, ...] = ()
+    """What the last request sent before its history (the reserved lane there): an item that
+    leaves the lane is still sent until the next batch, so the request does not change early."""
 
     def __post_init__(self) -> None:
         self.index = GroupIndex(shell_class=self.shell_class)
@@ -411,8 +415,15 @@ class ContextOrchestrator:
         A cut at or before the oldest group still eligible rebuilt what history is: eviction
         starts again from the newest groups that fit."""
         if self.base_turn and from_index <= self.index.first_start(self.base_turn):
-            self.base_turn = 0
+            self.restart_eviction()
+        self._held = tuple(i for i in self._held if i < from_index)
         self.index.note_detached(from_index)
+
+    def restart_eviction(self) -> None:
+        """Forget what earlier requests evicted and held: the next one keeps the newest groups
+        that fit, as a first request does."""
+        self.base_turn = 0
+        self._held = ()
 
     def assemble(
         self,
@@ -433,9 +444,13 @@ class ContextOrchestrator:
         index.sync(items, provenances)
         floor = tuple(floor)
         cap = budget.cap
-        # 1. the reserved lane: promoted items, summaries, each retained Area's latest render
+        # 1. the reserved lane: promoted items, summaries, each retained Area's latest render;
+        #    and what the last request sent before its history that has left the lane since (an
+        #    Area's superseded render): it stays until the next eviction batch, as history does
         reserved = index.reserved(retained_owners)
-        in_lane = frozenset(reserved)
+        lane = frozenset(reserved)
+        held = [i for i in self._held if i not in lane]
+        in_lane = lane.union(held)
         # 2. the current turn, whole: from its first group (pre-prompt contexts included) to the tail
         start = index.current_start(current_turn)
         current = list(index.current(start, in_lane))
@@ -448,6 +463,11 @@ class ContextOrchestrator:
             raise _exceeded(
                 index, floor_chars, reserved, reserved_chars, current, current_chars, cap
             )
+        held_chars = sum(index.chars(i) for i in held)
+        released = 0
+        if used + held_chars > cap:  # no room to hold them: they go now, a planned break
+            released, held, held_chars = len(held), [], 0
+        used += held_chars
         reserved_total = used
         # 4. history: newest complete groups first, stopping at the window, the first misfit or
         #    the groups evicted before
@@ -465,15 +485,28 @@ class ContextOrchestrator:
         # 5. the window or the cap is exceeded: evict at least a batch of the oldest groups
         evicted = index.count_from(base, stop=start - kept)
         if evicted:
-            extra = min(kept, max(0, budget.batch - evicted))
+            # a batch at least, and room for a batch of new groups before the window is full
+            batch = budget.batch
+            keep = max(0, min(kept, kept + evicted - batch, window - batch + 1))
+            extra = kept - keep
             for cost in costs[kept - extra :]:
                 used -= cost
             kept -= extra
             evicted += extra
             self.base_turn = index.turn_of(start - kept) if kept else current_turn
-        history = index.members(start - kept, start, in_lane)
-        # 6. everything sent, in Context order, as copies
+            # the request breaks after the floor anyway: the held renders go with the batch
+            released, used, reserved_total = (
+                len(held),
+                used - held_chars,
+                reserved_total - held_chars,
+            )
+            held = []
+        history = list(index.members(start - kept, start, in_lane))
+        # 6. everything sent, in Context order, as copies; what precedes the history is held
+        reserved = sorted((*reserved, *held))
         sent = tuple(sorted((*reserved, *history, *current)))  # sorted runs: timsort merges them
+        first = history[0] if history else current[0] if current else len(provenances)
+        self._held = tuple(i for i in reserved if i < first)
         labels = tuple(index.label(i) for i in sent)
         distinct = {id(x): x for x in (*(b.label for b in floor), *labels)}  # labels are interned
         return AssembledContext(
@@ -500,6 +533,7 @@ class ContextOrchestrator:
             groups_dropped=start - kept,
             kept_groups=index.first_seqs(start - kept, start),
             evicted=evicted,
+            released=released,
         )
 
 

@@ -2,7 +2,7 @@
 
 Run `python -m tests.bench.prefix [TURNS]`; prints JSON. A 200-turn session on the scripted model
 (offline, Anthropic's wire order: tools, system, messages) with two tools, a tool step in most
-turns, context injected between turns and during them, pins, a watched file that changes, notices
+turns, context injected between turns and during them, pins, watched files that change, notices
 that render once and are collected, the turn window's eviction batches, and one compaction.
 
 Per step it reads `step/start`'s `prefix_chars` and `request_chars` (what the engine measured) and
@@ -63,6 +63,9 @@ PIN_AT = (30, 75, 150)
 UNPIN_AT = 110
 NOTICE_EVERY = 25
 WATCH_CHANGE_EVERY = 10
+RARE_CHANGE_AT = 170
+"""A second watched file changes once, long after its first render left the window: its new
+render must not take the old one out from right after the floor."""
 INJECT_BETWEEN_EVERY = 7
 INJECT_DURING_EVERY = 11
 INTERNAL = PrivatizationLabel(cls=PrivacyClass.internal)
@@ -112,8 +115,9 @@ def _script(turn: int) -> list[Reply]:
 
 async def _play(agent: Agent, gateway: ScriptedGateway, workspace: Path, turns: int) -> int:
     """Play the session; returns how many turns the compaction summarized."""
-    watched = workspace / "NOTES.md"
+    watched, rare = workspace / "NOTES.md", workspace / "DESIGN.md"
     watched.write_text("notes, version 0\n")
+    rare.write_text("design, version 0\n" + "a design decision\n" * 10)
     compacted = 0
     for turn in range(1, turns + 1):
         if turn == COMPACT_AT:
@@ -122,6 +126,9 @@ async def _play(agent: Agent, gateway: ScriptedGateway, workspace: Path, turns: 
             compacted = 0 if result is None else result.groups
         if turn == WATCH_FROM:  # a watch's range would keep the compaction from older turns
             agent.register_area(WatchArea("NOTES.md", workspace))
+            agent.register_area(WatchArea("DESIGN.md", workspace))
+        if turn == RARE_CHANGE_AT:
+            rare.write_text("design, version 1\n" + "a design decision, revised\n" * 10)
         if turn in PIN_AT:
             agent.pin(f"pin of turn {turn}: keep the public API unchanged")
         if turn == UNPIN_AT:

@@ -96,6 +96,48 @@ def test_a_detach_before_the_kept_history_starts_eviction_afresh() -> None:
     assert history_groups(step(orchestrator, session, 6, sliding)) == [2, 3, 4, 5]
 
 
+def test_a_superseded_render_before_the_history_stays_until_the_next_batch() -> None:
+    """An Area's latest render is reserved; once its turn is evicted it sits right after the
+    floor. When the Area renders again, dropping the old render there would rewrite everything
+    after the floor: it is held until the next eviction batch breaks the prefix anyway."""
+    session, orchestrator = Session(), ContextOrchestrator()
+    budget = Budget(turn_window=4, eviction_batch=2)
+    plan = {"plan"}
+
+    def at(turn: int) -> AssembledContext:
+        return orchestrator.assemble(
+            session.items,
+            session.provenances,
+            current_turn=turn,
+            retained_owners=frozenset(plan),
+            floor=FLOOR,
+            budget=budget,
+        )
+
+    session.add("question 1", turn=1)
+    first = session.add("plan v1", kind=ItemKind.area, turn=1, owner="plan")
+    session.add("answer 1", kind=ItemKind.assistant, turn=1)
+    for turn in range(2, 7):
+        session.turn(turn)
+    session.add("question 7", turn=7)
+    evicting = at(7)
+    assert evicting.evicted == 3  # six past turns: three go, the next batch is two turns away
+    assert evicting.indices[0] == first  # reserved, before the kept history
+    second = session.add("plan v2", kind=ItemKind.area, turn=7, owner="plan")
+    again = at(7)
+    assert again.indices[: len(evicting.indices)] == evicting.indices  # v1 held: a prefix
+    assert second in again.indices
+    session.add("answer 7", kind=ItemKind.assistant, turn=7)
+    session.add("question 8", turn=8)
+    assert at(8).indices[0] == first  # still no batch
+    session.add("answer 8", kind=ItemKind.assistant, turn=8)
+    session.add("question 9", turn=9)
+    batch = at(9)
+    assert batch.evicted == 2
+    assert batch.released == 1
+    assert first not in batch.indices
+
+
 session_plans = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=3),  # tool steps in the turn
