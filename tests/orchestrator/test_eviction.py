@@ -18,7 +18,9 @@ from tests.orchestrator.session import Session
 FLOOR = (Block.of(Layer.identity, "system_prompt", "You are Trellis."),)
 
 
-def step(orchestrator: ContextOrchestrator, session: Session, turn: int, budget: Budget):
+def step(
+    orchestrator: ContextOrchestrator, session: Session, turn: int, budget: Budget
+) -> AssembledContext:
     return orchestrator.assemble(
         session.items,
         session.provenances,
