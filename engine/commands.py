@@ -237,7 +237,9 @@ async def _pin(agent: Agent, args: str) -> CommandResult:
     text = _needs_text("pin", args)
     pin_id = agent.pin(text)
     return CommandResult(
-        f"pinned {pin_id}; it joins the stable floor at the next turn", changed=True
+        f"pinned {pin_id}; the model sees it now, and it joins the stable floor at the next "
+        "planned break",
+        changed=True,
     )
 
 
@@ -247,7 +249,11 @@ async def _unpin(agent: Agent, args: str) -> CommandResult:
         return CommandResult(
             f"no pin {pin_id!r}; pins: {', '.join(p.id for p in agent.pins) or 'none'}", ok=False
         )
-    return CommandResult(f"unpinned {pin_id}", changed=True)
+    return CommandResult(
+        f"unpinned {pin_id}; the model is told now, and it leaves the stable floor at the next "
+        "planned break",
+        changed=True,
+    )
 
 
 async def _model(agent: Agent, args: str) -> CommandResult:

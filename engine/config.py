@@ -230,6 +230,10 @@ class ContextConfig(_Section):
     """Characters one request may carry; unset: derived from the model entry's window (three
     characters a token, less the reply's reserve), else 96,000 (`engine.context.budget`)."""
     turn_window: int = 20  # 0 or less keeps no history group
+    eviction_batch: PositiveInt | None = None
+    """History groups dropped at once when the window or the cap is exceeded; unset: a quarter of
+    `turn_window`. 1 slides the window one group at a time (every request then differs from the
+    one before right after the floor, so a provider's prompt cache reads none of the history)."""
     instruction_files: list[InstructionFile] = Field(
         default_factory=lambda: ["AGENTS.md", "TRELLIS.md"]
     )

@@ -228,6 +228,21 @@ Finish = Literal["stop", "tool_calls", "length", "refusal", "cancelled", "error"
 Decision = Literal["allow", "deny", "cancelled"]
 RuleDecision = Literal["allow", "deny"]
 AgentState = Literal["idle", "running", "waiting"]
+BreakReason = Literal[
+    "model",
+    "grant",
+    "compaction",
+    "eviction",
+    "pins",
+    "instructions",
+    "tools",
+    "rebuilt",
+    "collection",
+]
+"""Why a request's prefix is short on purpose (`prefix/break`): another model entry; a new grant of
+the same entry (a fresh environment block); a compaction; an eviction batch; pins joining or leaving
+the floor; changed instruction files; another set of tools offered; state rebuilt from the log (a
+resume or a rewind: the previous request is not known); a collection that detached history."""
 
 
 # --- payloads ---------------------------------------------------------------------------------------
@@ -287,6 +302,10 @@ class StepStart(Payload, event="step/start", scope=Scope.turn):
     egress: ClassField | None = None
     label: PrivatizationLabel | None = None
     tools: tuple[str, ...] = ()  # the hashes of the `tool/define`s the request offered, in order
+    prefix_chars: int = 0
+    """Leading characters of the request's wire text identical to the previous step's request."""
+    request_chars: int = 0
+    """The request's wire text length; 0 in logs from before it was measured."""
 
 
 class StepEnd(Payload, event="step/end", scope=Scope.turn):
@@ -355,6 +374,16 @@ class GcCollect(Payload, event="gc/collect", scope=Scope.turn):
     promoted: tuple[MessageData, ...] = ()
     carried: tuple[int, ...] = ()
     label: PrivatizationLabel | None = None  # of the promoted messages: what they stand for
+
+
+class PrefixBreak(Payload, event="prefix/break", scope=Scope.turn):
+    """A planned break of the request prefix, logged just before the `step/start` it shortens, so
+    a reader sees why that request shares little with the one before."""
+
+    turn: int
+    before_step: int  # the step whose request it shortens (not open yet: no `step` field)
+    reason: BreakReason
+    detail: str = ""
 
 
 class Retry(Payload, event="retry", scope=Scope.turn):

@@ -32,7 +32,9 @@ _SECTIONS = {
     "checkpoints": "changes what a rewind can put back of your files (off, or files left out)",
     "telemetry": "sends your sessions' traces to an endpoint, or changes what they carry",
 }
-_CONTEXT_LIMITS = frozenset({"char_cap", "turn_window", "instruction_max_bytes", "system_prompt"})
+_CONTEXT_LIMITS = frozenset(
+    {"char_cap", "turn_window", "eviction_batch", "instruction_max_bytes", "system_prompt"}
+)
 _AGENT_LIMITS = frozenset({"max_steps", "tool_timeout", "max_tool_output"})
 _AGENT_PROTECTED_WRITES = "lets the agent's write tools change Trellis configuration"
 

@@ -35,6 +35,7 @@ from engine.context.egress import label_for_provenance
 from engine.context.floor import PinBoard
 from engine.context.grants import Grant, GrantTracker
 from engine.context.orchestrator import GroupIndex
+from engine.context.prefix import PrefixTally, PrefixView
 from engine.context.replayer import GarbageEntry
 from engine.errors import TrellisError
 from engine.events import (
@@ -176,6 +177,8 @@ class Timeline:
         self._collections: list[Collection] = []
         self._collection_seqs: list[int] = []
         self._step_seqs: list[int] = []
+        self._prefix = PrefixTally()  # every step's figures, as the live agent tallied them
+        self._prefixes: dict[int, PrefixView] = {}  # by the seq of the step/start
         self._floor: dict[str, FloorBlock] = {}
         self._tools: dict[str, ToolDefinition] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
@@ -235,6 +238,8 @@ class Timeline:
             self._note_collection(event, garbage, (), data.earliest, True)
         elif type(data) is StepStart:
             self._step_seqs.append(event.seq)
+        if (view := self._prefix.apply(data)) is not None:
+            self._prefixes[event.seq] = view
         elif type(data) is FloorBlock:
             self._floor[data.hash] = data
         elif type(data) is ToolDefinition:
@@ -297,6 +302,7 @@ class Timeline:
             egress=egress,
             label=step.label if step.label is not None else _FLOOR_DEFAULT_LABEL,
             tools=tool_views(self._tools[h] for h in step.tools),
+            prefix=self._prefixes.get(step_seq),
         )
 
     def _cursor_at(self, seq: int) -> _Cursor:

@@ -45,6 +45,7 @@ from engine.events import (
     PermissionRule,
     PinAdd,
     PinRemove,
+    PrefixBreak,
     Retry,
     Scope,
     SessionRewind,
@@ -93,6 +94,8 @@ DESIGN_TURN_LEVEL: dict[str, set[str]] = {
         "egress",
         "label",
         "tools",
+        "prefix_chars",
+        "request_chars",
     },
     "step/end": {"turn", "step", "usage"},
     "assistant/message": {
@@ -118,6 +121,8 @@ DESIGN_TURN_LEVEL: dict[str, set[str]] = {
     "turn/end": {"turn", "reason", "message"},
     # what a batch of commands changed in the workspace (issue 30)
     "tool/changes": {"turn", "step", "call_ids", "before", "after", "files"},
+    # a planned break of the request prefix, before the step/start it shortens (issue 31)
+    "prefix/break": {"turn", "before_step", "reason", "detail"},
 }
 DESIGN_SESSION_LEVEL: dict[str, set[str]] = {
     "user/message": {"content", "source", "original_content", "attachments", "label"},
@@ -224,7 +229,10 @@ DURABLE_SAMPLES: list[Payload] = [
         egress=PrivacyClass.private,
         label=LABEL,
         tools=("t1", "t2"),
+        prefix_chars=1_200,
+        request_chars=1_250,
     ),
+    PrefixBreak(turn=2, before_step=3, reason="eviction", detail="5 oldest turns dropped"),
     StepEnd(turn=2, step=3, usage=Usage(input_tokens=11, output_tokens=7)),
     AssistantMessage(
         turn=2,

@@ -23,6 +23,7 @@ from engine.agent.turn import Turn
 from engine.context import Context
 from engine.context.area import ContextAreaImplementation
 from engine.context.areas import SubtaskArea
+from engine.context.floor import pin_note, unpin_note
 from engine.errors import TrellisError
 from engine.events import (
     AgentState,
@@ -208,6 +209,7 @@ class Agent:
                 self._rt.context, assembled.indices, self._rt.last_assembly_length
             ),
             tools=tool_views(self._rt.last_tools),
+            prefix=self._rt.assembler.prefix_tally.last,
         )
 
     @property
@@ -501,20 +503,32 @@ class Agent:
         self._save_when_idle()
 
     def pin(self, text: str) -> str:
-        """Pin a note into the stable floor (karma); it is part of every request from next turn."""
+        """Pin a note for the rest of the session. It enters at the tail of the conversation
+        now and joins the stable floor (karma) at the next planned break, so the requests
+        before that keep their prefix (DESIGN-NOTES, "Prefix stability")."""
         self._check_open()
         pin_id = self._rt.assembler.next_pin_id()
         self._rt.record(PinAdd(pin_id=pin_id, text=text))
+        self._tell_pins(pin_note(pin_id, text), pin_id)
         self._save_when_idle()
         return pin_id
 
     def unpin(self, pin_id: str) -> bool:
+        """Withdraw a pin: the model is told at the tail now, the floor drops it at the next
+        planned break."""
         self._check_open()
         if pin_id not in dict(self._rt.assembler.pins.pins):
             return False
         self._rt.record(PinRemove(pin_id=pin_id))
+        self._tell_pins(unpin_note(pin_id), pin_id)
         self._save_when_idle()
         return True
+
+    def _tell_pins(self, note: str, pin_id: str) -> None:
+        """A pin change reaches the model at the tail until the floor takes it; before the first
+        floor there is nothing to wait for."""
+        if self._rt.assembler.floor_built:
+            self.inject(AdditionalContext(note, Source("pin", pin_id)))
 
     def request_model(self, name: str) -> ModelChange:
         """Bind the session to another model entry; it takes effect at the next turn start.

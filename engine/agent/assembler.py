@@ -15,6 +15,7 @@ from pathlib import Path
 from engine.agent.tool_definitions import DefinitionLog
 from engine.config import Config, ModelEntry
 from engine.context import Context
+from engine.context.floor import Layer, karma_blocks, order_floor
 from engine.context.orchestrator import (
     AssembledContext,
     Block,
@@ -31,7 +32,18 @@ from engine.context.orchestrator import (
     PinBoard,
     environment_block,
 )
-from engine.events import Event, FloorBlock, ModelBind, Payload, PinAdd, PinRemove, ToolDefinition
+from engine.context.prefix import PlannedBreaks, PrefixTally
+from engine.events import (
+    Event,
+    FloorBlock,
+    ModelBind,
+    Payload,
+    PinAdd,
+    PinRemove,
+    PrefixBreak,
+    StepStart,
+    ToolDefinition,
+)
 from engine.os_text import storable_os_text
 from engine.privacy import PrivacyClass
 
@@ -75,7 +87,13 @@ class Assembler:
         self.floor_log = FloorLog()
         self.tool_log = DefinitionLog()
         self.pins = PinBoard()
+        self.breaks = PlannedBreaks()
+        self.prefix_tally = PrefixTally()  # the log's prefix figures, per step, turn and session
         self._floor: tuple[Block, ...] = ()
+        self._floor_pins: tuple[tuple[str, str], ...] | None = None  # None: no floor built yet
+        self._floor_grant: Grant | None = None
+        self._rebase_due = False
+        self._stepped = False  # the log followed has a request: a new floor is a rebuilt one
         self._lease: EnvironmentLease | None = None
         self._pin_serial = 0
         for event in events:
@@ -95,10 +113,14 @@ class Assembler:
             self.floor_log.note(payload)
         elif type(payload) is ToolDefinition:
             self.tool_log.note(payload)
+        elif type(payload) is StepStart or type(payload) is PrefixBreak:
+            self._stepped = True
+            self.prefix_tally.apply(payload)
 
     def follow_rewound(self, payload: Payload) -> None:
-        """An event a rewind took out of the history: grant epochs and pin ids stay taken, and
-        the floor and tool logs keep what it logged (each is logged once per session)."""
+        """An event a rewind took out of the history: grant epochs and pin ids stay taken, the
+        floor and tool logs keep what it logged (each is logged once per session), and its
+        requests stay in the prefix figures."""
         if type(payload) is ModelBind:
             self.grants.skip(payload)
         elif type(payload) is PinAdd:
@@ -107,6 +129,10 @@ class Assembler:
             self.floor_log.note(payload)
         elif type(payload) is ToolDefinition:
             self.tool_log.note(payload)
+        elif type(payload) is StepStart or type(payload) is PrefixBreak:
+            # a rewound request was still sent: the session's prefix figures count it
+            self._stepped = True
+            self.prefix_tally.apply(payload)
 
     def _note_pin_id(self, pin_id: str) -> None:
         if pin_id.startswith("pin") and pin_id[3:].isdigit():
@@ -156,8 +182,60 @@ class Assembler:
                 grant_epoch=grant.epoch,
             ),
         )
-        self._floor = await self.builder.build(environment=self._lease.block, pins=self.pins.pins)
+        # the floor changes only at a planned break: pins added since the last one wait at the
+        # tail of the conversation, where they were injected
+        rebase = self._floor_pins is None or self._rebase_due or grant != self._floor_grant
+        pins = self.pins.pins if rebase or self._floor_pins is None else self._floor_pins
+        floor = await self.builder.build(environment=self._lease.block, pins=pins)
+        if _layers(floor, Layer.identity, Layer.codex) != _layers(
+            self._floor, Layer.identity, Layer.codex
+        ):  # changed instructions break the prefix anyway: the pins join with them
+            pins = self.pins.pins
+            floor = _with_pins(floor, pins)
+        self._note_floor_change(floor, grant)
+        self._floor, self._floor_pins, self._floor_grant = floor, pins, grant
+        self._rebase_due = False
         return self.floor_log.new_blocks(self._floor)
+
+    def _note_floor_change(self, floor: tuple[Block, ...], grant: Grant) -> None:
+        """Note why the new turn's floor differs from the last turn's (a planned break)."""
+        if not self._floor:
+            if self._stepped:
+                self.breaks.note("rebuilt", "the session's state was rebuilt from its log")
+            return
+        before = self._floor_grant
+        if before is not None and before.model != grant.model:
+            self.breaks.note("model", f"{before.model} -> {grant.model}")
+        elif before is not None and before.epoch != grant.epoch:
+            self.breaks.note("grant", f"grant epoch {grant.epoch}")
+        if _layer(self._floor, Layer.karma) != _layer(floor, Layer.karma):
+            self.breaks.note("pins", _pins_change(self._floor, floor))
+        if _layers(self._floor, Layer.identity, Layer.codex) != _layers(
+            floor, Layer.identity, Layer.codex
+        ):
+            self.breaks.note("instructions", "the system prompt or an instruction file changed")
+
+    def rebase_due(self) -> None:
+        """A planned break happened outside a turn (a compaction): the next floor takes the pins."""
+        self._rebase_due = True
+
+    @property
+    def floor_built(self) -> bool:
+        """A floor was built in this process: a pin change waits for the next planned break."""
+        return self._floor_pins is not None
+
+    @property
+    def pins_waiting(self) -> bool:
+        """Pins were added or removed since the floor was built: they join it at the next break."""
+        return self._floor_pins is not None and self._floor_pins != self.pins.pins
+
+    def rebase_pins(self) -> list[FloorBlock]:
+        """Let the waiting pins join the floor now (a request already breaks its prefix);
+        returns the floor blocks not logged before."""
+        floor = _with_pins(self._floor, self.pins.pins)
+        self.breaks.note("pins", _pins_change(self._floor, floor))
+        self._floor, self._floor_pins = floor, self.pins.pins
+        return self.floor_log.new_blocks(floor)
 
     def end_turn(self) -> None:
         if self._lease is not None:
@@ -170,6 +248,7 @@ class Assembler:
         entry = self.binding.entry
         return Budget(
             turn_window=self.config.context.turn_window,
+            eviction_batch=self.config.context.eviction_batch,
             char_cap=self.config.context.char_cap,
             context_window=entry.context_window,
             generation_window=entry.generation_window,
@@ -191,3 +270,28 @@ class Assembler:
         )
         EgressGate.check(assembled, egress_class=entry.effective_egress(), model=binding.name)
         return assembled
+
+
+def _with_pins(floor: tuple[Block, ...], pins: tuple[tuple[str, str], ...]) -> tuple[Block, ...]:
+    """`floor` with `pins` as its karma layer."""
+    return order_floor((*(b for b in floor if b.layer is not Layer.karma), *karma_blocks(pins)))
+
+
+def _layer(floor: tuple[Block, ...], layer: Layer) -> tuple[str, ...]:
+    return tuple(b.content_hash for b in floor if b.layer is layer)
+
+
+def _layers(floor: tuple[Block, ...], *layers: Layer) -> tuple[str, ...]:
+    return tuple(b.content_hash for b in floor if b.layer in layers)
+
+
+def _pins_change(before: tuple[Block, ...], after: tuple[Block, ...]) -> str:
+    """Which pins join and leave the floor, by id."""
+    old = {b.key.removeprefix("pin:") for b in before if b.layer is Layer.karma}
+    new = {b.key.removeprefix("pin:") for b in after if b.layer is Layer.karma}
+    parts = []
+    if joined := sorted(new - old):
+        parts.append("joined: " + ", ".join(joined))
+    if left := sorted(old - new):
+        parts.append("left: " + ", ".join(left))
+    return "; ".join(parts) or "pins rewritten"

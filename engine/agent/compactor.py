@@ -89,6 +89,8 @@ async def compact(
     rt.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
     rt.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
     rt.assembler.orchestrator.note_detached(plan.earliest)
+    rt.assembler.breaks.note("compaction", f"{plan.groups} earlier turn(s) summarized")
+    rt.assembler.rebase_due()
     await rt.session.flush()
     return CompactionResult(groups=plan.groups, reclaimed=len(plan.reclaimed), summary=text)
 

@@ -23,6 +23,8 @@ from engine.context import Context, CoopContext, emplace_event
 from engine.context.area import AreaLifeState, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, SubtaskArea
 from engine.context.orchestrator import AssembledContext
+from engine.context.prefix import PrefixMeter
+from engine.counts import counted
 from engine.events import (
     AgentError,
     AgentQueued,
@@ -34,13 +36,16 @@ from engine.events import (
     MessageData,
     OutboxChanged,
     Payload,
+    PrefixBreak,
     SteerDropped,
+    StepStart,
     ToolDefinition,
     ToolResultRecord,
     TurnEndReason,
     UserMessage,
 )
 from engine.gateway.base import Gateway, GatewayType, ToolSpec
+from engine.gateway.wire import wire_text
 from engine.message import AdditionalContext, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.redaction import Redactor
@@ -63,6 +68,17 @@ GatewayFactory = Callable[[str], tuple[Gateway, str]]
 USER_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 INJECTED_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 """The label of injected context whose producer declared none."""
+
+
+def _tools_change(before: tuple[ToolDefinition, ...], after: tuple[ToolDefinition, ...]) -> str:
+    """Which tools a request offers that the one before did not, and which it no longer offers."""
+    old, new = {d.name for d in before}, {d.name for d in after}
+    parts = []
+    if added := sorted(new - old):
+        parts.append("added: " + ", ".join(added))
+    if removed := sorted(old - new):
+        parts.append("removed: " + ", ".join(removed))
+    return "; ".join(parts) or "definitions changed"
 
 
 def _nothing_lent() -> FrontEndAccess:
@@ -140,6 +156,7 @@ class Runtime:
         self.last_assembly: AssembledContext | None = None
         self.last_assembly_length = 0  # how many items the Context held at that assembly
         self.last_tools: tuple[ToolDefinition, ...] = ()  # the tools that request offered
+        self.prefix = PrefixMeter()  # the last request's wire text, for `step/start`'s prefix
         self.status: AgentState = "idle"
         self._waiting = 0  # tool calls waiting for a permission answer
         # The names of the calls made since the session was opened: a result follows its call
@@ -162,6 +179,7 @@ class Runtime:
     def adopt(self, followers: Followers) -> None:
         """Take the state `followers` rebuilt from the log (a rewind): the grants, pins, mode
         and Context with its Areas, restored as a resume restores them. Between turns only."""
+        followers.assembler.breaks = self.assembler.breaks
         self.assembler = followers.assembler
         self.permission = followers.permission
         self._resume_areas(followers.replayer.snapshot())
@@ -185,7 +203,18 @@ class Runtime:
         event = self.record(payload)
         if isinstance(payload, GcCollect):
             self.assembler.orchestrator.note_detached(payload.earliest)
+            if self._rewrites_history(payload.earliest):
+                self.assembler.breaks.note("collection", ", ".join(payload.areas) + " collected")
         return event
+
+    def _rewrites_history(self, earliest: int) -> bool:
+        """A detach from `earliest` changes the last request before its current turn (what it
+        sent as history or reserved), not only the tail it ended with."""
+        last = self.last_assembly
+        if last is None:
+            return False
+        turn_start = min(last.current_indices, default=self.last_assembly_length)
+        return earliest < turn_start
 
     def append_user(
         self,
@@ -316,7 +345,17 @@ class Runtime:
             for area in self.coop.areas
             if area.life_state is AreaLifeState.retain
         )
-        assembled = self.assembler.assemble(self.context, turn=turn, retained_owners=retained)
+        assembler = self.assembler
+        assembled = assembler.assemble(self.context, turn=turn, retained_owners=retained)
+        if assembled.evicted or assembled.released:
+            dropped = [counted(assembled.evicted, "oldest turn")] if assembled.evicted else []
+            if assembled.released:
+                dropped.append(counted(assembled.released, "superseded render"))
+            assembler.breaks.note("eviction", " and ".join(dropped) + " dropped")
+            if assembler.pins_waiting:  # the prefix breaks after the floor anyway: pins join it
+                for block in assembler.rebase_pins():
+                    self.session.append(block)
+                assembled = assembler.assemble(self.context, turn=turn, retained_owners=retained)
         self.last_assembly, self.last_assembly_length = assembled, len(self.context)
         return assembled
 
@@ -329,8 +368,30 @@ class Runtime:
         definitions = tuple(map(tool_definition, specs))
         for fresh in self.assembler.tool_log.new(definitions):
             self.session.append(fresh)
+        if self.last_tools and definitions != self.last_tools:
+            self.assembler.breaks.note("tools", _tools_change(self.last_tools, definitions))
         self.last_tools = definitions
         return tuple(definition.hash for definition in definitions)
+
+    def log_step_start(self, breaks: list[PrefixBreak], start: StepStart) -> None:
+        """Append the planned breaks and the `step/start` they explain, and tally their prefix
+        figures as a reader of the log would."""
+        tally = self.assembler.prefix_tally
+        for payload in (*breaks, start):
+            self.session.append(payload)
+            tally.apply(payload)
+
+    def measure_prefix(self, assembled: AssembledContext) -> tuple[int, int]:
+        """The request's leading characters shared with the last one's, and its length, in the
+        bound provider's wire order (`engine.gateway.wire`), with the tools `offer_tools` kept."""
+        text = wire_text(
+            self.gateway.gateway_type,
+            self.gateway.codec,
+            system=assembled.system,
+            tools=[definition.text for definition in self.last_tools],
+            items=assembled.items,
+        )
+        return self.prefix.measure(text), len(text)
 
     def tool_context(
         self, call_id: str, batch_size: int, on_output: Callable[[str], None] | None = None

@@ -222,8 +222,18 @@ class Turn:
             egress = rt.assembler.binding.entry.effective_egress()
             tools = rt.tool_specs()
             offered = rt.offer_tools(tools)
-            rt.session.append(
-                assembled.step_start(turn=self.number, step=self.step, egress=egress, tools=offered)
+            prefix, request_chars = rt.measure_prefix(assembled)
+            breaks = rt.assembler.breaks.take(turn=self.number, step=self.step)
+            rt.log_step_start(
+                breaks,
+                assembled.step_start(
+                    turn=self.number,
+                    step=self.step,
+                    egress=egress,
+                    tools=offered,
+                    prefix_chars=prefix,
+                    request_chars=request_chars,
+                ),
             )
             self._step_open = True
             self._label = assembled.label

@@ -14,6 +14,7 @@ from engine.context.budget import item_chars, item_text
 from engine.context.context import Context
 from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
+from engine.context.prefix import PrefixView
 from engine.context.provenance import ItemKind
 from engine.events import Figures, ToolDefinition
 from engine.message import Source
@@ -95,6 +96,7 @@ class AssemblyView:
     label: PrivatizationLabel  # the joined label of the request
     dropped: tuple[DroppedView, ...] = ()  # what the Context held that the request left out
     tools: tuple[ToolDefinitionView, ...] = ()  # the tool definitions it offered, in order
+    prefix: PrefixView | None = None  # what it repeated of the request before; turn, session
 
     @property
     def reserved_chars(self) -> int:
@@ -198,6 +200,7 @@ def assembly_view(
     egress: PrivacyClass,
     dropped: tuple[DroppedView, ...] = (),
     tools: tuple[ToolDefinitionView, ...] = (),
+    prefix: PrefixView | None = None,
 ) -> AssemblyView:
     reserved = frozenset(assembled.reserved_indices)
     items = tuple(
@@ -243,4 +246,5 @@ def assembly_view(
         label=assembled.label,
         dropped=dropped,
         tools=tools,
+        prefix=prefix,
     )

@@ -17,6 +17,9 @@ from engine.gateway.base import NativeContent
 DEFAULT_TURN_WINDOW = 20
 """At most this many complete past-turn groups enter one request."""
 
+EVICTION_SHARE = 4
+"""By default an eviction batch is a quarter of the turn window (`Budget.batch`)."""
+
 DEFAULT_CHAR_CAP = 96_000
 """The character cap when the model's window is unknown and none is configured."""
 
@@ -54,6 +57,7 @@ class Budget:
     known. `char_cap` is the user's own cap (`[context] char_cap`), None when not configured."""
 
     turn_window: int = DEFAULT_TURN_WINDOW  # 0 or less keeps no past turn
+    eviction_batch: int | None = None  # None: a quarter of the window; 1 slides group by group
     char_cap: int | None = None
     context_window: int | None = None
     generation_window: int | None = None
@@ -62,6 +66,8 @@ class Budget:
     def __post_init__(self) -> None:
         if self.char_cap is not None and self.char_cap <= 0:
             raise ValueError(f"char_cap must be positive, got {self.char_cap}")
+        if self.eviction_batch is not None and self.eviction_batch <= 0:
+            raise ValueError(f"eviction_batch must be positive, got {self.eviction_batch}")
         if self.chars_per_token <= 0:
             raise ValueError(f"chars_per_token must be positive, got {self.chars_per_token}")
         for name, window in (
@@ -70,6 +76,15 @@ class Budget:
         ):
             if window is not None and window <= 0:
                 raise ValueError(f"{name} must be positive when given, got {window}")
+
+    @property
+    def batch(self) -> int:
+        """How many of the oldest history groups go at once when the window or the cap is
+        exceeded: `eviction_batch`, else a quarter of the turn window (at least one). Dropping
+        several at once lets the requests that follow share their prefix until the next batch."""
+        if self.eviction_batch is not None:
+            return self.eviction_batch
+        return max(1, self.turn_window // EVICTION_SHARE)
 
     @property
     def window(self) -> int | None:

@@ -132,6 +132,16 @@ def karma_blocks(pins: Sequence[tuple[str, str]]) -> tuple[Block, ...]:
     )
 
 
+def pin_note(pin_id: str, text: str) -> str:
+    """A new pin as it enters the conversation's tail, before it joins the floor."""
+    return f"Pinned note ({pin_id}), to keep in mind for the rest of the session: {text}"
+
+
+def unpin_note(pin_id: str) -> str:
+    """A withdrawn pin as the conversation's tail says it, before the floor drops it."""
+    return f"The pinned note {pin_id} is withdrawn: disregard it from now on."
+
+
 @dataclass(slots=True)
 class PinBoard:
     """The pinned notes, in the order they were added, kept from `pin/add` and `pin/remove` events."""

@@ -302,6 +302,24 @@ class GroupIndex:
         )
         return tuple(s for s in seqs if s is not None)
 
+    def turn_of(self, position: int) -> int:
+        """The turn of the history group at `position`."""
+        return self._groups[position].turn
+
+    def count_from(self, turn: int, *, stop: int) -> int:
+        """How many groups before position `stop` belong to `turn` or a later one (groups are
+        in turn order, so the walk ends at the first earlier turn)."""
+        position = stop
+        while position > 0 and self._groups[position - 1].turn >= turn:
+            position -= 1
+        return stop - position
+
+    def first_start(self, turn: int) -> int:
+        """The Context index where the first group of `turn` or a later one starts (the
+        Context's indexed length when there is none)."""
+        position = len(self._groups) - self.count_from(turn, stop=len(self._groups))
+        return self._starts[position] if position < len(self._groups) else len(self._provenances)
+
     def chars(self, index: int) -> int:
         """What the item at `index` costs (DESIGN-NOTES: its compact JSON length), from the items
         of the last `sync()`."""
@@ -340,6 +358,8 @@ class AssembledContext:
     groups_kept: int
     groups_dropped: int
     kept_groups: tuple[int, ...] = ()  # the first seq of each history group kept
+    evicted: int = 0  # history groups this request dropped that the one before could keep
+    released: int = 0  # superseded renders held before the history that this request dropped
 
     @property
     def floor_hashes(self) -> tuple[str, ...]:
@@ -352,9 +372,12 @@ class AssembledContext:
         step: int,
         egress: PrivacyClass | None = None,
         tools: tuple[str, ...] = (),
+        prefix_chars: int = 0,
+        request_chars: int = 0,
     ) -> StepStart:
         """The `step/start` payload: what a viewer needs to show this request from the log alone
-        (`tools`: the hashes of the tool definitions it offers)."""
+        (`tools`: the hashes of the tool definitions it offers; `prefix_chars` of its
+        `request_chars` wire characters repeat the request before it)."""
         return StepStart(
             turn=turn,
             step=step,
@@ -365,6 +388,8 @@ class AssembledContext:
             egress=egress,
             label=self.label,
             tools=tools,
+            prefix_chars=prefix_chars,
+            request_chars=request_chars,
         )
 
 
@@ -374,13 +399,31 @@ class ContextOrchestrator:
 
     shell_class: PrivacyClass = DEFAULT_SHELL_CLASS
     index: GroupIndex = field(init=False)
+    base_turn: int = 0
+    """History groups of earlier turns were evicted: they never return, so the requests between
+    two eviction batches share their prefix (a group that came back would rewrite it)."""
+    _held: tuple[int, ...] = ()
+    """What the last request sent before its history (the reserved lane there): an item that
+    leaves the lane is still sent until the next batch, so the request does not change early."""
 
     def __post_init__(self) -> None:
         self.index = GroupIndex(shell_class=self.shell_class)
 
     def note_detached(self, from_index: int) -> None:
-        """Report that the Context's tail from `from_index` was detached (collection, compaction)."""
+        """Report that the Context's tail from `from_index` was detached (collection, compaction).
+
+        A cut at or before the oldest group still eligible rebuilt what history is: eviction
+        starts again from the newest groups that fit."""
+        if self.base_turn and from_index <= self.index.first_start(self.base_turn):
+            self.restart_eviction()
+        self._held = tuple(i for i in self._held if i < from_index)
         self.index.note_detached(from_index)
+
+    def restart_eviction(self) -> None:
+        """Forget what earlier requests evicted and held: the next one keeps the newest groups
+        that fit, as a first request does."""
+        self.base_turn = 0
+        self._held = ()
 
     def assemble(
         self,
@@ -401,9 +444,13 @@ class ContextOrchestrator:
         index.sync(items, provenances)
         floor = tuple(floor)
         cap = budget.cap
-        # 1. the reserved lane: promoted items, summaries, each retained Area's latest render
+        # 1. the reserved lane: promoted items, summaries, each retained Area's latest render;
+        #    and what the last request sent before its history that has left the lane since (an
+        #    Area's superseded render): it stays until the next eviction batch, as history does
         reserved = index.reserved(retained_owners)
-        in_lane = frozenset(reserved)
+        lane = frozenset(reserved)
+        held = [i for i in self._held if i not in lane]
+        in_lane = lane.union(held)
         # 2. the current turn, whole: from its first group (pre-prompt contexts included) to the tail
         start = index.current_start(current_turn)
         current = list(index.current(start, in_lane))
@@ -416,19 +463,50 @@ class ContextOrchestrator:
             raise _exceeded(
                 index, floor_chars, reserved, reserved_chars, current, current_chars, cap
             )
+        held_chars = sum(index.chars(i) for i in held)
+        released = 0
+        if used + held_chars > cap:  # no room to hold them: they go now, a planned break
+            released, held, held_chars = len(held), [], 0
+        used += held_chars
         reserved_total = used
-        # 4. history: newest complete groups first, stopping at the window or the first misfit
+        # 4. history: newest complete groups first, stopping at the window, the first misfit or
+        #    the groups evicted before
         kept = 0
         window = max(budget.turn_window, 0)
-        while kept < window and start - kept > 0:
+        base = self.base_turn
+        costs: list[int] = []
+        while kept < window and start - kept > 0 and index.turn_of(start - kept - 1) >= base:
             cost = index.group_chars(start - kept - 1, in_lane)
             if used + cost > cap:
                 break
             used += cost
+            costs.append(cost)
             kept += 1
-        history = index.members(start - kept, start, in_lane)
-        # 5. everything sent, in Context order, as copies
+        # 5. the window or the cap is exceeded: evict at least a batch of the oldest groups
+        evicted = index.count_from(base, stop=start - kept)
+        if evicted:
+            # a batch at least, and room for a batch of new groups before the window is full
+            batch = budget.batch
+            keep = max(0, min(kept, kept + evicted - batch, window - batch + 1))
+            extra = kept - keep
+            for cost in costs[kept - extra :]:
+                used -= cost
+            kept -= extra
+            evicted += extra
+            self.base_turn = index.turn_of(start - kept) if kept else current_turn
+            # the request breaks after the floor anyway: the held renders go with the batch
+            released, used, reserved_total = (
+                len(held),
+                used - held_chars,
+                reserved_total - held_chars,
+            )
+            held = []
+        history = list(index.members(start - kept, start, in_lane))
+        # 6. everything sent, in Context order, as copies; what precedes the history is held
+        reserved = sorted((*reserved, *held))
         sent = tuple(sorted((*reserved, *history, *current)))  # sorted runs: timsort merges them
+        first = history[0] if history else current[0] if current else len(provenances)
+        self._held = tuple(i for i in reserved if i < first)
         labels = tuple(index.label(i) for i in sent)
         distinct = {id(x): x for x in (*(b.label for b in floor), *labels)}  # labels are interned
         return AssembledContext(
@@ -454,6 +532,8 @@ class ContextOrchestrator:
             groups_kept=kept,
             groups_dropped=start - kept,
             kept_groups=index.first_seqs(start - kept, start),
+            evicted=evicted,
+            released=released,
         )
 
 

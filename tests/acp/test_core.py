@@ -551,7 +551,10 @@ async def test_slash_commands_run_through_the_engine_registry(
     await peer.result("session/prompt", _prompt(session_id, "hello"))
     result = await peer.result("session/prompt", _prompt(session_id, "/pin remember the tests"))
     assert result["stopReason"] == "end_turn"
-    answer = "pinned pin1; it joins the stable floor at the next turn"
+    answer = (
+        "pinned pin1; the model sees it now, and it joins the stable floor at the next planned "
+        "break"
+    )
     assert peer.text(session_id).count(answer) == 1  # from the log, not said a second time
     assert [p.text for p in server.sessions.get(session_id).agent.pins] == ["remember the tests"]  # type: ignore[union-attr]
     await peer.result("session/prompt", _prompt(session_id, "/context"))  # changes nothing

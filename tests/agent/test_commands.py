@@ -245,7 +245,9 @@ async def test_pin_and_unpin(tmp_path: Path) -> None:
     assert "pin1" in unknown.text
     assert unpinned.ok
     assert [p.pin_id for p in payloads(events, PinRemove)] == ["pin1"]
-    assert "always answer in French" not in second.system
+    # the floor keeps it until the next planned break; the tail withdraws it now
+    assert "always answer in French" in second.system
+    assert "pin1 is withdrawn" in contents(second)[-2]
 
 
 async def test_model(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from engine.events import (
     Event,
     FloorBlock,
     ModelBind,
+    PrefixBreak,
     StepStart,
     ToolResultRecord,
     TurnEnd,
@@ -120,9 +121,14 @@ async def test_agents_md_is_read_at_each_turn_start(tmp_path: Path) -> None:
     assert digests[0] == digests[1] != digests[2]
 
 
-async def test_a_pin_joins_the_floor_at_the_next_turn(tmp_path: Path) -> None:
+async def test_a_pin_enters_at_the_tail_and_joins_the_floor_at_the_next_planned_break(
+    tmp_path: Path,
+) -> None:
+    """Issue 31: a pin written into the system text at once rewrote every request from the
+    floor on; it now waits at the tail, and joins the floor when the prefix breaks anyway."""
     gate = Gate()
     script = [Reply(tool_calls=[gate_call()]), Reply(text="one"), Reply(text="two")]
+    script.append(Reply(text="three"))
     async with opened(tmp_path, script, tools=registry_with(gate)) as run:
         run.agent.send("first")
         await gate.reached(run.agent)
@@ -130,14 +136,20 @@ async def test_a_pin_joins_the_floor_at_the_next_turn(tmp_path: Path) -> None:
         gate.release.set()
         await run.agent.when_idle()
         await run.run("second")
+        run.agent.request_model(run.agent.model.name)  # a new grant: a planned break
+        await run.run("third")
         events = await run.events()
-        first, during, second = run.gateway.requests
+        first, during, second, third = run.gateway.requests
     assert "prefer small diffs" not in first.system
-    assert "prefer small diffs" not in during.system
-    assert second.system.endswith("Pinned note: prefer small diffs")
+    assert first.system == during.system == second.system
+    assert "prefer small diffs" in contents(during)[-1]  # at the tail of the step after /pin
+    assert third.system.endswith("Pinned note: prefer small diffs")
     (karma,) = [f for f in payloads(events, FloorBlock) if f.layer == 4]
     assert karma.key == "pin:pin1"
-    assert karma.hash in payloads(events, StepStart)[-1].floor
+    last_step = payloads(events, StepStart)[-1]
+    assert karma.hash in last_step.floor
+    reasons = {(b.turn, b.reason) for b in payloads(events, PrefixBreak)}
+    assert reasons == {(3, "grant"), (3, "pins")}
 
 
 async def test_turn_window_one_sends_only_the_newest_past_turn(tmp_path: Path) -> None:

@@ -89,11 +89,21 @@ def test_default_window_keeps_twenty_groups() -> None:
         current_turn=26,
         retained_owners=frozenset(),
         floor=FLOOR,
-        budget=Budget(),
+        budget=Budget(eviction_batch=1),
     )
     assert (result.groups_kept, result.groups_dropped) == (20, 5)
     assert result.indices[0] == 10  # turn 6's prompt: turns 6..25 are kept whole
     assert result.figures.chars == 16 + 20 * PLAIN_TURN + NOW
+    # issue 31: evicting a batch (a quarter of the window) leaves room for as many new turns
+    batched = ContextOrchestrator().assemble(
+        session.items,
+        session.provenances,
+        current_turn=26,
+        retained_owners=frozenset(),
+        floor=FLOOR,
+        budget=Budget(),
+    )
+    assert (batched.groups_kept, batched.groups_dropped) == (16, 9)
 
 
 def test_a_cap_one_character_too_small_raises_and_one_more_passes() -> None:
@@ -171,9 +181,14 @@ def test_the_window_derived_cap_bounds_history() -> None:
     session = past_turns(5)
     session.add("now", turn=6)
     orchestrator = ContextOrchestrator()
-    by_context = assemble(orchestrator, session, current_turn=6, budget=Budget(context_window=66))
+    by_context = assemble(
+        orchestrator,
+        session,
+        current_turn=6,
+        budget=Budget(context_window=66, eviction_batch=1),
+    )
     # cap 3 x (66 - 16) = 150: 16 + 31 reserved, one 75-character group fits (122), a second
-    # does not (197)
+    # does not (197); evicting one group at a time keeps it
     assert (by_context.figures.cap, by_context.groups_kept) == (150, 1)
     assert by_context.context_window == 66
     assert by_context.figures.window == 66
@@ -228,7 +243,17 @@ def test_the_reserved_lane_survives_past_the_turn_window() -> None:
     plan_chars = 28 + len("plan: step one")
     promoted_chars = 28 + len("Subtask fix: done")
     assert retained.figures.reserved == 16 + plan_chars + promoted_chars + NOW
-    retired = orchestrator.assemble(
+    held = orchestrator.assemble(
+        session.items,
+        session.provenances,
+        current_turn=10,
+        retained_owners=frozenset(),
+        floor=FLOOR,
+        budget=Budget(turn_window=1),
+    )
+    # issue 31: sent before the history, it stays until the next eviction batch (or collection)
+    assert held.indices == retained.indices
+    retired = ContextOrchestrator().assemble(
         session.items,
         session.provenances,
         current_turn=10,

@@ -214,6 +214,8 @@ def test_the_incremental_index_matches_a_fresh_one(ops: list[tuple[object, ...]]
                     retained=frozenset(str(o) for o in retained),
                     budget=Budget(turn_window=3, char_cap=10_000),
                 )
+                # what earlier requests evicted is the orchestrator's state, not the index's
+                orchestrator.restart_eviction()
                 incremental, fresh = assemble(case, orchestrator), assemble(case)
                 assert incremental.indices == fresh.indices
                 assert incremental.figures == fresh.figures

@@ -139,7 +139,8 @@ async def test_areas_collections_and_compaction_are_entries(
     with_areas = await play("areas", make_agent, store)
     assert [a.area for a in _of(with_areas, AreaEntry)] == ["plan#1", "notice#2"]
     (notice,) = _of(with_areas, GcEntry)
-    assert (notice.areas, notice.reclaimed, notice.carried) == (("notice#2",), (4,), (5, 6))
+    # the pin's note (item 4) entered at the tail before the notice rendered (issue 31)
+    assert (notice.areas, notice.reclaimed, notice.carried) == (("notice#2",), (5,), (6, 7))
     compacted = await play("compaction", make_agent, store)
     (marker,) = _of(compacted, CompactEntry)
     assert (marker.groups, marker.done, marker.carried) == (2, True, (4, 5))

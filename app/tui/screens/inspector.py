@@ -2,8 +2,9 @@
 
 Each row is a floor block, a tool definition or a Context item the request carried, in order, with
 its provenance, its privacy label and its cost as a bar; dropped history is listed as dropped; the
-header shows the prefix digest, which floor blocks changed since the request before it, and what
-the step used and cost once it ended (tokens by part, the step's and the session's cost). Below
+header shows the prefix digest, which floor blocks changed since the request before it, how
+much of the request repeated that one (per step, turn and session, with any planned break), and
+what the step used and cost once it ended (tokens by part, the step's and the session's cost). Below
 the rows, the highlighted one as the model was given it: a floor block's text, a definition's or
 an item's JSON (its compact form is what the cost counts), shown indented and wrapped; `c` copies
 it exactly as counted.
@@ -27,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from app.tui.widgets.key_footer import KeyFooter
+from app.tui.widgets.prefix_line import prefix_header
 from app.tui.widgets.status_line import compact_number
 from engine.agent.views import AssemblyView, RequestItemView
 from engine.context.usage import UsageTally
@@ -105,6 +107,8 @@ def header_text(
         assembly.prefix_digest[:16],
         ("   floor changed since the previous request: ", "dim"),
         ", ".join(changed) if changed else ("none" if previous is not None else "first request"),
+        "\n",
+        prefix_header(assembly.prefix),
     )
     if spend is not None:
         text.append("\nstep ", style="dim")

@@ -17,6 +17,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
+from app.tui.widgets.prefix_line import prefix_line
 from app.tui.widgets.status_line import compact_number, meter
 from engine.agent.views import AreaView, AssemblyView, OutboxView
 from engine.events import GcCollect
@@ -180,6 +181,7 @@ class SidePanel(Widget):
             with TabPane("Outbox", id="tab-outbox"), VerticalScroll():
                 yield Static("empty", id="outbox-text", classes="panel-text")
             with TabPane("Budget", id="tab-budget"), VerticalScroll():
+                yield Static(prefix_line(None), id="budget-prefix", classes="panel-text")
                 yield Static("no request yet", id="budget-text", classes="panel-text")
 
     def follow_width(self, width: int) -> None:
@@ -230,6 +232,8 @@ class SidePanel(Widget):
     def watch_assembly(self, assembly: AssemblyView | None) -> None:
         if not self.is_mounted:
             return
+        prefix = None if assembly is None else assembly.prefix
+        self.query_one("#budget-prefix", Static).update(prefix_line(prefix))
         widget = self.query_one("#budget-text", Static)
         if assembly is None:
             widget.update("no request yet")
