@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from engine.context.usage import ContextUsage
     from engine.events import StepStart
 
-NAME_WIDTH = 22
+NAME_WIDTH = 24
 """A category's name is cut to this many characters, so a line fits a narrow notice."""
 
 ITEM_WIDTH = 38
@@ -71,16 +71,15 @@ def context_report(
 def breakdown_lines(breakdown: WindowBreakdown) -> list[str]:
     """The request by category, a line each with its tokens and its percent of the window, then
     free space and the largest single parts. `~` marks an estimate."""
-    how = "reported total" if breakdown.reported else f"estimated, {CHARS_PER_TOKEN} chars a token"
-    lines = [f"the window by category ({how}):"]
+    lines = ["the window by category (~ shared out by characters):"]
     if not breakdown.window_known:
         lines.append(f"  % of the cap, ~{breakdown.size:,} tokens: the window is unknown")
     for share in breakdown.shares:
         lines.append(_row(share.name, f"~{share.tokens:,}", breakdown.percent(share.tokens)))
-    approx = "" if breakdown.reported and breakdown.window_known else "~"
-    lines.append(
-        _row("request", f"{approx}{breakdown.tokens:,}", breakdown.percent(breakdown.tokens))
-    )
+    approx = "~" if breakdown.free_estimated else ""
+    how = "reported" if breakdown.reported else f"estimated, {CHARS_PER_TOKEN} chars a token"
+    request = f"{'' if breakdown.reported else '~'}{breakdown.tokens:,}"
+    lines.append(f"{_row('request', request, breakdown.percent(breakdown.tokens))} {how}")
     free = breakdown.free
     lines.append(_row("free", f"{approx}{free:,}", breakdown.percent(free)))
     if breakdown.over:

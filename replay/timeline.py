@@ -36,6 +36,7 @@ from engine.context.floor import PinBoard
 from engine.context.grants import Grant, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.replayer import GarbageEntry
+from engine.context.usage import ContextUsage, context_usage
 from engine.errors import TrellisError
 from engine.events import (
     CompactEnd,
@@ -44,6 +45,7 @@ from engine.events import (
     GcCollect,
     ModelBind,
     SessionRewind,
+    StepEnd,
     StepStart,
     ToolDefinition,
     TurnEnd,
@@ -176,6 +178,7 @@ class Timeline:
         self._collections: list[Collection] = []
         self._collection_seqs: list[int] = []
         self._step_seqs: list[int] = []
+        self._step_ends: dict[int, tuple[int, StepEnd]] = {}  # by step/start seq: seq, payload
         self._floor: dict[str, FloorBlock] = {}
         self._tools: dict[str, ToolDefinition] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
@@ -235,6 +238,8 @@ class Timeline:
             self._note_collection(event, garbage, (), data.earliest, True)
         elif type(data) is StepStart:
             self._step_seqs.append(event.seq)
+        elif type(data) is StepEnd and self._step_seqs:
+            self._step_ends[self._step_seqs[-1]] = (event.seq, data)
         elif type(data) is FloorBlock:
             self._floor[data.hash] = data
         elif type(data) is ToolDefinition:
@@ -298,6 +303,20 @@ class Timeline:
             label=step.label if step.label is not None else _FLOOR_DEFAULT_LABEL,
             tools=tool_views(self._tools[h] for h in step.tools),
         )
+
+    def usage_at(self, seq: int) -> ContextUsage | None:
+        """The tokens of the step whose request `request_at(seq)` gives, as the status line
+        showed them once it ended; None before its `step/end` (or before any step)."""
+        position = bisect_right(self._step_seqs, seq) - 1
+        if position < 0:
+            return None
+        step_seq = self._step_seqs[position]
+        ended = self._step_ends.get(step_seq)
+        if ended is None or ended[0] > seq:
+            return None
+        start = self._events[self._position(step_seq)].data
+        assert type(start) is StepStart
+        return context_usage(start.figures, ended[1].usage)
 
     def _cursor_at(self, seq: int) -> _Cursor:
         if seq > self.seq or seq < -1:

@@ -18,7 +18,7 @@ from engine.agent.views import AssemblyView, RequestItemView
 from engine.context.budget import CHARS_PER_TOKEN
 from engine.context.floor import Layer
 from engine.context.provenance import ItemKind
-from engine.context.usage import estimated_tokens
+from engine.context.usage import ContextUsage, estimated_tokens
 
 LARGEST_ITEMS = 5
 """How many of the request's largest single parts a breakdown names."""
@@ -93,6 +93,11 @@ class WindowBreakdown:
         return max(self.size - self.tokens, 0)
 
     @property
+    def free_estimated(self) -> bool:
+        """`free` is exact only against a known window and a reported request."""
+        return not (self.reported and self.window_known)
+
+    @property
     def over(self) -> int:
         """By how many tokens the request exceeds `size` (a reported count may)."""
         return max(self.tokens - self.size, 0)
@@ -156,6 +161,12 @@ def window_breakdown(
         size=window if window is not None else figures.cap // CHARS_PER_TOKEN,
         window_known=window is not None,
     )
+
+
+def reported_tokens(usage: ContextUsage | None) -> int | None:
+    """The request's tokens a step's usage holds when its provider counted them, for
+    `window_breakdown`: the figure the status line shows for the same step."""
+    return None if usage is None or usage.estimated else usage.input_tokens
 
 
 def _floor_parts(assembly: AssemblyView) -> Iterable[_Part]:

@@ -5,7 +5,8 @@ its provenance, its privacy label and its cost as a bar; dropped history is list
 header shows the prefix digest and which floor blocks changed since the request before it. Below
 the rows, the highlighted one as the model was given it: a floor block's text, a definition's or
 an item's JSON (its compact form is what the cost counts), shown indented and wrapped; `c` copies
-it exactly as counted.
+it exactly as counted. Opened on one part (`focus`, a view's `ref`: the Budget tab's largest
+parts), the cursor starts on its row.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import RowDoesNotExist
 
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.status_line import compact_number
@@ -128,10 +130,17 @@ class ContextInspector(Screen[None]):
         Binding("c", "copy_row", "Copy item"),
     ]
 
-    def __init__(self, assembly: AssemblyView | None, previous: AssemblyView | None = None) -> None:
+    def __init__(
+        self,
+        assembly: AssemblyView | None,
+        previous: AssemblyView | None = None,
+        *,
+        focus: str | None = None,
+    ) -> None:
         super().__init__()
         self.assembly = assembly
         self.previous = previous
+        self.focus_ref = focus
         self._details: list[RowDetail] = []  # one per table row, in order
         self.shown: RowDetail | None = None  # the row the detail pane shows
 
@@ -192,6 +201,7 @@ class ContextInspector(Screen[None]):
                 block.label.cls.name,
                 f"{block.chars:,}",
                 _bar(block.chars, largest),
+                key=block.ref,
             )
         for tool in assembly.tools:
             details.append(
@@ -210,6 +220,7 @@ class ContextInspector(Screen[None]):
                 tool.label.cls.name,
                 f"{tool.chars:,}",
                 _bar(tool.chars, largest),
+                key=tool.ref,
             )
         for item in assembly.items:
             reserved = " (reserved)" if item.reserved else ""
@@ -235,6 +246,7 @@ class ContextInspector(Screen[None]):
                 item.label.cls.name,
                 f"{item.chars:,}",
                 _bar(item.chars, largest),
+                key=item.ref,
             )
         for dropped in assembly.dropped:
             details.append(
@@ -255,4 +267,15 @@ class ContextInspector(Screen[None]):
                 "",
             )
         if details:
-            self._show(details[0])  # the table's cursor starts on the first row
+            row = self._focus_row(table)
+            table.move_cursor(row=row, animate=False, scroll=True)
+            self._show(details[row])
+
+    def _focus_row(self, table: DataTable[RenderableType]) -> int:
+        """The row of the part asked for (`focus`), else the first."""
+        if self.focus_ref is None:
+            return 0
+        try:
+            return table.get_row_index(self.focus_ref)
+        except RowDoesNotExist:
+            return 0

@@ -18,7 +18,7 @@ from contextlib import suppress
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -32,6 +32,8 @@ from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
 from app.tui.widgets.transcript_view import TranscriptView
+from app.tui.widgets.window_breakdown import BreakdownView
+from engine.agent.window_breakdown import reported_tokens
 from engine.config import Config
 from engine.events import Event, TurnStart
 from engine.gateway.base import GatewayType
@@ -291,6 +293,7 @@ class ReplayScreen(Screen[None]):
             )
             for c in state.collections
         )
+        panel.reported_tokens = reported_tokens(self.timeline.usage_at(seq))
         panel.assembly = self.timeline.request_at(seq)
         self._show_position()
 
@@ -326,14 +329,18 @@ class ReplayScreen(Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         self.query_one(SidePanel).follow_width(event.size.width)
 
-    def action_inspect(self) -> None:
+    def action_inspect(self, focus: str | None = None) -> None:
         seq = self.player.seq
         current = self.timeline.request_at(seq)
         state = self.player.state()
         previous = None
         if state.last_step_seq is not None:
             previous = self.timeline.request_at(state.last_step_seq - 1)
-        self.app.push_screen(ContextInspector(current, previous))
+        self.app.push_screen(ContextInspector(current, previous, focus=focus))
+
+    @on(BreakdownView.Inspect)
+    def _inspect_part(self, message: BreakdownView.Inspect) -> None:
+        self.action_inspect(message.ref)
 
     def action_close(self) -> None:
         self._stop()
