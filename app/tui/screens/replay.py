@@ -87,6 +87,7 @@ class ReplayScreen(Screen[None]):
         Binding("right_square_bracket", "speed(1)", "Faster", key_display="]", group=SPEED),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
+        Binding("f8", "budget", "Budget"),
         Binding("escape,q", "close", "Close"),
     ]
 
@@ -341,6 +342,12 @@ class ReplayScreen(Screen[None]):
     @on(BreakdownView.Inspect)
     def _inspect_part(self, message: BreakdownView.Inspect) -> None:
         self.action_inspect(message.ref)
+
+    def action_budget(self) -> None:
+        """What filled the window at this position, its largest parts under the keyboard;
+        again: the keyboard back to the player."""
+        if not self.query_one(SidePanel).show_budget():
+            self.set_focus(None)
 
     def action_close(self) -> None:
         self._stop()

@@ -54,8 +54,11 @@ def shares_text(breakdown: WindowBreakdown) -> Text:
     """A line per category: its name, its tokens (`~`: shared out by characters), its percent
     of the window and a bar; then the request and what is free."""
     text = Text()
-    of = "window" if breakdown.window_known else "cap (window unknown)"
-    text.append(f"by category, % of the {of}\n", style="bold")
+    if breakdown.window_known:
+        text.append("by category, % of the window\n", style="bold")
+    else:
+        text.append("by category, % of the cap\n", style="bold")
+        text.append("(the model's window is unknown)\n", style="dim")
     largest = max((share.tokens for share in breakdown.shares), default=0)
     for share in breakdown.shares:
         colour = COLOURS[share.category]
