@@ -53,7 +53,7 @@ async def test_f8_shows_the_categories_and_enter_inspects_a_largest_part(
         assert app.focused is parts
         shown = drawn(panel.query_one("#breakdown-shares", Static))
         for share in breakdown.shares:
-            assert share.name[:17] in shown  # cut to the column
+            assert share.name[:16] in shown  # cut to the column
         assert "request reported" in shown
         assert parts.row_count == len(breakdown.largest) == 5
         assert str(parts.get_row_at(0)[1]) == "tool result read_file, turn 1"

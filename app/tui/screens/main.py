@@ -100,7 +100,7 @@ class MainScreen(Screen[None]):
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
         Binding("f5", "next_mode", "Mode"),
-        Binding("f8", "budget", "Budget"),
+        Binding("f8", "budget", "Budget", show=False),
         Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]

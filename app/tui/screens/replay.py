@@ -87,7 +87,7 @@ class ReplayScreen(Screen[None]):
         Binding("right_square_bracket", "speed(1)", "Faster", key_display="]", group=SPEED),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
-        Binding("f8", "budget", "Budget"),
+        Binding("f8", "budget", "Budget", show=False),
         Binding("escape,q", "close", "Close"),
     ]
 

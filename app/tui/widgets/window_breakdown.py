@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Static
 from app.tui.widgets.status_line import compact_number
 from engine.agent.window_breakdown import Category, WindowBreakdown
 
-NAME_WIDTH = 18
+NAME_WIDTH = 17
 BAR_WIDTH = 8
 ESTIMATED = "~"
 
@@ -53,7 +53,7 @@ def _cut(text: str, width: int) -> str:
 def shares_text(breakdown: WindowBreakdown) -> Text:
     """A line per category: its name, its tokens (`~`: shared out by characters), its percent
     of the window and a bar; then the request and what is free."""
-    text = Text()
+    text = Text(no_wrap=True, overflow="crop")  # a narrow panel loses the bars, not the figures
     if breakdown.window_known:
         text.append("by category, % of the window\n", style="bold")
     else:
@@ -123,7 +123,7 @@ class BreakdownView(Widget):
         height: auto;
     }
     BreakdownView #breakdown-shares {
-        padding: 0 1;
+        padding: 1 1 0 1;
     }
     BreakdownView #breakdown-largest-title {
         padding: 1 1 0 1;
