@@ -293,14 +293,14 @@ async def _mode(agent: Agent, args: str) -> CommandResult:
 async def _context(agent: Agent, args: str) -> CommandResult:
     if args:
         raise REGISTRY_COMMANDS["context"].fail("/context takes no arguments")
-    from engine.agent.window_breakdown import reported_tokens, window_breakdown
+    from engine.agent.window_breakdown import window_breakdown
     from engine.context_report import context_report
 
     last = await agent.last_request()
     assembly = agent.last_assembly
     breakdown = None
     if last is not None and assembly is not None:
-        breakdown = window_breakdown(assembly, reported_tokens=reported_tokens(last[1]))
+        breakdown = window_breakdown(assembly, usage=last[1])
     return CommandResult(context_report(agent.model.name, agent.budget, last, breakdown))
 
 

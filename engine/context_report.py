@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, assert_never
 
-from engine.context.budget import CHARS_PER_TOKEN
 from engine.counts import counted
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def breakdown_lines(breakdown: WindowBreakdown) -> list[str]:
     for share in breakdown.shares:
         lines.append(_row(share.name, f"~{share.tokens:,}", breakdown.percent(share.tokens)))
     approx = "~" if breakdown.free_estimated else ""
-    how = "reported" if breakdown.reported else f"estimated, {CHARS_PER_TOKEN} chars a token"
+    how = "reported" if breakdown.reported else "estimated"
     request = f"{'' if breakdown.reported else '~'}{breakdown.tokens:,}"
     lines.append(f"{_row('request', request, breakdown.percent(breakdown.tokens))} {how}")
     free = breakdown.free

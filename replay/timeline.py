@@ -36,7 +36,7 @@ from engine.context.floor import PinBoard
 from engine.context.grants import Grant, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.replayer import GarbageEntry
-from engine.context.usage import ContextUsage, context_usage
+from engine.context.usage import ContextUsage, TokenRate, context_usage
 from engine.errors import TrellisError
 from engine.events import (
     CompactEnd,
@@ -179,6 +179,8 @@ class Timeline:
         self._collection_seqs: list[int] = []
         self._step_seqs: list[int] = []
         self._step_ends: dict[int, tuple[int, StepEnd]] = {}  # by step/start seq: seq, payload
+        self._step_rates: dict[int, TokenRate | None] = {}  # by step/start seq: the rate then
+        self._rate: TokenRate | None = None  # as `UsageTally` keeps it
         self._floor: dict[str, FloorBlock] = {}
         self._tools: dict[str, ToolDefinition] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
@@ -238,8 +240,12 @@ class Timeline:
             self._note_collection(event, garbage, (), data.earliest, True)
         elif type(data) is StepStart:
             self._step_seqs.append(event.seq)
+            self._step_rates[event.seq] = self._rate
         elif type(data) is StepEnd and self._step_seqs:
-            self._step_ends[self._step_seqs[-1]] = (event.seq, data)
+            step_seq = self._step_seqs[-1]
+            self._step_ends[step_seq] = (event.seq, data)
+            figures = self._step_start(step_seq).figures
+            self._rate = TokenRate.of(figures, data.usage) or self._rate
         elif type(data) is FloorBlock:
             self._floor[data.hash] = data
         elif type(data) is ToolDefinition:
@@ -305,18 +311,22 @@ class Timeline:
         )
 
     def usage_at(self, seq: int) -> ContextUsage | None:
-        """The tokens of the step whose request `request_at(seq)` gives, as the status line
-        showed them once it ended; None before its `step/end` (or before any step)."""
+        """The request tokens of the step `request_at(seq)` gives, as the live status line showed
+        them at `seq`: reported once its `step/end` came, estimated before (at the rate of the
+        last step that reported, as `UsageTally`); None before any step."""
         position = bisect_right(self._step_seqs, seq) - 1
         if position < 0:
             return None
         step_seq = self._step_seqs[position]
         ended = self._step_ends.get(step_seq)
-        if ended is None or ended[0] > seq:
-            return None
-        start = self._events[self._position(step_seq)].data
+        usage = ended[1].usage if ended is not None and ended[0] <= seq else None
+        rate = self._step_rates[step_seq]
+        return context_usage(self._step_start(step_seq).figures, usage, rate=rate)
+
+    def _step_start(self, seq: int) -> StepStart:
+        start = self._events[self._position(seq)].data
         assert type(start) is StepStart
-        return context_usage(start.figures, ended[1].usage)
+        return start
 
     def _cursor_at(self, seq: int) -> _Cursor:
         if seq > self.seq or seq < -1:

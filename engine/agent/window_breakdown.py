@@ -19,6 +19,7 @@ from engine.context.budget import CHARS_PER_TOKEN
 from engine.context.floor import Layer
 from engine.context.provenance import ItemKind
 from engine.context.usage import ContextUsage, estimated_tokens
+from engine.events import Figures
 
 LARGEST_ITEMS = 5
 """How many of the request's largest single parts a breakdown names."""
@@ -116,17 +117,14 @@ class _Part:
 
 
 def window_breakdown(
-    assembly: AssemblyView, *, reported_tokens: int | None = None, top: int = LARGEST_ITEMS
+    assembly: AssemblyView, *, usage: ContextUsage | None = None, top: int = LARGEST_ITEMS
 ) -> WindowBreakdown:
-    """`assembly` by category. `reported_tokens`: the request's tokens as its provider counted
-    them (cached or not), None when it reported none (a cancelled or failed step, or a step still
-    running)."""
+    """`assembly` by category. `usage`: the step's tokens as the status line shows them
+    (`context_usage`): reported by the provider, else estimated at the session's rate; None
+    estimates at `CHARS_PER_TOKEN`."""
     parts = [*_floor_parts(assembly), *_tool_parts(assembly), *map(_item_part, assembly.items)]
     chars = sum(part.chars for part in parts)
-    if reported_tokens is not None and reported_tokens > 0:
-        tokens, reported = reported_tokens, True
-    else:
-        tokens, reported = estimated_tokens(chars), False
+    tokens, reported = _request_tokens(assembly.figures, usage, chars)
     by_share: dict[tuple[Category, str], int] = {}
     for part in parts:
         key = (part.category, part.share)
@@ -163,10 +161,16 @@ def window_breakdown(
     )
 
 
-def reported_tokens(usage: ContextUsage | None) -> int | None:
-    """The request's tokens a step's usage holds when its provider counted them, for
-    `window_breakdown`: the figure the status line shows for the same step."""
-    return None if usage is None or usage.estimated else usage.input_tokens
+def _request_tokens(figures: Figures, usage: ContextUsage | None, chars: int) -> tuple[int, bool]:
+    """The request's tokens and whether its provider counted them. An estimate is the status
+    line's (`usage`, at the session's rate), stretched from the budget's characters to all of
+    the request's (the tool definitions too), so it does not jump when the report comes."""
+    if usage is not None and usage.input_tokens > 0:
+        if not usage.estimated:
+            return usage.input_tokens, True
+        if figures.chars > 0:
+            return -(-usage.input_tokens * chars // figures.chars), False
+    return estimated_tokens(chars), False
 
 
 def _floor_parts(assembly: AssemblyView) -> Iterable[_Part]:

@@ -12,6 +12,7 @@ from engine.agent.views import (
 )
 from engine.agent.window_breakdown import Category, window_breakdown
 from engine.context.provenance import ItemKind
+from engine.context.usage import ContextUsage
 from engine.context_report import breakdown_lines
 from engine.events import Figures
 from engine.message import Source
@@ -95,7 +96,7 @@ def request(window: int | None = WINDOW) -> AssemblyView:
 
 
 def test_every_category_in_request_order_with_the_shares_adding_up_to_the_request() -> None:
-    breakdown = window_breakdown(request(), reported_tokens=3_300)
+    breakdown = window_breakdown(request(), usage=reported(3_300))
     assert [(s.name, s.chars) for s in breakdown.shares] == [
         ("system prompt", 600),
         ("instruction files", 1_800),
@@ -124,18 +125,36 @@ def test_every_category_in_request_order_with_the_shares_adding_up_to_the_reques
     assert (breakdown.size, breakdown.free, breakdown.over) == (WINDOW, 6_700, 0)
 
 
+def reported(tokens: int, *, estimated: bool = False) -> ContextUsage:
+    """A step's tokens as `context_usage` gives them: the provider's, or an estimate."""
+    return ContextUsage(
+        input_tokens=tokens, output_tokens=0, estimated=estimated, window=WINDOW, cap_tokens=9_000
+    )
+
+
 def test_without_a_report_the_request_is_estimated_from_its_characters() -> None:
-    breakdown = window_breakdown(request(), reported_tokens=None)
+    breakdown = window_breakdown(request())
     assert not breakdown.reported
     assert breakdown.tokens == 3_134  # 9,400 characters at 3 a token, rounded up
     assert sum(s.tokens for s in breakdown.shares) == breakdown.tokens
     assert breakdown.free_estimated
     # a reported 0 is no report (a cancelled step counted nothing)
-    assert window_breakdown(request(), reported_tokens=0) == breakdown
+    assert window_breakdown(request(), usage=reported(0)) == breakdown
+
+
+def test_an_estimate_at_the_sessions_rate_covers_the_tool_definitions_too() -> None:
+    """The status line's estimate counts the budget's characters (7,290 here: the floor and the
+    items) at the session's rate; the breakdown stretches it over the definitions (2,110), so
+    the figure does not jump when the provider's report comes."""
+    assert request().figures.chars == 7_290
+    breakdown = window_breakdown(request(), usage=reported(1_458, estimated=True))
+    assert not breakdown.reported
+    assert breakdown.tokens == 1_880  # 1,458 * 9,400 / 7,290
+    assert sum(s.tokens for s in breakdown.shares) == 1_880
 
 
 def test_the_largest_parts_are_named_with_their_address_in_the_request() -> None:
-    breakdown = window_breakdown(request(), reported_tokens=3_300)
+    breakdown = window_breakdown(request(), usage=reported(3_300))
     assert [(i.ref, i.name, i.category) for i in breakdown.largest] == [
         ("item:4", "tool result read_file, turn 1", Category.tool_results),
         ("floor:2:AGENTS.md", "AGENTS.md", Category.instruction_files),
@@ -149,19 +168,19 @@ def test_the_largest_parts_are_named_with_their_address_in_the_request() -> None
 
 def test_the_shares_add_up_whatever_the_rounding() -> None:
     """Largest remainders: whole tokens that add up to the request however it divides."""
-    for reported in (1, 7, 13, 999, 3_301, 10_001):
-        breakdown = window_breakdown(request(), reported_tokens=reported)
-        assert sum(s.tokens for s in breakdown.shares) == reported
+    for tokens in (1, 7, 13, 999, 3_301, 10_001):
+        breakdown = window_breakdown(request(), usage=reported(tokens))
+        assert sum(s.tokens for s in breakdown.shares) == tokens
 
 
 def test_a_request_over_the_window_has_nothing_free() -> None:
-    breakdown = window_breakdown(request(window=3_000), reported_tokens=3_300)
+    breakdown = window_breakdown(request(window=3_000), usage=reported(3_300))
     assert (breakdown.free, breakdown.over) == (0, 300)
     assert "  over the window by 300 tokens" in breakdown_lines(breakdown)
 
 
 def test_context_lines_mark_the_estimates() -> None:
-    lines = breakdown_lines(window_breakdown(request(), reported_tokens=3_300))
+    lines = breakdown_lines(window_breakdown(request(), usage=reported(3_300)))
     assert lines[0] == "the window by category (~ shared out by characters):"
     assert "  system prompt                ~211   2.1%" in lines
     assert "  injected: command:inject      ~26   0.3%" in lines
@@ -169,13 +188,13 @@ def test_context_lines_mark_the_estimates() -> None:
     assert "  request                     3,300  33.0% reported" in lines
     assert "  free                        6,700  67.0%" in lines  # the provider's, exact
     assert lines[lines.index("largest:") + 1] == "      ~843  tool result read_file, turn 1"
-    estimated = breakdown_lines(window_breakdown(request(), reported_tokens=None))
-    assert "  request                    ~3,134  31.3% estimated, 3 chars a token" in estimated
+    estimated = breakdown_lines(window_breakdown(request()))
+    assert "  request                    ~3,134  31.3% estimated" in estimated
     assert "  free                       ~6,866  68.7%" in estimated
 
 
 def test_without_a_window_the_percentages_are_of_the_cap() -> None:
-    breakdown = window_breakdown(request(window=None), reported_tokens=3_300)
+    breakdown = window_breakdown(request(window=None), usage=reported(3_300))
     assert (breakdown.size, breakdown.window_known) == (9_000, False)  # 27,000 chars / 3
     lines = breakdown_lines(breakdown)
     assert lines[1] == "  % of the cap, ~9,000 tokens: the window is unknown"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.agent.window_breakdown import reported_tokens, window_breakdown
+from engine.agent.window_breakdown import window_breakdown
+from engine.context.usage import UsageTally
 from engine.context_report import breakdown_lines
 from engine.events import StepEnd, StepStart
 from replay.timeline import Timeline
@@ -22,13 +23,13 @@ async def test_the_replayed_breakdown_is_the_live_one(
     live_request, last = agent.last_assembly, await agent.last_request()
     assert live_request is not None
     assert last is not None
-    live = window_breakdown(live_request, reported_tokens=reported_tokens(last[1]))
+    live = window_breakdown(live_request, usage=last[1])
     config = runtime_of(agent).assembler.config
     timeline = Timeline.of(agent.context.gateway_type, log, config=config, every=7)
     seq = log[-1].seq
     request = timeline.request_at(seq)
     assert request is not None
-    replayed = window_breakdown(request, reported_tokens=reported_tokens(timeline.usage_at(seq)))
+    replayed = window_breakdown(request, usage=timeline.usage_at(seq))
     assert replayed == live
     assert breakdown_lines(replayed) == breakdown_lines(live)
     assert sum(s.tokens for s in live.shares) == live.tokens
@@ -38,20 +39,24 @@ async def test_the_replayed_breakdown_is_the_live_one(
 
 
 @pytest.mark.parametrize("name", NAMES)
-async def test_a_step_still_running_has_no_reported_tokens(
+async def test_the_tokens_at_every_step_are_the_status_lines(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    """As the live Budget tab: the request's tokens are estimated until its `step/end` reports."""
+    """At each `step/start` (the step running: estimated at the session's rate) and each
+    `step/end` (reported), replay gives the tokens the live status line folded from the log."""
     played = await play(name, make_agent, store)
     agent, log = played.agent, played.stored
     timeline = Timeline.of(
         agent.context.gateway_type, log, config=runtime_of(agent).assembler.config
     )
-    last_start = max(e.seq for e in log if type(e.data) is StepStart)
-    end_seq, end = next(
-        (e.seq, e.data) for e in log if e.seq > last_start and isinstance(e.data, StepEnd)
-    )
-    assert timeline.usage_at(last_start) is None
-    at_end = timeline.usage_at(end_seq)
-    assert at_end is not None
-    assert at_end.input_tokens == end.usage.input_tokens or at_end.estimated
+    tally = UsageTally()
+    for event in log:
+        tally.take(event.data)
+        if type(event.data) in (StepStart, StepEnd):
+            live, replayed = tally.current(), timeline.usage_at(event.seq)
+            assert live is not None
+            assert replayed is not None
+            assert (replayed.input_tokens, replayed.estimated) == (
+                live.input_tokens,
+                live.estimated,
+            )

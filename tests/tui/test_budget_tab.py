@@ -12,7 +12,7 @@ from app.tui.screens.inspector import ContextInspector
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
 from app.tui.widgets.window_breakdown import BreakdownView, LargestParts
-from engine.agent.window_breakdown import reported_tokens, window_breakdown
+from engine.agent.window_breakdown import window_breakdown
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
 from engine.tools import ToolRegistry
@@ -43,7 +43,7 @@ async def test_f8_shows_the_categories_and_enter_inspects_a_largest_part(
         panel = main.query_one(SidePanel)
         assembly, usage = app.live.last_assembly, main._status.usage
         assert assembly is not None
-        breakdown = window_breakdown(assembly, reported_tokens=reported_tokens(usage))
+        breakdown = window_breakdown(assembly, usage=usage)
         assert breakdown.reported  # the scripted model reports its tokens, once the step ended
 
         await pilot.press("f8")

@@ -50,7 +50,6 @@ from engine.agent import Agent
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint
 from engine.agent.views import AssemblyView
-from engine.agent.window_breakdown import reported_tokens
 from engine.commands import REGISTRY
 from engine.config import Config
 from engine.context.budget import CHARS_PER_TOKEN
@@ -315,7 +314,7 @@ class MainScreen(Screen[None]):
     def _show_usage(self) -> None:
         status, tally = self._status, self._tally
         status.usage = tally.current()
-        self._panel.reported_tokens = reported_tokens(status.usage)
+        self._panel.usage = status.usage
         status.session_tokens = tally.session_tokens
         status.session_estimated = tally.session_estimated
 

@@ -33,7 +33,6 @@ from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
 from app.tui.widgets.transcript_view import TranscriptView
 from app.tui.widgets.window_breakdown import BreakdownView
-from engine.agent.window_breakdown import reported_tokens
 from engine.config import Config
 from engine.events import Event, TurnStart
 from engine.gateway.base import GatewayType
@@ -294,7 +293,7 @@ class ReplayScreen(Screen[None]):
             )
             for c in state.collections
         )
-        panel.reported_tokens = reported_tokens(self.timeline.usage_at(seq))
+        panel.usage = self.timeline.usage_at(seq)
         panel.assembly = self.timeline.request_at(seq)
         self._show_position()
 

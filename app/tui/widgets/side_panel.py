@@ -21,6 +21,7 @@ from app.tui.widgets.status_line import compact_number, meter
 from app.tui.widgets.window_breakdown import BreakdownView, LargestParts
 from engine.agent.views import AreaView, AssemblyView, OutboxView
 from engine.agent.window_breakdown import window_breakdown
+from engine.context.usage import ContextUsage
 from engine.events import GcCollect
 
 
@@ -168,8 +169,8 @@ class SidePanel(Widget):
     collections: reactive[tuple[GcRow, ...]] = reactive((), always_update=True)
     outbox: reactive[OutboxView | None] = reactive(None, always_update=True)
     assembly: reactive[AssemblyView | None] = reactive(None, always_update=True)
-    reported_tokens: reactive[int | None] = reactive(None)
-    """The last request's tokens as its provider counted them; None until it reports them."""
+    usage: reactive[ContextUsage | None] = reactive(None)
+    """The last step's tokens, as the status line shows them (reported, else estimated)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -263,7 +264,7 @@ class SidePanel(Widget):
         text.append(f"egress {assembly.egress.name}, request {assembly.label.cls.name}")
         widget.update(text)
 
-    def watch_reported_tokens(self) -> None:
+    def watch_usage(self) -> None:
         self._show_breakdown()
 
     def _show_breakdown(self) -> None:
@@ -271,9 +272,7 @@ class SidePanel(Widget):
             return
         assembly = self.assembly
         self.query_one(BreakdownView).show(
-            None
-            if assembly is None
-            else window_breakdown(assembly, reported_tokens=self.reported_tokens)
+            None if assembly is None else window_breakdown(assembly, usage=self.usage)
         )
 
 

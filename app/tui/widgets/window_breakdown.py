@@ -20,8 +20,8 @@ from textual.widgets import DataTable, Static
 from app.tui.widgets.status_line import compact_number
 from engine.agent.window_breakdown import Category, WindowBreakdown
 
-NAME_WIDTH = 17
-BAR_WIDTH = 8
+NAME_WIDTH = 18
+BAR_WIDTH = 7
 ESTIMATED = "~"
 
 COLOURS: dict[Category, str] = {
