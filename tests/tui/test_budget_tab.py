@@ -11,12 +11,13 @@ from textual.widgets import DataTable, Static, TabbedContent
 from app.tui.screens.inspector import ContextInspector
 from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import SidePanel
-from app.tui.widgets.window_breakdown import BreakdownView, LargestParts
+from app.tui.widgets.window_breakdown import BreakdownView, LargestParts, shares_text
 from engine.agent.window_breakdown import window_breakdown
 from engine.gateway.scripted import Reply
 from engine.message import ToolCall
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
+from tests.agent.test_window_breakdown import request
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_literal_text import drawn
@@ -102,3 +103,14 @@ async def test_before_any_request_the_budget_tab_shows_no_breakdown(
         panel = app.main.query_one(SidePanel)
         assert drawn(panel.query_one("#budget-text", Static)).strip() == "no request yet"
         assert not panel.query_one("#budget-breakdown").display
+
+
+def test_on_a_narrow_panel_the_bars_go_first_and_the_figures_stay() -> None:
+    breakdown = window_breakdown(request(), usage=None)
+    wide, narrow = shares_text(breakdown, 40).plain, shares_text(breakdown, 27).plain
+    assert "█" in wide
+    assert "█" not in narrow
+    for text, width in ((wide, 40), (narrow, 27)):
+        rows = text.splitlines()[1:]
+        assert all(len(row) <= width for row in rows)
+        assert all(row.rstrip().endswith("%") or "█" in row for row in rows)

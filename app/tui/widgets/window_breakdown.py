@@ -7,6 +7,7 @@ alike; Enter on one of the largest parts asks the screen to open it in the inspe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -21,7 +22,11 @@ from app.tui.widgets.status_line import compact_number
 from engine.agent.window_breakdown import Category, WindowBreakdown
 
 NAME_WIDTH = 18
+"""At most this many cells for a category's name; fewer when the panel is narrow."""
+NAME_MIN = 10
 BAR_WIDTH = 7
+FIGURES_WIDTH = 14
+"""What `_figures` takes: the tokens and the percent, with their spaces."""
 ESTIMATED = "~"
 
 COLOURS: dict[Category, str] = {
@@ -38,6 +43,22 @@ COLOURS: dict[Category, str] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """How a line of `shares_text` fits `width` cells: the name takes what the figures leave,
+    and the bars show only when the name still has `NAME_MIN` cells beside them."""
+
+    name: int
+    bars: bool
+
+    @classmethod
+    def fitting(cls, width: int) -> Columns:
+        room = width - FIGURES_WIDTH
+        if room - BAR_WIDTH >= NAME_MIN:
+            return cls(min(NAME_WIDTH, room - BAR_WIDTH), True)
+        return cls(max(min(NAME_WIDTH, room), 1), False)
+
+
 def _bar(tokens: int, largest: int, style: str) -> Text:
     """`tokens` against the largest category's: the sizes side by side (the percent column
     says what they are of the window)."""
@@ -50,10 +71,12 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def shares_text(breakdown: WindowBreakdown) -> Text:
+def shares_text(breakdown: WindowBreakdown, width: int) -> Text:
     """A line per category: its name, its tokens (`~`: shared out by characters), its percent
-    of the window and a bar; then the request and what is free."""
-    text = Text(no_wrap=True, overflow="crop")  # a narrow panel loses the bars, not the figures
+    of the window and a bar; then the request and what is free. Lines fit `width` cells."""
+    columns = Columns.fitting(width)
+    name_width = columns.name
+    text = Text()
     if breakdown.window_known:
         text.append("by category, % of the window\n", style="bold")
     else:
@@ -62,15 +85,16 @@ def shares_text(breakdown: WindowBreakdown) -> Text:
     largest = max((share.tokens for share in breakdown.shares), default=0)
     for share in breakdown.shares:
         colour = COLOURS[share.category]
-        text.append(f"{_cut(share.name, NAME_WIDTH):<{NAME_WIDTH}}", style=colour)
+        text.append(f"{_cut(share.name, name_width):<{name_width}}", style=colour)
         text.append(_figures(share.tokens, breakdown.percent(share.tokens), estimated=True))
-        text.append_text(_bar(share.tokens, largest, colour))
+        if columns.bars:
+            text.append_text(_bar(share.tokens, largest, colour))
         text.append("\n")
     how = "reported" if breakdown.reported else "estimated"
-    text.append(f"{'request ' + how:<{NAME_WIDTH}}", style="bold")
+    text.append(f"{_cut('request ' + how, name_width):<{name_width}}", style="bold")
     percent = breakdown.percent(breakdown.tokens)
     text.append(_figures(breakdown.tokens, percent, estimated=not breakdown.reported))
-    text.append(f"\n{'free':<{NAME_WIDTH}}", style="dim")
+    text.append(f"\n{'free':<{name_width}}", style="dim")
     text.append(
         _figures(
             breakdown.free, breakdown.percent(breakdown.free), estimated=breakdown.free_estimated
@@ -147,12 +171,24 @@ class BreakdownView(Widget):
         yield Static("largest parts (Enter: inspect)", id="breakdown-largest-title")
         yield LargestParts(id="breakdown-largest")
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._breakdown: WindowBreakdown | None = None
+
     def show(self, breakdown: WindowBreakdown | None) -> None:
+        self._breakdown = breakdown
         self.display = breakdown is not None
-        if breakdown is None:
-            return
-        self.query_one("#breakdown-shares", Static).update(shares_text(breakdown))
+        self._fill_shares()
         self.query_one(LargestParts).show(breakdown)
+
+    def on_resize(self) -> None:
+        self._fill_shares()
+
+    def _fill_shares(self) -> None:
+        shares = self.query_one("#breakdown-shares", Static)
+        width = shares.content_region.width or NAME_WIDTH + FIGURES_WIDTH + BAR_WIDTH
+        if self._breakdown is not None:
+            shares.update(shares_text(self._breakdown, width))
 
     @on(DataTable.RowSelected, "#breakdown-largest")
     def _clicked(self, event: DataTable.RowSelected) -> None:
