@@ -12,21 +12,17 @@ import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
 from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.config import ConfigError
 from engine.context.area import AreaLifeState
 from engine.context.areas import NoticeArea, PlanArea, SubtaskArea, WatchArea
-from engine.counts import counted
 from engine.errors import TrellisError
 from engine.message import AdditionalContext, Source
 
 if TYPE_CHECKING:
     from engine.agent.agent import Agent
-    from engine.context.budget import Budget
-    from engine.context.usage import ContextUsage
-    from engine.events import StepStart
 
 
 class CommandUsageError(TrellisError, ValueError):
@@ -303,53 +299,15 @@ async def _mode(agent: Agent, args: str) -> CommandResult:
 async def _context(agent: Agent, args: str) -> CommandResult:
     if args:
         raise REGISTRY_COMMANDS["context"].fail("/context takes no arguments")
-    return CommandResult(context_report(agent.model.name, agent.budget, await agent.last_request()))
+    from engine.agent.window_breakdown import window_breakdown
+    from engine.context_report import context_report
 
-
-def context_report(model: str, budget: Budget, last: tuple[StepStart, ContextUsage] | None) -> str:
-    """What `/context` says, in short lines (a console shows it in a narrow notice): the bound
-    model's window, the effective cap and where it comes from, the history window, and the last
-    request in tokens, as the status line shows it."""
-    lines = [f"model {model}: {_window_text(budget)}"]
-    cap, per_token = budget.cap, budget.chars_per_token
-    cap_text = f"cap {cap:,} chars (~{cap // per_token:,} tokens)"
-    match budget.cap_source:
-        case "window":
-            lines += [
-                f"{cap_text}, from the window:",
-                f"  {budget.output_reserve:,} tokens kept for the reply, {per_token} chars a token",
-            ]
-        case "configured":
-            lines.append(f"{cap_text}, from [context] char_cap")
-            if budget.window_cap is not None:
-                lines.append(f"  (the window would allow {budget.window_cap:,} chars)")
-        case "default":
-            lines.append(f"{cap_text}: the default, the window being unknown")
-        case _:
-            assert_never(budget.cap_source)
-    lines.append(f"history: at most {counted(max(budget.turn_window, 0), 'past turn')}")
-    if last is None:
-        lines.append("last request: none yet")
-        return "\n".join(lines)
-    start, usage = last
-    size = f"{usage.size:,}" if usage.window is not None else f"~{usage.size:,}"
-    how = "estimated from chars" if usage.estimated else "reported"
-    figures = start.figures
-    lines += [
-        f"last request, turn {start.turn} step {start.step}: {usage.used:,} of {size} tokens",
-        f"  {how}: {usage.prompt_tokens:,} in, {usage.output_tokens:,} out",
-        f"  {figures.chars:,} chars sent; past turns kept {figures.groups_kept}, "
-        f"dropped {figures.groups_dropped}",
-    ]
-    return "\n".join(lines)
-
-
-def _window_text(budget: Budget) -> str:
-    if budget.generation_window is not None:
-        return f"window {budget.generation_window:,} tokens (generation_window)"
-    if budget.context_window is not None:
-        return f"window {budget.context_window:,} tokens (context_window)"
-    return "window unknown (no context_window)"
+    last = await agent.last_request()
+    assembly = agent.last_assembly
+    breakdown = None
+    if last is not None and assembly is not None:
+        breakdown = window_breakdown(assembly, usage=last[1])
+    return CommandResult(context_report(agent.model.name, agent.budget, last, breakdown))
 
 
 async def _compact(agent: Agent, args: str) -> CommandResult:

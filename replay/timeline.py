@@ -37,6 +37,7 @@ from engine.context.grants import Grant, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.prefix import PrefixTally, PrefixView
 from engine.context.replayer import GarbageEntry
+from engine.context.usage import ContextUsage, TokenRate, context_usage
 from engine.errors import TrellisError
 from engine.events import (
     CompactEnd,
@@ -45,6 +46,7 @@ from engine.events import (
     GcCollect,
     ModelBind,
     SessionRewind,
+    StepEnd,
     StepStart,
     ToolDefinition,
     TurnEnd,
@@ -179,6 +181,9 @@ class Timeline:
         self._step_seqs: list[int] = []
         self._prefix = PrefixTally()  # every step's figures, as the live agent tallied them
         self._prefixes: dict[int, PrefixView] = {}  # by the seq of the step/start
+        self._step_ends: dict[int, tuple[int, StepEnd]] = {}  # by step/start seq: seq, payload
+        self._step_rates: dict[int, TokenRate | None] = {}  # by step/start seq: the rate then
+        self._rate: TokenRate | None = None  # as `UsageTally` keeps it
         self._floor: dict[str, FloorBlock] = {}
         self._tools: dict[str, ToolDefinition] = {}
         self._seek: _Cursor | None = None  # the last seek's cursor: stepping forward reuses it
@@ -238,12 +243,18 @@ class Timeline:
             self._note_collection(event, garbage, (), data.earliest, True)
         elif type(data) is StepStart:
             self._step_seqs.append(event.seq)
-        if (view := self._prefix.apply(data)) is not None:
-            self._prefixes[event.seq] = view
+            self._step_rates[event.seq] = self._rate
+        elif type(data) is StepEnd and self._step_seqs:
+            step_seq = self._step_seqs[-1]
+            self._step_ends[step_seq] = (event.seq, data)
+            figures = self._step_start(step_seq).figures
+            self._rate = TokenRate.of(figures, data.usage) or self._rate
         elif type(data) is FloorBlock:
             self._floor[data.hash] = data
         elif type(data) is ToolDefinition:
             self._tools[data.hash] = data
+        if (view := self._prefix.apply(data)) is not None:
+            self._prefixes[event.seq] = view
         if len(self._events) % self._every == 0:
             self._checkpoint()
 
@@ -304,6 +315,24 @@ class Timeline:
             tools=tool_views(self._tools[h] for h in step.tools),
             prefix=self._prefixes.get(step_seq),
         )
+
+    def usage_at(self, seq: int) -> ContextUsage | None:
+        """The request tokens of the step `request_at(seq)` gives, as the live status line showed
+        them at `seq`: reported once its `step/end` came, estimated before (at the rate of the
+        last step that reported, as `UsageTally`); None before any step."""
+        position = bisect_right(self._step_seqs, seq) - 1
+        if position < 0:
+            return None
+        step_seq = self._step_seqs[position]
+        ended = self._step_ends.get(step_seq)
+        usage = ended[1].usage if ended is not None and ended[0] <= seq else None
+        rate = self._step_rates[step_seq]
+        return context_usage(self._step_start(step_seq).figures, usage, rate=rate)
+
+    def _step_start(self, seq: int) -> StepStart:
+        start = self._events[self._position(seq)].data
+        assert type(start) is StepStart
+        return start
 
     def _cursor_at(self, seq: int) -> _Cursor:
         if seq > self.seq or seq < -1:

@@ -39,6 +39,7 @@ KEYS: Mapping[str, str] = {
     "f3": "\x1bOR",
     "f4": "\x1bOS",
     "f5": "\x1b[15~",
+    "f8": "\x1b[19~",
     "shift+enter": "\x1b[13;2u",  # CSI-u, where the terminal reports it (kitty, WezTerm, foot)
     "left_square_bracket": "[",
     "right_square_bracket": "]",

@@ -44,6 +44,11 @@ class FloorBlockView:
     label: PrivatizationLabel
     text: str  # the block as the system prompt carries it
 
+    @property
+    def ref(self) -> str:
+        """The block's address within its request, as the inspector and the breakdown name it."""
+        return f"floor:{self.layer}:{self.key}"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestItemView:
@@ -60,6 +65,11 @@ class RequestItemView:
     reserved: bool  # in the reserved lane (a live Area's latest render, promoted, summary)
     text: str  # the item exactly as counted and sent: its compact JSON (`chars` is its length)
 
+    @property
+    def ref(self) -> str:
+        """The item's address within its request: its position in the Context."""
+        return f"item:{self.index}"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinitionView:
@@ -70,6 +80,11 @@ class ToolDefinitionView:
     label: PrivatizationLabel
     chars: int
     text: str  # the definition exactly as counted: its compact JSON (`chars` is its length)
+
+    @property
+    def ref(self) -> str:
+        """The definition's address within its request (a request offers a name once)."""
+        return f"tool:{self.name}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -559,6 +559,8 @@ async def test_slash_commands_run_through_the_engine_registry(
     assert [p.text for p in server.sessions.get(session_id).agent.pins] == ["remember the tests"]  # type: ignore[union-attr]
     await peer.result("session/prompt", _prompt(session_id, "/context"))  # changes nothing
     assert "last request" in peer.text(session_id)
+    assert "the window by category" in peer.text(session_id)  # what fills it, as the console says
+    assert "tools: built-in" in peer.text(session_id)
     # loaded, the exchange reads as it did live: the command as the user's words, the answer
     other = Peer(server, "other")
     await other.initialize()

@@ -70,7 +70,10 @@ async def test_the_last_request_is_read_back_after_a_resume(tmp_path: Path) -> N
             resumed = await REGISTRY.run(agent, "/context")
         finally:
             await agent.dispose()
-    assert resumed.text == live.text
+    # the request's own lines are read back from the log; its breakdown waits for this run's
+    # first request (the Agent did not assemble the stored one)
+    head = live.text.split("\nthe window by category")[0]
+    assert resumed.text == head + "\nby category: after this run's first request"
 
 
 async def test_context_takes_no_arguments(tmp_path: Path) -> None:
@@ -78,3 +81,37 @@ async def test_context_takes_no_arguments(tmp_path: Path) -> None:
         result = await REGISTRY.run(run.agent, "/context now")
     assert not result.ok
     assert "usage: /context" in result.text
+
+
+async def test_the_last_request_by_category(tmp_path: Path) -> None:
+    """What fills the window: a line per category with its share of the reported request, the
+    window's free part, and the largest parts named."""
+    config = Config(default_model="wide", models=WIDE)
+    async with opened(tmp_path, [Reply(text="first"), Reply(text="second")], config=config) as run:
+        await run.run("hi")
+        await REGISTRY.run(run.agent, "/pin keep it short")
+        await REGISTRY.run(run.agent, "/inject the CI is green")
+        await run.run("and now?")
+        result = await REGISTRY.run(run.agent, "/context")
+        last = await run.agent.last_request()
+    assert last is not None
+    reported = last[1].input_tokens
+    lines = result.text.splitlines()
+    start = lines.index("the window by category (~ shared out by characters):")
+    names = [line[2:26].rstrip() for line in lines[start + 1 : lines.index("largest:")]]
+    assert names == [
+        "system prompt",
+        "environment",
+        "tools: built-in",
+        "pins",
+        "injected: command:inject",
+        "conversation",
+        "request",
+        "free",
+    ]
+    request = next(line for line in lines if line.startswith("  request "))
+    assert request.split()[1:] == [f"{reported:,}", f"{100 * reported / 200_000:.1f}%", "reported"]
+    free = next(line for line in lines if line.startswith("  free "))
+    assert free.split()[1] == f"{200_000 - reported:,}"  # the provider's count: no ~
+    assert all(line.split()[-2].startswith("~") for line in lines[start + 1 : start + 7])
+    assert len(lines) - lines.index("largest:") - 1 == 5

@@ -145,6 +145,24 @@ def test_the_context_inspector(
     assert snap_compare(app, terminal_size=(120, 34), run_before=run)
 
 
+def test_the_budget_tab_by_category(
+    snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp], workspace: Path
+) -> None:
+    """F8: what fills the window (instruction file, pin, Area, injected context, tool result)
+    and the largest parts, the keyboard on them."""
+    (workspace / "AGENTS.md").write_text("Keep answers short.\n" * 12)
+    config = Config(models={"scripted": ModelEntry(provider="scripted", context_window=32_000)})
+    app = make(READ, tools=ToolRegistry([ReadFile()]), config=config)
+    run = scene(
+        "/pin run the tests first",
+        "/watch notes.txt",
+        "/inject ci is green",
+        "read notes.txt",
+        keys=("f8",),
+    )
+    assert snap_compare(app, terminal_size=(120, 34), run_before=run)
+
+
 def test_the_permission_dialog(
     snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
 ) -> None:

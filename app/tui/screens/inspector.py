@@ -7,7 +7,8 @@ much of the request repeated that one (per step, turn and session, with any plan
 what the step used and cost once it ended (tokens by part, the step's and the session's cost). Below
 the rows, the highlighted one as the model was given it: a floor block's text, a definition's or
 an item's JSON (its compact form is what the cost counts), shown indented and wrapped; `c` copies
-it exactly as counted.
+it exactly as counted. Opened on one part (`focus`, a view's `ref`: the Budget tab's largest
+parts), the cursor starts on its row.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import RowDoesNotExist
 
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.prefix_line import prefix_header
@@ -174,11 +176,14 @@ class ContextInspector(Screen[None]):
         assembly: AssemblyView | None,
         previous: AssemblyView | None = None,
         spend: StepSpend | None = None,
+        *,
+        focus: str | None = None,
     ) -> None:
         super().__init__()
         self.assembly = assembly
         self.previous = previous
         self.spend = spend
+        self.focus_ref = focus
         self._details: list[RowDetail] = []  # one per table row, in order
         self.shown: RowDetail | None = None  # the row the detail pane shows
 
@@ -239,6 +244,7 @@ class ContextInspector(Screen[None]):
                 block.label.cls.name,
                 f"{block.chars:,}",
                 _bar(block.chars, largest),
+                key=block.ref,
             )
         for tool in assembly.tools:
             details.append(
@@ -257,6 +263,7 @@ class ContextInspector(Screen[None]):
                 tool.label.cls.name,
                 f"{tool.chars:,}",
                 _bar(tool.chars, largest),
+                key=tool.ref,
             )
         for item in assembly.items:
             reserved = " (reserved)" if item.reserved else ""
@@ -282,6 +289,7 @@ class ContextInspector(Screen[None]):
                 item.label.cls.name,
                 f"{item.chars:,}",
                 _bar(item.chars, largest),
+                key=item.ref,
             )
         for dropped in assembly.dropped:
             details.append(
@@ -302,4 +310,15 @@ class ContextInspector(Screen[None]):
                 "",
             )
         if details:
-            self._show(details[0])  # the table's cursor starts on the first row
+            row = self._focus_row(table)
+            table.move_cursor(row=row, animate=False, scroll=True)
+            self._show(details[row])
+
+    def _focus_row(self, table: DataTable[RenderableType]) -> int:
+        """The row of the part asked for (`focus`), else the first."""
+        if self.focus_ref is None:
+            return 0
+        try:
+            return table.get_row_index(self.focus_ref)
+        except RowDoesNotExist:
+            return 0

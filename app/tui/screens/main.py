@@ -45,6 +45,7 @@ from app.tui.widgets.prompt_input import PromptInput
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import StatusLine
 from app.tui.widgets.transcript_view import TranscriptView
+from app.tui.widgets.window_breakdown import BreakdownView
 from engine.agent import Agent
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint
@@ -98,6 +99,7 @@ class MainScreen(Screen[None]):
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
         Binding("f5", "next_mode", "Mode"),
+        Binding("f8", "budget", "Budget", show=False),
         Binding("ctrl+o", "open_for_writing", "Open for writing"),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
@@ -312,6 +314,7 @@ class MainScreen(Screen[None]):
     def _show_usage(self) -> None:
         status, tally = self._status, self._tally
         status.usage = tally.current()
+        self._panel.usage = status.usage
         status.session_tokens = tally.session_tokens
         status.session_estimated = tally.session_estimated
         status.session_cost = tally.session_cost
@@ -567,7 +570,7 @@ class MainScreen(Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         self._panel.follow_width(event.size.width)
 
-    def action_inspect(self) -> None:
+    def action_inspect(self, focus: str | None = None) -> None:
         if self.agent is None:
             return
         assemblies = self._assemblies
@@ -576,7 +579,18 @@ class MainScreen(Screen[None]):
             self._inspect_stored(self.agent)
             return
         previous = assemblies[-2] if len(assemblies) > 1 else None
-        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(self._tally)))
+        self.app.push_screen(
+            ContextInspector(current, previous, StepSpend.of(self._tally), focus=focus)
+        )
+
+    @on(BreakdownView.Inspect)
+    def _inspect_part(self, message: BreakdownView.Inspect) -> None:
+        self.action_inspect(message.ref)
+
+    def action_budget(self) -> None:
+        """What fills the window, its largest parts under the keyboard; again: back to the prompt."""
+        if not self._panel.show_budget():
+            self.query_one(PromptInput).focus()
 
     @work(exclusive=True, group="inspect-stored")
     async def _inspect_stored(self, agent: Agent) -> None:

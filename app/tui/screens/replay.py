@@ -18,7 +18,7 @@ from contextlib import suppress
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -32,6 +32,7 @@ from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.side_panel import GcRow, SidePanel
 from app.tui.widgets.status_line import meter
 from app.tui.widgets.transcript_view import TranscriptView
+from app.tui.widgets.window_breakdown import BreakdownView
 from engine.config import Config
 from engine.context.usage import UsageTally
 from engine.events import Event, TurnStart
@@ -86,6 +87,7 @@ class ReplayScreen(Screen[None]):
         Binding("right_square_bracket", "speed(1)", "Faster", key_display="]", group=SPEED),
         Binding("f2", "toggle_panel", "Panel"),
         Binding("f3", "inspect", "Inspect"),
+        Binding("f8", "budget", "Budget", show=False),
         Binding("escape,q", "close", "Close"),
     ]
 
@@ -292,6 +294,7 @@ class ReplayScreen(Screen[None]):
             )
             for c in state.collections
         )
+        panel.usage = self.timeline.usage_at(seq)
         panel.assembly = self.timeline.request_at(seq)
         self._show_position()
 
@@ -327,7 +330,7 @@ class ReplayScreen(Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         self.query_one(SidePanel).follow_width(event.size.width)
 
-    def action_inspect(self) -> None:
+    def action_inspect(self, focus: str | None = None) -> None:
         seq = self.player.seq
         current = self.timeline.request_at(seq)
         state = self.player.state()
@@ -339,7 +342,17 @@ class ReplayScreen(Screen[None]):
             if event.seq > seq:
                 break
             tally.take(event.data)
-        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(tally)))
+        self.app.push_screen(ContextInspector(current, previous, StepSpend.of(tally), focus=focus))
+
+    @on(BreakdownView.Inspect)
+    def _inspect_part(self, message: BreakdownView.Inspect) -> None:
+        self.action_inspect(message.ref)
+
+    def action_budget(self) -> None:
+        """What filled the window at this position, its largest parts under the keyboard;
+        again: the keyboard back to the player."""
+        if not self.query_one(SidePanel).show_budget():
+            self.set_focus(None)
 
     def action_close(self) -> None:
         self._stop()

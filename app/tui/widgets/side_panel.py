@@ -19,7 +19,10 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from app.tui.widgets.prefix_line import prefix_line
 from app.tui.widgets.status_line import compact_number, meter
+from app.tui.widgets.window_breakdown import BreakdownView, LargestParts
 from engine.agent.views import AreaView, AssemblyView, OutboxView
+from engine.agent.window_breakdown import window_breakdown
+from engine.context.usage import ContextUsage
 from engine.events import GcCollect
 
 
@@ -167,6 +170,8 @@ class SidePanel(Widget):
     collections: reactive[tuple[GcRow, ...]] = reactive((), always_update=True)
     outbox: reactive[OutboxView | None] = reactive(None, always_update=True)
     assembly: reactive[AssemblyView | None] = reactive(None, always_update=True)
+    usage: reactive[ContextUsage | None] = reactive(None)
+    """The last step's tokens, as the status line shows them (reported, else estimated)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -183,6 +188,7 @@ class SidePanel(Widget):
             with TabPane("Budget", id="tab-budget"), VerticalScroll():
                 yield Static(prefix_line(None), id="budget-prefix", classes="panel-text")
                 yield Static("no request yet", id="budget-text", classes="panel-text")
+                yield BreakdownView(id="budget-breakdown")
 
     def follow_width(self, width: int) -> None:
         narrow = width < NARROW
@@ -192,6 +198,18 @@ class SidePanel(Widget):
 
     def toggle(self) -> None:
         self.toggle_class("-hidden")
+
+    def show_budget(self) -> bool:
+        """Show the panel on its Budget tab with the keyboard on the request's largest parts;
+        False when the keyboard was there already (the screen then gives it back to what it
+        had), so one key goes there and back."""
+        parts = self.query_one(LargestParts)
+        if parts.has_focus:
+            return False
+        self.remove_class("-hidden")
+        self.query_one(TabbedContent).active = "tab-budget"
+        parts.focus()
+        return True
 
     def watch_areas(self, areas: tuple[AreaView, ...]) -> None:
         if self.is_mounted:
@@ -235,6 +253,7 @@ class SidePanel(Widget):
         prefix = None if assembly is None else assembly.prefix
         self.query_one("#budget-prefix", Static).update(prefix_line(prefix))
         widget = self.query_one("#budget-text", Static)
+        self._show_breakdown()
         if assembly is None:
             widget.update("no request yet")
             return
@@ -246,11 +265,19 @@ class SidePanel(Widget):
         text.append(f"groups kept {figures.groups_kept}, dropped {figures.groups_dropped}\n")
         text.append(f"reserved {compact_number(figures.reserved)} chars\n")
         text.append(f"digest {assembly.prefix_digest[:12]}\n", style="dim")
-        text.append(f"egress {assembly.egress.name}, request {assembly.label.cls.name}\n")
-        text.append("floor\n", style="bold")
-        for block in assembly.floor:
-            text.append(f"  L{block.layer} {block.key}  {compact_number(block.chars)}\n")
+        text.append(f"egress {assembly.egress.name}, request {assembly.label.cls.name}")
         widget.update(text)
+
+    def watch_usage(self) -> None:
+        self._show_breakdown()
+
+    def _show_breakdown(self) -> None:
+        if not self.is_mounted:
+            return
+        assembly = self.assembly
+        self.query_one(BreakdownView).show(
+            None if assembly is None else window_breakdown(assembly, usage=self.usage)
+        )
 
 
 def _first_line(text: str, width: int = 60) -> str:

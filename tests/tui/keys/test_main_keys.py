@@ -15,6 +15,7 @@ from app.tui.screens.main import PROMPT_PLACEHOLDER, MainScreen
 from app.tui.screens.sessions import SessionBrowser
 from app.tui.widgets.entries import EntryWidget, LongEntry
 from app.tui.widgets.prompt_input import PromptInput
+from app.tui.widgets.window_breakdown import LargestParts
 from tests.terminal import Terminal
 from tests.tui.keys.checks import KeyChecks
 from tests.tui.keys.conftest import LONG_FILE_LINES, Place, numbered
@@ -220,6 +221,25 @@ def inspect_the_request(terminal: Terminal) -> None:
     terminal.press("escape")
     terminal.wait_gone("prefix digest")
     wait_prompt(terminal)
+
+
+@CHECKS.step(MainScreen, "f8")
+@CHECKS.step(LargestParts, "enter")
+def budget_parts(terminal: Terminal) -> None:
+    """F8 shows what fills the window and puts the keyboard on the largest parts; Enter opens
+    the highlighted one in the inspector; F8 again gives the keyboard back to the prompt."""
+    terminal.press("f8")
+    terminal.wait_for("by category, % of the")
+    terminal.wait_for("Inspect part")  # the footer: Enter is the parts' key now
+    terminal.press("enter")
+    terminal.wait_for("prefix digest")
+    terminal.press("escape")
+    terminal.wait_gone("prefix digest")
+    terminal.press("f8")
+    terminal.wait_gone("Inspect part")
+    terminal.write("x")
+    wait_prompt(terminal, "x")
+    clear_prompt(terminal, 1)
 
 
 @CHECKS.step(TrellisApp, "f1")

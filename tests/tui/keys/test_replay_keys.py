@@ -113,6 +113,21 @@ def inspect_the_request(terminal: Terminal) -> None:
     wait_bar(terminal, r"seq (\d+)/\1 ")
 
 
+@CHECKS.step(ReplayScreen, "f8")
+def budget_parts(terminal: Terminal) -> None:
+    """F8 shows what filled the window at the position and puts the keyboard on the largest
+    parts (Enter inspects one); F8 again gives the keyboard back to the player."""
+    terminal.press("f8")
+    terminal.wait_for("by category, % of the")
+    terminal.wait_for("Inspect part")
+    terminal.press("enter")
+    terminal.wait_for("Request (last step)")
+    terminal.press("escape")
+    terminal.wait_gone("Request (last step)")
+    terminal.press("f8")
+    terminal.wait_gone("Inspect part")
+
+
 @CHECKS.step(ReplayScreen, "escape")
 def close(terminal: Terminal) -> None:
     """Esc closes a replay opened from the command line: trellis ends."""
