@@ -95,7 +95,7 @@ async def test_the_last_request_by_category(tmp_path: Path) -> None:
         result = await REGISTRY.run(run.agent, "/context")
         last = await run.agent.last_request()
     assert last is not None
-    reported = last[1].input_tokens
+    reported = last[1].prompt_tokens
     lines = result.text.splitlines()
     start = lines.index("the window by category (~ shared out by characters):")
     names = [line[2:26].rstrip() for line in lines[start + 1 : lines.index("largest:")]]
