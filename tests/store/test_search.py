@@ -91,7 +91,7 @@ async def test_ranking_and_query_forms(store: SessionStore) -> None:
     await session.flush()
     await store.update_index()
     ranked = await store.search("cache")
-    assert [h.seq for h in ranked][0] == 1  # the denser text ranks first
+    assert next(h.seq for h in ranked) == 1  # the denser text ranks first
     assert ranked[0].score >= ranked[1].score
     assert {h.seq for h in await store.search('"prefix digest"')} == {9}
     assert {h.seq for h in await store.search("cache -prefix")} == {3}
@@ -108,7 +108,8 @@ async def test_snippet_is_cut_around_the_match(store: SessionStore) -> None:
     await session.flush()
     await store.update_index()
     (hit,) = await store.search("needle")
-    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert hit.snippet.startswith("…")
+    assert hit.snippet.endswith("…")
     assert "\n" not in hit.snippet
     ((a, b),) = hit.marks
     assert hit.snippet[a:b] == "needle"
@@ -196,7 +197,9 @@ async def test_an_existing_store_is_indexed_once(store_factory: StoreFactory) ->
     assert waiting == 3 * 40 * 6
     seen: list[int] = []
     assert await store.update_index(seen.append) == waiting
-    assert seen == sorted(seen) and seen[-1] == waiting and len(seen) > 1  # in batches
+    assert seen == sorted(seen)
+    assert seen[-1] == waiting
+    assert len(seen) > 1
     assert await store.unindexed() == 0
     assert await store.update_index() == 0  # once
     assert len(await store.search("otter", limit=500)) == 3 * 40
