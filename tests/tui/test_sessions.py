@@ -286,7 +286,7 @@ async def test_a_query_being_typed_says_what_is_wrong_and_clearing_it_hides_the_
         await pilot.press(*'"says hel')
         await until(pilot, lambda: "not closed" in str(head.render()), "the syntax note")
         assert browser.hits == []
-        await pilot.press(*"lo\"")
+        await pilot.press(*'lo"')
         await until(pilot, lambda: len(browser.hits) == 1, "the phrase's match")
         browser.query_one(Input).value = ""
         await until(pilot, lambda: head.has_class("idle"), "the matches hidden")

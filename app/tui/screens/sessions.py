@@ -306,8 +306,10 @@ class SessionBrowser(Screen[SessionChoice | None]):
         if not hits:
             self._use_hits(False)
             return
-        width = max(20, self.size.width - 24 - 4 * 2 * table.cell_padding)
-        for label, size in (("session", 16), ("turn", 4), ("kind", 8), ("match", width)):
+        fixed = {"session": 16, "turn": 4, "seq": 5, "kind": len("assistant")}
+        spare = self.size.width - table.styles.scrollbar_size_vertical - sum(fixed.values())
+        fixed["match"] = max(20, spare - 2 * table.cell_padding * (len(fixed) + 1))
+        for label, size in fixed.items():
             table.add_column(label, width=size, key=label)
         accent = self.app.current_theme.accent or "bold"
         for hit in hits:
@@ -317,6 +319,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
             table.add_row(
                 fitted(hit.title or hit.session_id[:ID_SHOWN], 16),
                 Text(str(hit.turn)),
+                Text(str(hit.seq)),
                 Text(hit.kind),
                 snippet,
                 key=f"{hit.session_id}:{hit.seq}",
@@ -423,7 +426,9 @@ class SessionBrowser(Screen[SessionChoice | None]):
         """Delete shows disabled on the open session's row, where `refuse_delete` takes its key;
         Tab is shown where the text can be searched, and works once something matched."""
         if action == "switch_list":
-            return None if self.search is None else bool(self.hits) or None
+            if self.search is None:
+                return False
+            return bool(self.hits) or None
         on_current = (info := self._selected()) is not None and info.id == self.current
         if action == "delete":
             return None if on_current else True
