@@ -38,25 +38,34 @@ class BackgroundIndex:
         self.enabled = enabled
         self._dirty: dict[str, int] = {}  # session: flushes seen, so one during a batch counts
         self._timer: asyncio.TimerHandle | None = None
-        self._first_wait: float | None = None
+        self._first_wait: float | None = None  # the first flush not indexed yet
+        self._last = 0.0  # the last flush
         self._task: asyncio.Task[None] | None = None
 
     def flushed(self, session_ids: Sequence[str]) -> None:
-        """The sessions had events stored: index them once the writer is quiet."""
+        """The sessions had events stored: index them once the writer is quiet. Called on
+        every flush, so it only notes the time: the timer, armed once, looks again when it
+        fires."""
         if not self.enabled:
             return
         for session_id in session_ids:
             self._dirty[session_id] = self._dirty.get(session_id, 0) + 1
         loop = asyncio.get_running_loop()
-        now = loop.time()
+        self._last = loop.time()
         if self._first_wait is None:
-            self._first_wait = now
-        if self._timer is not None:
-            self._timer.cancel()
-        delay = min(QUIET, max(0.0, self._first_wait + LONGEST_WAIT - now))
-        self._timer = loop.call_later(delay, self._start)
+            self._first_wait = self._last
+        if self._timer is None:
+            self._timer = loop.call_later(QUIET, self._wake)
 
-    def _start(self) -> None:
+    def _wake(self) -> None:
+        """Start indexing if the writer has been quiet long enough (or flushing too long);
+        else look again when it will have been."""
+        loop = asyncio.get_running_loop()
+        assert self._first_wait is not None
+        due = min(self._last + QUIET, self._first_wait + LONGEST_WAIT)
+        if loop.time() < due:
+            self._timer = loop.call_later(due - loop.time(), self._wake)
+            return
         self._timer = None
         self._first_wait = None
         if self._task is None or self._task.done():

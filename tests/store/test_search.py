@@ -3,6 +3,8 @@ fed after flushes, an existing store indexed once, deletion and forks."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from engine.events import (
@@ -177,6 +179,19 @@ async def test_the_index_is_fed_after_flushes_and_at_close(store_factory: StoreF
     reader = await store_factory()
     assert await reader.unindexed() == 0
     assert len(await reader.search("marmot")) == 1
+
+
+async def test_the_index_catches_up_once_the_writer_is_quiet(store: SessionStore) -> None:
+    session = await new_session(store)
+    turn(session, "quiet vole", "ok")
+    await session.flush()
+    assert await store.unindexed() > 0
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if await store.unindexed() == 0:
+            break
+    assert await store.unindexed() == 0
+    assert len(await store.search("vole")) == 1
 
 
 async def test_an_existing_store_is_indexed_once(store_factory: StoreFactory) -> None:
