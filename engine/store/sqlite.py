@@ -67,6 +67,8 @@ class SQLiteStore(LeasedLogs):
     async def open(self) -> SQLiteStore:
         """Create the directory if needed, connect, switch to WAL and migrate the schema."""
         await self._db.open()
+        if self._db.search.unusable is not None:
+            self._index.enabled = False  # nothing to feed; `search` says why
         return self
 
     @property
