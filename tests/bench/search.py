@@ -1,6 +1,7 @@
 """Search over 100,000 events, and what feeding the index costs the appends; prints JSON.
 
-Run `python -m tests.bench.search [--rounds N] [--events N]`.
+Run `python -m tests.bench.search [--rounds N] [--events N] [--postgres]` (`--postgres`: the
+latency on a throwaway PostgreSQL cluster too, `tests.pg_cluster`).
 
 1. Latency: a SQLite store of 100,000 events (50 sessions of turns with tool calls, in 5
    workspaces; texts drawn from a 5,000-word vocabulary by a Zipf law, so a query meets a rare
@@ -42,6 +43,7 @@ from engine.events import (
 )
 from engine.message import Source, ToolCall
 from engine.session import Session
+from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
 from tests.bench.store import rotated
 
@@ -117,11 +119,25 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def latency(directory: Path, total: int) -> dict[str, object]:
+async def like_scan(store: SQLiteStore | PostgresStore, word: str) -> None:
+    """The baseline: the first 20 events whose JSON holds the word, unranked, without an index."""
+    if isinstance(store, SQLiteStore):
+        async with store._db.transaction("scanning", write=False) as conn:
+            await conn.execute_fetchall(
+                "SELECT session_id, seq FROM events WHERE data LIKE ? LIMIT 20", (f"%{word}%",)
+            )
+        return
+    async with store._db.transaction("scanning") as pg:
+        await pg.fetch(
+            "SELECT session_id, seq FROM events WHERE data LIKE $1 LIMIT 20", f"%{word}%"
+        )
+
+
+async def latency(store: SQLiteStore | PostgresStore, total: int) -> dict[str, object]:
     text = Text(7)
     vocabulary = text.vocabulary
     per_session = total // SESSIONS
-    async with SQLiteStore(directory / "latency.sqlite", search_index=False) as store:
+    async with store:
         for n in range(SESSIONS):
             info = await store.create(cwd=f"/work/project{n % WORKSPACES}")
             events = turns(text, per_session)
@@ -156,13 +172,10 @@ async def latency(directory: Path, total: int) -> dict[str, object]:
                     "p95_ms": round(1000 * percentile(times, 0.95), 2),
                 }
         scan: list[float] = []
-        async with store._db.transaction("scanning", write=False) as conn:  # the baseline
-            for _ in range(5):
-                began = time.perf_counter()
-                await conn.execute_fetchall(
-                    "SELECT session_id, seq FROM events WHERE data LIKE ? LIMIT 20", (f"%{rare}%",)
-                )
-                scan.append(time.perf_counter() - began)
+        for _ in range(5):
+            began = time.perf_counter()
+            await like_scan(store, rare)
+            scan.append(time.perf_counter() - began)
     worst = max(float(f["p95_ms"]) for f in figures.values())  # type: ignore[index]
     return {
         "events": waiting,
@@ -237,19 +250,31 @@ async def cost(directory: Path, rounds: int) -> dict[str, object]:
     }
 
 
-async def main(rounds: int, total: int) -> dict[str, object]:
+async def main(rounds: int, total: int, postgres: bool) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="trellis-bench-search-") as directory:
-        return {
-            "latency": await latency(Path(directory), total),
-            "append_cost": await cost(Path(directory), rounds),
-        }
+        sqlite = SQLiteStore(Path(directory) / "latency.sqlite", search_index=False)
+        result: dict[str, object] = {"latency_sqlite": await latency(sqlite, total)}
+        if postgres:
+            from tests.pg_cluster import PASSWORD, Cluster
+
+            cluster = Cluster.start()
+            try:
+                pg = PostgresStore(cluster.url, password=PASSWORD, search_index=False)
+                result["latency_postgres"] = await latency(pg, total)
+            finally:
+                cluster.stop()
+        result["append_cost_sqlite"] = await cost(Path(directory), rounds)
+        return result
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--events", type=int, default=TOTAL)
+    parser.add_argument(
+        "--postgres", action="store_true", help="also search a throwaway PostgreSQL cluster"
+    )
     options = parser.parse_args()
-    result = asyncio.run(main(options.rounds, options.events))
+    result = asyncio.run(main(options.rounds, options.events, options.postgres))
     json.dump(result, sys.stdout, indent=2)
     print()
