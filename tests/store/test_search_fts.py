@@ -57,7 +57,7 @@ async def test_a_table_of_a_newer_sqlite_is_left_alone_and_search_says_why(tmp_p
         session = Session(info.id, store)
         full_turn(session, "stored all the same")
         await session.flush()
-        with pytest.raises(SearchUnavailableError, match="3.43"):
+        with pytest.raises(SearchUnavailableError, match=r"3\.43"):
             await store.search("stored")
         with pytest.raises(SearchUnavailableError):
             await store.update_index()
