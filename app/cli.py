@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command("fork", setup=_fork, help="copy a stored session up to a point; prints the new id")
     command("delete", setup=_delete, help="delete a stored session (asks first)")
+    command(
+        "search",
+        setup=_search_options,
+        help="search the stored sessions' text (this workspace's; --all: every workspace's)",
+    )
     command("diff", setup=_diff, help="print the patch of a stored session's turns, from its log")
     command(
         "rewind",
@@ -353,6 +358,25 @@ def _delete(delete: argparse.ArgumentParser) -> None:
     _store_option(delete)
 
 
+def _search_options(search: argparse.ArgumentParser) -> None:
+    search.add_argument(
+        "query",
+        metavar="QUERY",
+        type=storable_os_text,
+        help='words that must all appear; "a phrase", word* (a prefix), a OR b, -word (not)',
+    )
+    search.add_argument("--cwd", type=Path, default=None, help="the sessions of this workspace")
+    search.add_argument("--all", action="store_true", help="the sessions of every workspace")
+    search.add_argument("--limit", type=int, default=20, help="at most this many hits (1 or more)")
+    search.add_argument("--json", action="store_true", help="print one JSON array")
+    search.add_argument(
+        "--max-class",
+        metavar="CLASS",
+        help="leave out hits whose text an export with this --max-class would redact",
+    )
+    _store_option(search)
+
+
 def _diff(diff: argparse.ArgumentParser) -> None:
     diff.add_argument("id", metavar="ID")
     diff.add_argument("--turn", type=int, metavar="N", help="only this turn's changes")
@@ -433,6 +457,10 @@ def _dispatch(
 
             command = getattr(session_commands, args.command)
             return int(asyncio.run(command(args)))
+        case "search":
+            from app.session_search import search
+
+            return asyncio.run(search(args))
         case "diff":
             from app.session_diff import diff
 

@@ -43,6 +43,7 @@ from engine.project_config import ProjectLayer
 from engine.store.base import SessionInfo
 from engine.store.chooser import Store, open_store
 from engine.store.errors import LeaseError
+from engine.store.search import SearchHit
 from engine.store.settings import StoreSettings
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from engine.trust import TrustStore
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from app.telemetry import LiveTelemetry
 
 BROWSER_LIMIT = 500
+BROWSER_SEARCH_LIMIT = 50
+"""Text matches the session browser lists."""
 """Sessions the browser lists at most (newest first)."""
 
 
@@ -238,7 +241,7 @@ class TrellisApp(App[None]):
             self._telemetry.watch(agent, self._config.models)
         return agent
 
-    async def _open_replay(self, session_id: str) -> None:
+    async def _open_replay(self, session_id: str, *, at_seq: int | None = None) -> None:
         """A stored session played back, read without its writer lease (`inspect`), and followed
         as another process writes it where the store can (`replay_following`)."""
         assert self.store is not None
@@ -261,6 +264,7 @@ class TrellisApp(App[None]):
                 config=self._config,
                 title=loaded.info.title or loaded.info.id,
                 followed=loaded.followed,
+                at_seq=at_seq,
             )
         )
 
@@ -393,8 +397,18 @@ class TrellisApp(App[None]):
             str(self._cwd),
             current=self._open_session_id(),
             write=self._write_export,
+            search=self._search_text,
         )
         await self.push_screen(browser, callback=self._chosen)
+
+    async def _search_text(self, query: str, cwd: str | None) -> list[SearchHit]:
+        """The browser's search: what no process has indexed yet (a store from before the
+        index) is indexed first, in batches."""
+        assert self.store is not None
+        if await self.store.unindexed():
+            await self.store.update_index()
+        scope = None if cwd is None else storable_os_text(cwd)
+        return await self.store.search(query, cwd=scope, limit=BROWSER_SEARCH_LIMIT)
 
     def _open_session_id(self) -> str | None:
         """The session this console shows: its own, or the one it follows read-only."""
@@ -411,7 +425,7 @@ class TrellisApp(App[None]):
                 case "resume":
                     await self._switch_to(info.id)
                 case "replay":
-                    await self._open_replay(info.id)
+                    await self._open_replay(info.id, at_seq=choice.seq)
                 case "fork":
                     fork = await self.store.fork(info.id, info.event_count)
                     self.notify(f"forked {info.id[:8]} into {fork.id[:8]}; opening the fork")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the session catalog imports this without the event models
+    from collections.abc import Callable
+
     from engine.events import Event
+    from engine.store.search import SearchHit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +115,28 @@ class SessionStore(Protocol):
 
     async def fork(self, session_id: str, at_seq: int) -> SessionInfo: ...
 
-    async def delete(self, session_id: str) -> None: ...
+    async def delete(self, session_id: str) -> None:
+        """Remove a session, its events and their entries in the search index."""
+        ...
+
+    async def search(
+        self, text: str, *, cwd: str | None = None, limit: int = 20, offset: int = 0
+    ) -> builtins.list[SearchHit]:
+        """The events whose text (the user's, injected, the assistant's, a tool's) matches the
+        query `text` (`engine.store.search_query`), best first, of workspace `cwd`'s sessions
+        or of all. Raises `SearchSyntaxError` for a query that cannot be read and
+        `SearchUnavailableError` where the store cannot search. The index is fed after each
+        flush, off the turn's path, so an event flushed a moment ago may not be found yet."""
+        ...
+
+    async def unindexed(self) -> int:
+        """How many stored events the search index has not seen yet."""
+        ...
+
+    async def update_index(self, progress: Callable[[int], object] | None = None) -> int:
+        """Index every event waiting for it (a store from before the index, once); `progress`
+        is told the count done after each batch. Returns the count."""
+        ...
 
     async def release(self, session_id: str) -> None: ...
 

@@ -62,3 +62,11 @@ class StoreConfigError(StoreError):
 
 class FollowError(StoreError):
     """Following a session stopped: the notification connection was lost."""
+
+
+class SearchUnavailableError(StoreError):
+    """The store cannot search: its SQLite has no FTS5, or the index was made by a newer one."""
+
+
+class SearchSyntaxError(StoreError, ValueError):
+    """A search query that cannot be read; the message says what is wrong and how to write it."""

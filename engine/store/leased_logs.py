@@ -9,6 +9,7 @@ reading a whole log.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,6 +24,7 @@ from engine.store.base import LoadedSession, SessionInfo, SessionPage
 from engine.store.catalog import list_sessions
 from engine.store.errors import LeaseError, StoreError
 from engine.store.fork import check_fork_point, value_at
+from engine.store.indexing import BATCH, BackgroundIndex
 from engine.store.log_view import decode, repair, repair_view
 from engine.store.queries import (
     MAX_SEQ,
@@ -33,6 +35,8 @@ from engine.store.queries import (
     resolve_session,
     session_info,
 )
+from engine.store.search import SEARCH_LIMIT, SearchHit
+from engine.store.search_query import SearchQuery, parse_query
 from engine.store.staging import Batch, Row, StagedLog, rows_of
 
 Taken = Sequence[tuple[StagedLog, Batch]]
@@ -46,10 +50,15 @@ class LeasedLogs(ABC):
     when its caller is cancelled and passes the cancellation on at the caller's next await
     (`SessionStore`)."""
 
-    def __init__(self, where: str, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, where: str, clock: Callable[[], float], *, search_index: bool = True
+    ) -> None:
         self._where = where
         self._clock = clock
         self._writers: dict[str, StagedLog] = {}
+        self._index = BackgroundIndex(self._index_some, enabled=search_index)
+        """Feeds the search index after flushes; `search_index=False` leaves that to others
+        (`update_index`), as a benchmark's baseline does."""
 
     # --- the database half ----------------------------------------------------------------------
 
@@ -94,6 +103,21 @@ class LeasedLogs(ABC):
     ) -> None: ...
 
     @abstractmethod
+    async def _index_some(self, session_ids: Sequence[str] | None, budget: int) -> int:
+        """Index up to about `budget` waiting events of `session_ids` (None: any session) in
+        one transaction; how many it covered (0: nothing waits). `SearchUnavailableError` if
+        the store cannot search."""
+
+    @abstractmethod
+    async def _unindexed(self) -> int:
+        """Events of every session the index has not seen yet."""
+
+    @abstractmethod
+    async def _search(
+        self, query: SearchQuery, cwd: str | None, limit: int, offset: int
+    ) -> builtins.list[SearchHit]: ...
+
+    @abstractmethod
     async def _read_whole(
         self, session_id: str, action: str, *, checked: bool
     ) -> tuple[SessionInfo, list[Event], LogState]:
@@ -135,6 +159,7 @@ class LeasedLogs(ABC):
             raise
         for w, batch in taken:
             w.stored_batch(batch)
+        self._index.flushed([w.session_id for w, _ in taken])
 
     # --- leases ---------------------------------------------------------------------------------
 
@@ -269,6 +294,34 @@ class LeasedLogs(ABC):
         async with self._reading("listing sessions") as fetch:
             return await list_sessions(fetch, cwd=cwd, limit=limit, cursor=cursor)
 
+    # --- search -------------------------------------------------------------------------------
+
+    async def search(
+        self, text: str, *, cwd: str | None = None, limit: int = SEARCH_LIMIT, offset: int = 0
+    ) -> builtins.list[SearchHit]:
+        """The events whose text matches `text` (`search_query`), best first: of the sessions of
+        workspace `cwd`, or of all. `SearchSyntaxError` for a query that cannot be read,
+        `SearchUnavailableError` if the store cannot search. Events not indexed yet are not
+        found: `update_index` first for a complete answer."""
+        if limit < 1 or offset < 0:
+            raise ValueError(f"limit must be >= 1 and offset >= 0, got {limit} and {offset}")
+        return await self._search(parse_query(text), cwd, limit, offset)
+
+    async def unindexed(self) -> int:
+        """How many stored events the search index has not seen yet."""
+        return await self._unindexed()
+
+    async def update_index(self, progress: Callable[[int], object] | None = None) -> int:
+        """Index every waiting event of every session, batch by batch (each its own
+        transaction, so an interrupted run keeps what it did); `progress` is told the events
+        covered so far after each batch. Returns how many were covered."""
+        done = 0
+        while (covered := await self._index_some(None, BATCH)) > 0:
+            done += covered
+            if progress is not None:
+                progress(done)
+        return done
+
     # --- fork -----------------------------------------------------------------------------------
 
     async def fork(self, session_id: str, at_seq: int) -> SessionInfo:
@@ -308,6 +361,7 @@ class LeasedLogs(ABC):
             await self.flush()
         finally:
             try:
+                await self._index.close()  # what this store flushed, indexed before it goes
                 await self._forget_all_leases()
             finally:
                 self._writers.clear()

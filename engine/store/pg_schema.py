@@ -73,8 +73,25 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+async def _add_search(conn: Connection) -> None:
+    """The search index: each event's words as a `tsvector` (the 'simple' configuration: the
+    words as the index of a SQLite store splits them, without stemming), fed after the flush
+    (`search_indexed` counts each session's events it has seen, so the sessions stored before
+    it are indexed once, by `trellis search`)."""
+    await conn.execute("ALTER TABLE sessions ADD COLUMN search_indexed bigint NOT NULL DEFAULT 0")
+    await conn.execute(
+        """CREATE TABLE search_docs (
+            session_id text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            words tsvector NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )"""
+    )
+    await conn.execute("CREATE INDEX search_docs_words ON search_docs USING gin (words)")
+
+
 # MIGRATIONS[v] brings a database from version v to v + 1.
-MIGRATIONS: Sequence[Migration] = (_create_v1,)
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_search)
 
 
 def schema_version() -> int:

@@ -20,7 +20,7 @@ import asyncpg
 
 from engine.events import Event
 from engine.invariants import LogState
-from engine.store import pg_lease
+from engine.store import pg_lease, pg_search
 from engine.store.base import SessionInfo
 from engine.store.errors import SequenceError, StoreError
 from engine.store.lease import LeaseHolder
@@ -35,6 +35,8 @@ from engine.store.queries import (
     numbered,
     session_info,
 )
+from engine.store.search import SearchHit
+from engine.store.search_query import SearchQuery
 from engine.store.staging import Row, StagedLog, rows_of
 
 log = logging.getLogger(__name__)
@@ -78,12 +80,13 @@ class PostgresStore(LeasedLogs):
         busy_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
         lease_ttl: float = pg_lease.DEFAULT_TTL,
+        search_index: bool = True,
     ) -> None:
         self._db = PostgresDatabase(
             url, password=password, schema=schema, busy_timeout=busy_timeout
         )
         self.shown = self._db.shown
-        super().__init__(self.shown, clock)
+        super().__init__(self.shown, clock, search_index=search_index)
         self._ttl = lease_ttl
         self._holder = LeaseHolder()
         self._heartbeat: asyncio.Task[None] | None = None
@@ -365,6 +368,25 @@ class PostgresStore(LeasedLogs):
                 schema_name=self._db.schema,
             )
 
+    # --- search ---------------------------------------------------------------------------------
+
+    async def _index_some(self, session_ids: Sequence[str] | None, budget: int) -> int:
+        async with self._db.transaction("indexing for search") as conn:
+            return await pg_search.index_some(conn, session_ids, budget)
+
+    async def _unindexed(self) -> int:
+        async with self._db.transaction("counting unindexed events") as conn:
+            count = await conn.fetchval(
+                "SELECT coalesce(sum(event_count - search_indexed), 0) FROM sessions"
+            )
+        return int(count)
+
+    async def _search(
+        self, query: SearchQuery, cwd: str | None, limit: int, offset: int
+    ) -> list[SearchHit]:
+        async with self._db.transaction("searching") as conn:
+            return await pg_search.search(conn, query, cwd=cwd, limit=limit, offset=offset)
+
     # --- delete ------------------------------------------------------------------------
 
     async def delete(self, session_id: str) -> None:
@@ -372,6 +394,7 @@ class PostgresStore(LeasedLogs):
         async with self._db.transaction(f"deleting session {session_id}") as conn:
             await pg_lease.check(conn, self._holder, session_id, self.shown, "deleting it")
             await conn.execute("DELETE FROM events WHERE session_id = $1", session_id)
+            await conn.execute("DELETE FROM search_docs WHERE session_id = $1", session_id)
             await conn.execute("DELETE FROM leases WHERE session_id = $1", session_id)
             await conn.execute("DELETE FROM sessions WHERE id = $1", session_id)
         self._writers.pop(session_id, None)

@@ -67,8 +67,21 @@ async def _unindex_updated(conn: aiosqlite.Connection) -> None:
     await conn.execute("DROP INDEX sessions_by_cwd")
 
 
+async def _count_searched(conn: aiosqlite.Connection) -> None:
+    """How many of each session's events the search index has seen: the sessions stored before
+    the index start at none and are indexed once (`trellis search` shows its progress). The
+    index's FTS5 table itself is made at open (`sqlite_search.FtsIndex`): a SQLite without FTS5
+    must still open the store."""
+    await conn.execute("ALTER TABLE sessions ADD COLUMN search_indexed INTEGER NOT NULL DEFAULT 0")
+
+
 # MIGRATIONS[v] brings a database from version v to v + 1.
-MIGRATIONS: Sequence[Migration] = (_create_v1, _index_turn_starts, _unindex_updated)
+MIGRATIONS: Sequence[Migration] = (
+    _create_v1,
+    _index_turn_starts,
+    _unindex_updated,
+    _count_searched,
+)
 
 
 def schema_version() -> int:

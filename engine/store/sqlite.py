@@ -20,7 +20,7 @@ from engine.events import (
 )
 from engine.invariants import LogState
 from engine.store.base import SessionInfo
-from engine.store.errors import StoreError
+from engine.store.errors import SearchUnavailableError, StoreError
 from engine.store.lease import LeaseHolder, LeasePolicy, check_lease, drop_leases, take_lease
 from engine.store.leased_logs import LeasedLogs, Taken
 from engine.store.log_view import decode_and_check
@@ -29,6 +29,8 @@ from engine.store.queries import (
     Fetch,
     session_info,
 )
+from engine.store.search import SearchHit
+from engine.store.search_query import SearchQuery
 from engine.store.sqlite_db import SQLiteDatabase
 from engine.store.sqlite_writes import LogWrites
 from engine.store.staging import Row, StagedLog
@@ -49,9 +51,10 @@ class SQLiteStore(LeasedLogs):
         busy_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
         foreign_lease_ttl: float = 3600.0,
+        search_index: bool = True,
     ) -> None:
         self.path = Path(path)
-        super().__init__(str(self.path), clock)
+        super().__init__(str(self.path), clock, search_index=search_index)
         self._holder = LeaseHolder()
         self._lease_policy = LeasePolicy(
             holder=self._holder, path=self.path, foreign_ttl=foreign_lease_ttl
@@ -64,6 +67,8 @@ class SQLiteStore(LeasedLogs):
     async def open(self) -> SQLiteStore:
         """Create the directory if needed, connect, switch to WAL and migrate the schema."""
         await self._db.open()
+        if self._db.search.unusable is not None:
+            self._index.enabled = False  # nothing to feed; `search` says why
         return self
 
     @property
@@ -150,6 +155,35 @@ class SQLiteStore(LeasedLogs):
             decode_and_check, str(self.path), info, rows, checked=checked
         )
 
+    # --- search ---------------------------------------------------------------------------------
+
+    def _searchable(self) -> None:
+        if (why := self._db.search.unusable) is not None:
+            raise SearchUnavailableError(f"{self.path}: cannot search: {why}")
+
+    async def _index_some(self, session_ids: Sequence[str] | None, budget: int) -> int:
+        self._searchable()
+        index = self._db.search
+        return await self._db.run(
+            "indexing for search", lambda conn: index.index_some(conn, session_ids, budget)
+        )
+
+    async def _unindexed(self) -> int:
+        async with self._db.transaction("counting unindexed events", write=False) as conn:
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT coalesce(sum(event_count - search_indexed), 0) FROM sessions"
+                )
+            )
+        return int(rows[0][0])
+
+    async def _search(
+        self, query: SearchQuery, cwd: str | None, limit: int, offset: int
+    ) -> list[SearchHit]:
+        self._searchable()
+        async with self._db.transaction("searching", write=False) as conn:
+            return await self._db.search.search(conn, query, cwd=cwd, limit=limit, offset=offset)
+
     # --- delete ------------------------------------------------------------------------
 
     async def delete(self, session_id: str) -> None:
@@ -157,6 +191,7 @@ class SQLiteStore(LeasedLogs):
         now = self._clock()
         async with self._db.transaction(f"deleting session {session_id}") as conn:
             await check_lease(conn, self._lease_policy, session_id, now, "deleting it")
+            await self._db.search.forget(conn, session_id)
             await conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         self._writers.pop(session_id, None)

@@ -18,6 +18,7 @@ from engine.store.errors import DatabaseLockedError, StoreError, StoreUnavailabl
 from engine.store.queries import Fetch, Rows
 from engine.store.schema import migrate
 from engine.store.sqlite_errors import sqlite_faults, translate
+from engine.store.sqlite_search import FtsIndex
 from engine.store.sqlite_writer import SQLiteWriter
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ class SQLiteDatabase:
         self._conn: aiosqlite.Connection | None = None
         self._writer = SQLiteWriter(path, busy_timeout=busy_timeout)
         self._lock = asyncio.Lock()
+        self.search = FtsIndex(contentless_delete=False, unusable="the store is not open")
+        """The search index as this process can use it, read at `open`."""
 
     @property
     def is_open(self) -> bool:
@@ -78,6 +81,7 @@ class SQLiteDatabase:
             await conn.execute("PRAGMA synchronous = NORMAL")
         async with self._in_transaction(conn, "migrating the schema", write=True):
             await migrate(conn, self.path)
+            self.search = await FtsIndex.open(conn)
 
     async def _retry_while_locked(self, attempt: Callable[[], Awaitable[None]]) -> None:
         """Run `attempt` until it is not locked out, for at most the busy timeout.

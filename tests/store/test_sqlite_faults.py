@@ -237,7 +237,9 @@ async def test_a_version_2_database_drops_the_indexes_a_flush_kept_moving(
         assert [await store.list(), await store.list(cwd="/a", limit=1)] == before
         assert [s.cwd for s in before[0].sessions] == ["/a", "/b", "/a"][::-1]
     with raw(path) as conn:
-        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [(3,)]
+        assert conn.execute("SELECT schema_version FROM meta").fetchall() == [
+            (schema.schema_version(),)
+        ]
         indexes = {row[1] for row in conn.execute("PRAGMA index_list(sessions)")}
         assert not {"sessions_by_updated", "sessions_by_cwd"} & indexes
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.text import Text
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Label
 
 from app.tui.screens.export import ExportDialog
 from app.tui.screens.help import screen_keys
@@ -17,6 +18,7 @@ from app.tui.screens.replay import ReplayScreen
 from app.tui.screens.sessions import ConfirmDelete, SessionBrowser
 from app.tui.widgets.entries import UserMessage
 from engine.store.base import SessionInfo
+from engine.store.search import SearchHit
 from engine.store.sqlite import SQLiteStore
 from tests.checkpoints.conftest import checkpoint_refs
 from tests.tui.conftest import ConsoleTestApp
@@ -240,3 +242,73 @@ async def test_every_workspace_has_a_workspace_column(
         await pilot.press("ctrl+a")
         await pilot.pause()
         assert "workspace" not in [c.label.plain for c in table.ordered_columns]
+
+
+async def until(pilot: Pilot[None], done: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if done():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"{what} never happened")
+
+
+async def test_typing_searches_the_text_and_a_match_opens_the_replay_there(
+    workspace: Path, data: Path
+) -> None:
+    stored = await stored_session(workspace, data)
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        await pilot.press(*"says hello")  # the reply's words: no title has them
+        assert browser.query_one("#sessions", DataTable).row_count == 0
+        await until(pilot, lambda: bool(browser.hits), "a text match")
+        (hit,) = browser.hits
+        assert (hit.session_id, hit.kind, hit.turn) == (stored, "assistant", 1)
+        hits = browser.query_one("#hits", DataTable)
+        assert hits.row_count == 1
+        assert not hits.has_class("idle")
+        await pilot.press("tab")  # to the matches
+        await pilot.press("enter")
+        await until_screen(pilot, ReplayScreen)
+        replay = pilot.app.screen
+        assert isinstance(replay, ReplayScreen)
+        await until(pilot, lambda: replay.player.seq == hit.seq, "the replay at the match")
+
+
+async def test_a_query_being_typed_says_what_is_wrong_and_clearing_it_hides_the_matches(
+    workspace: Path, data: Path
+) -> None:
+    await stored_session(workspace, data)
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        head = browser.query_one("#matches-head", Label)
+        await pilot.press(*'"says hel')
+        await until(pilot, lambda: "not closed" in str(head.render()), "the syntax note")
+        assert browser.hits == []
+        await pilot.press(*'lo"')
+        await until(pilot, lambda: len(browser.hits) == 1, "the phrase's match")
+        browser.query_one(Input).value = ""
+        await until(pilot, lambda: head.has_class("idle"), "the matches hidden")
+        assert browser.hits == []
+        assert browser.query_one("#hits", DataTable).has_class("idle")
+
+
+async def test_searching_waits_for_typing_to_pause(workspace: Path, data: Path) -> None:
+    """Typed quickly, a query is searched once, when typing stops: not once per key."""
+    await stored_session(workspace, data)
+    app = ConsoleTestApp(workspace, data, [])
+    async with app.run_test(size=(120, 30)) as pilot:
+        browser = await browse(pilot)
+        assert browser.search is not None
+        real = browser.search
+        asked: list[str] = []
+
+        async def counting(query: str, cwd: str | None) -> Sequence[SearchHit]:
+            asked.append(query)
+            return await real(query, cwd)
+
+        browser.search = counting
+        await pilot.press(*"notes.txt")
+        await until(pilot, lambda: bool(browser.hits), "a text match")
+        assert asked == ["notes.txt"]

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 
 from app.tui.screens.model_picker import ModelPicker
 from app.tui.screens.permission import PermissionDialog
-from app.tui.screens.sessions import SessionBrowser
+from app.tui.screens.sessions import ContentSearch, SessionBrowser
 from app.tui.widgets.key_footer import FooterKey
 from app.tui.widgets.prompt_input import PromptInput
 from engine.config import Config, ContextConfig, ModelEntry, load_config
@@ -26,6 +26,7 @@ from engine.local_servers import WELL_KNOWN, LocalModel, ServerAnswer
 from engine.message import ToolCall
 from engine.model_catalog import local_models
 from engine.store.base import SessionInfo
+from engine.store.search import SearchHit
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile, WriteFile
 from tests.agent.conftest import FixedTool, GateTool
@@ -290,11 +291,45 @@ def test_80_by_24(snap_compare: SnapCompare, make: Callable[..., ConsoleTestApp]
     assert snap_compare(app, terminal_size=(80, 24), run_before=scene("read notes.txt"))
 
 
+async def fixed_matches(query: str, cwd: str | None) -> list[SearchHit]:
+    """Two matches of `cache` in the sessions the browser lists."""
+    return [
+        SearchHit(
+            session_id="2" * 32,
+            title="why does the build fail on CI?",
+            cwd="/home/ada/project",
+            seq=seq,
+            turn=turn,
+            time=1_796_007_300.0,
+            kind=kind,
+            type=kind_type,
+            score=score,
+            snippet=text,
+            marks=((text.index("cache"), text.index("cache") + 5),),
+        )
+        for seq, turn, kind, kind_type, score, text in (
+            (
+                14,
+                1,
+                "assistant",
+                "assistant/message",
+                3.2,
+                "The CI cache is keyed on the lock file, so a changed lock…",
+            ),
+            (31, 2, "tool", "tool/result", 1.7, "…restored cache from key deps-3f9a; 412 files…"),
+        )
+    ]
+
+
 class BrowserApp(App[None]):
     """The browser alone, over fixed sessions: ids, times and paths are the same on every run.
     The third session is open, and forked once; one more session is in another workspace."""
 
     CURSOR_BLINK = False
+
+    def __init__(self, search: ContentSearch | None = None) -> None:
+        super().__init__()
+        self.search = search
 
     def on_mount(self) -> None:
         here = [
@@ -328,7 +363,12 @@ class BrowserApp(App[None]):
             turns=4,
         )
         browser = SessionBrowser(
-            here, [*here, elsewhere], "/home/ada/project", current="3" * 32, write=unwritten
+            here,
+            [*here, elsewhere],
+            "/home/ada/project",
+            current="3" * 32,
+            write=unwritten,
+            search=self.search,
         )
         self.push_screen(browser)
 
@@ -363,6 +403,25 @@ def test_the_session_browser_filtered(snap_compare: SnapCompare) -> None:
         await pilot.press(*"build")
 
     assert snap_compare(BrowserApp(), terminal_size=(100, 24), run_before=run)
+
+
+@pytest.mark.usefixtures("fixed_place")
+def test_the_session_browser_with_text_matches(snap_compare: SnapCompare) -> None:
+    """What is typed searches the text too: the matches under the sessions, Tab moved to them."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press(*"cache")
+        screen = pilot.app.screen
+        assert isinstance(screen, SessionBrowser)
+        for _ in range(200):
+            if screen.hits:
+                break
+            await pilot.pause(0.01)
+        await pilot.press("tab")
+        await pilot.pause()
+
+    assert snap_compare(BrowserApp(fixed_matches), terminal_size=(100, 24), run_before=run)
 
 
 @pytest.mark.usefixtures("fixed_place")

@@ -102,8 +102,11 @@ class ReplayScreen(Screen[None]):
         config: Config | None = None,
         title: str = "",
         followed: FollowedLog | None = None,
+        at_seq: int | None = None,
     ) -> None:
         super().__init__()
+        self.at_seq = at_seq
+        """Where the replay opens (a search match: played up to and with it), else its start."""
         self.log_events = list(events)  # a followed log grows: the player reads this list
         self.title_text = title
         self.followed = followed
@@ -129,9 +132,16 @@ class ReplayScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(SidePanel).follow_width(self.app.size.width)
-        self.call_after_refresh(self._show)  # not mounted yet while its mount is handled
+        self.call_after_refresh(self._open)  # not mounted yet while its mount is handled
         if self.followed is not None:
             self._feed = asyncio.create_task(self.followed.run(self))
+
+    def _open(self) -> None:
+        if self.at_seq is None:
+            self._show()
+            return
+        found = next((i for i, e in enumerate(self.log_events) if e.seq == self.at_seq), None)
+        self.seek(len(self.log_events) if found is None else found + 1)
 
     async def on_unmount(self) -> None:
         feed, self._feed = self._feed, None

@@ -1,11 +1,15 @@
 """The session browser: this directory's sessions (all of them on a toggle), newest first, filtered by
 typing; open one to resume, replay, fork, export or delete it (delete asks first). A fork says
 which session it came from, the session open in the console is marked current and cannot be
-deleted from here."""
+deleted from here.
+
+What is typed also searches the sessions' text (`SessionStore.search`), once typing pauses, in a
+worker on the event loop (the store's reads run on its own thread): the matches are listed under
+the sessions, Tab moves between the two lists, and Enter on a match opens the replay at its seq."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -18,6 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 from textual.widgets import Button, DataTable, Input, Label
 
 from app.session_rows import ID_SHOWN, fork_note, home_text, short_workspace, updated_text
@@ -25,7 +30,9 @@ from app.tui.screens.export import ExportDialog, SessionWriter
 from app.tui.widgets.key_footer import KeyFooter
 from app.tui.widgets.ordered_keys import OrderedInput
 from engine.counts import counted
+from engine.errors import TrellisError
 from engine.store.base import SessionInfo
+from engine.store.search import SearchHit
 
 Action = Literal["resume", "replay", "fork", "delete"]
 
@@ -78,12 +85,23 @@ def _marks(info: SessionInfo, current: str | None, accent: str, *, compact: bool
     return marks
 
 
+SEARCH_PAUSE = 0.25
+"""Seconds of no typing before the text is searched."""
+SEARCH_MIN_CHARS = 2
+"""A query shorter than this searches nothing: one letter would match most of every log."""
+
+ContentSearch = Callable[[str, str | None], Awaitable[Sequence[SearchHit]]]
+"""The sessions' text searched for a query, of one workspace (None: of all), best first."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionChoice:
-    """What the user chose to do with which session; the app carries it out."""
+    """What the user chose to do with which session; the app carries it out. `seq`: where a
+    replay opens (a search match), else at its start."""
 
     action: Action
     session: SessionInfo
+    seq: int | None = None
 
 
 def matches(info: SessionInfo, words: str) -> bool:
@@ -142,6 +160,8 @@ class SessionBrowser(Screen[SessionChoice | None]):
     DEFAULT_CSS = """
     SessionBrowser Input { margin: 0 1; }
     SessionBrowser DataTable { height: 1fr; }
+    SessionBrowser #matches-head { margin-top: 1; }
+    SessionBrowser .idle { display: none; }
     """
 
     FOOTER_SPARE: ClassVar[tuple[str, ...]] = ("export", "choose('fork')", "toggle_all")
@@ -157,6 +177,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
         # key would otherwise reach the filter, where it deletes a character
         Binding("ctrl+d", "refuse_delete", show=False, priority=True),
         Binding("ctrl+a", "toggle_all", "All workspaces", priority=True),
+        Binding("tab", "switch_list", "Text matches", priority=True),
         Binding("escape", "close", "Back"),
         # F4 opened the browser and closes it: the app's F4 would stack another browser on it
         Binding("f4", "close", "Close", show=False),
@@ -174,8 +195,16 @@ class SessionBrowser(Screen[SessionChoice | None]):
         *,
         current: str | None,
         write: SessionWriter,
+        search: ContentSearch | None = None,
     ) -> None:
         super().__init__()
+        self.search = search
+        self.hits: list[SearchHit] = []
+        self._in_hits = False
+        """Whether the keys act on the text matches (Tab), not on the sessions."""
+        self._searched: tuple[str, bool] | None = None
+        """The query and scope the matches are of."""
+        self._pause: Timer | None = None
         self.here = tuple(sessions)
         self.everywhere = tuple(everywhere)
         self.cwd = cwd
@@ -189,10 +218,13 @@ class SessionBrowser(Screen[SessionChoice | None]):
 
     def compose(self) -> ComposeResult:
         yield Label(id="scope")
-        yield OrderedInput(
-            placeholder="type to filter by title, id, model or workspace", id="filter"
-        )
+        placeholder = "type to filter by title, id, model or workspace"
+        if self.search is not None:
+            placeholder += ", and to search the sessions' text"
+        yield OrderedInput(placeholder=placeholder, id="filter")
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield Label(id="matches-head", classes="idle")
+        yield DataTable(id="hits", cursor_type="row", zebra_stripes=True, classes="idle")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -204,6 +236,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
     def watch_show_all(self, _: bool) -> None:
         if self.is_mounted:
             self._fill(keep=True)
+            self._search_soon()
 
     @on(Input.Changed)
     def _filtered(self, event: Input.Changed) -> None:
@@ -211,6 +244,112 @@ class SessionBrowser(Screen[SessionChoice | None]):
         # highlight back to the first row under an arrow key pressed meanwhile
         if event.value != self._words:
             self._fill()
+        self._search_soon()
+
+    # --- the sessions' text ----------------------------------------------------------------------
+
+    def _search_soon(self) -> None:
+        """Search what is typed once typing pauses; a shorter query clears the matches."""
+        if self.search is None:
+            return
+        query = self.query_one(Input).value.strip()
+        if (query, self.show_all) == self._searched:
+            return
+        if self._pause is not None:
+            self._pause.stop()
+            self._pause = None
+        if len(query) < SEARCH_MIN_CHARS:
+            self.workers.cancel_group(self, "search")
+            self._searched = None
+            self._show_hits([], "")
+            return
+        self._pause = self.set_timer(SEARCH_PAUSE, lambda: self._start_search(query))
+
+    def _start_search(self, query: str) -> None:
+        self._pause = None
+        self.run_worker(self._run_search(query, self.show_all), group="search", exclusive=True)
+
+    async def _run_search(self, query: str, everywhere: bool) -> None:
+        assert self.search is not None
+        self._show_head(Text("searching the sessions' text…", style="dim"))
+        try:
+            hits = list(await self.search(query, None if everywhere else self.cwd))
+            note = ""
+        except TrellisError as exc:  # a query still being typed (`"unclosed`), a store error
+            hits, note = [], str(exc)
+        self._searched = (query, everywhere)
+        self._show_hits(hits, note)
+
+    def _show_head(self, text: Text) -> None:
+        head = self.query_one("#matches-head", Label)
+        head.update(text)
+        head.set_class(False, "idle")
+
+    def _show_hits(self, hits: list[SearchHit], note: str) -> None:
+        self.hits = hits
+        table = self.query_one("#hits", DataTable)
+        head = self.query_one("#matches-head", Label)
+        shown = bool(hits or note)
+        head.set_class(not shown, "idle")
+        table.set_class(not hits, "idle")
+        if note:
+            head.update(Text(note, style="dim"))
+        elif hits:
+            head.update(
+                Text.assemble(
+                    (" Text matches", "bold"),
+                    f": {len(hits)}",
+                    ("  (tab switches lists, enter replays at the match)", "dim"),
+                )
+            )
+        table.clear(columns=True)
+        if not hits:
+            self._use_hits(False)
+            return
+        fixed = {"session": 16, "turn": 4, "seq": 5, "kind": len("assistant")}
+        spare = self.size.width - table.styles.scrollbar_size_vertical - sum(fixed.values())
+        fixed["match"] = max(20, spare - 2 * table.cell_padding * (len(fixed) + 1))
+        for label, size in fixed.items():
+            table.add_column(label, width=size, key=label)
+        accent = self.app.current_theme.accent or "bold"
+        for hit in hits:
+            snippet = Text(hit.snippet, no_wrap=True, overflow="ellipsis")
+            for a, b in hit.marks:
+                snippet.stylize(f"bold {accent}", a, b)
+            table.add_row(
+                fitted(hit.title or hit.session_id[:ID_SHOWN], 16),
+                Text(str(hit.turn)),
+                Text(str(hit.seq)),
+                Text(hit.kind),
+                snippet,
+                key=f"{hit.session_id}:{hit.seq}",
+            )
+        self._use_hits(self._in_hits)
+
+    def _use_hits(self, on: bool) -> None:
+        """Point the keys at the matches (`on`) or the sessions; only that list shows a cursor."""
+        self._in_hits = on and bool(self.hits)
+        self.query_one("#sessions", DataTable).show_cursor = not self._in_hits
+        self.query_one("#hits", DataTable).show_cursor = self._in_hits
+        self.refresh_bindings()
+
+    def action_switch_list(self) -> None:
+        self._use_hits(not self._in_hits)
+
+    def _hit(self) -> SearchHit | None:
+        table = self.query_one("#hits", DataTable)
+        if not self.hits or table.cursor_row < 0:
+            return None
+        return self.hits[min(table.cursor_row, len(self.hits) - 1)]
+
+    def _session_of(self, hit: SearchHit) -> SessionInfo:
+        """The listed session a match is in (a session past the listing's limit: its id)."""
+        for info in self.everywhere:
+            if info.id == hit.session_id:
+                return info
+        return SessionInfo(
+            id=hit.session_id, cwd=hit.cwd, title=hit.title, created=hit.time, updated=hit.time
+        )
 
     def on_resize(self) -> None:
         if self.is_mounted:
@@ -219,7 +358,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
     def _fill(self, *, keep: bool = False) -> None:
         """The sessions that match the filter, the first highlighted (with `keep`, the one that
         was, if it is still listed)."""
-        was = self._selected() if keep else None
+        was = self._listed() if keep else None
         words = self._words = self.query_one(Input).value
         pool = self.everywhere if self.show_all else self.here
         self._shown = [info for info in pool if matches(info, words)]
@@ -231,7 +370,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
                 ("  (ctrl+a toggles)", "dim"),
             )
         )
-        table = self.query_one(DataTable)
+        table = self.query_one("#sessions", DataTable)
         table.clear(columns=True)
         widths = self._widths(table)
         accent = self.app.current_theme.accent or "bold"
@@ -284,7 +423,12 @@ class SessionBrowser(Screen[SessionChoice | None]):
         self.refresh_bindings()  # Delete is off on the open session's row
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Delete shows disabled on the open session's row, where `refuse_delete` takes its key."""
+        """Delete shows disabled on the open session's row, where `refuse_delete` takes its key;
+        Tab is shown where the text can be searched, and works once something matched."""
+        if action == "switch_list":
+            if self.search is None:
+                return False
+            return bool(self.hits) or None
         on_current = (info := self._selected()) is not None and info.id == self.current
         if action == "delete":
             return None if on_current else True
@@ -293,9 +437,16 @@ class SessionBrowser(Screen[SessionChoice | None]):
         return True
 
     def _selected(self) -> SessionInfo | None:
+        """The session the keys act on: the highlighted one, or the highlighted match's."""
+        if self._in_hits:
+            hit = self._hit()
+            return None if hit is None else self._session_of(hit)
+        return self._listed()
+
+    def _listed(self) -> SessionInfo | None:
         if not self._shown:
             return None
-        table = self.query_one(DataTable)
+        table = self.query_one("#sessions", DataTable)
         if table.cursor_row < 0:
             return None
         return self._shown[min(table.cursor_row, len(self._shown) - 1)]
@@ -317,11 +468,24 @@ class SessionBrowser(Screen[SessionChoice | None]):
         self.query_one(Input).call_later(run)
 
     def action_move(self, delta: int) -> None:
-        table = self.query_one(DataTable)
-        self._after_typing(lambda _: table.move_cursor(row=table.cursor_row + delta))
+        def move(_: SessionInfo) -> None:
+            table = self.query_one("#hits" if self._in_hits else "#sessions", DataTable)
+            table.move_cursor(row=table.cursor_row + delta)
+
+        self._after_typing(move)
 
     def action_choose(self, action: Action) -> None:
-        self._after_typing(lambda info: self.dismiss(SessionChoice(action, info)))
+        """On a text match, Enter and ^R replay from its seq; the other keys act on its
+        session."""
+
+        def choose(info: SessionInfo) -> None:
+            hit = self._hit() if self._in_hits else None
+            if hit is not None and action in ("resume", "replay"):
+                self.dismiss(SessionChoice("replay", info, seq=hit.seq))
+            else:
+                self.dismiss(SessionChoice(action, info))
+
+        self._after_typing(choose)
 
     def action_export(self) -> None:
         """A dialog asks the format and the file; the browser stays open behind it."""

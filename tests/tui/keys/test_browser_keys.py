@@ -85,6 +85,24 @@ def replay(terminal: Terminal) -> None:
     terminal.wait_for("█ second session")
 
 
+@CHECKS.step(SessionBrowser, "tab")
+def search_the_text(terminal: Terminal) -> None:
+    """Typing searches the sessions' text too; Tab moves to the matches, and Enter there opens
+    the replay at the match (the reply, after its prompt)."""
+    browse(terminal, "osprey")
+    terminal.wait_for("Text matches: 1")
+    terminal.press("tab")
+    terminal.settle()
+    terminal.press("enter")
+    terminal.wait_gone("Text matches")
+    terminal.wait_until(
+        lambda text: "seq " in text and f"seq {NO_SEQ}/" not in text and "osprey" in text,
+        what="the replay at the match",
+    )
+    terminal.press("q")
+    terminal.wait_for("█ second session")
+
+
 @CHECKS.step(SessionBrowser, "ctrl+f")
 def fork(terminal: Terminal) -> None:
     """Ctrl+F forks the chosen session and opens the fork."""
@@ -168,7 +186,8 @@ def test_every_key_of_the_session_browser(place: Place) -> None:
 
     async def stored() -> None:
         for hour, title in enumerate(TITLES):
-            await store_session(place, [(title, [Reply(text="ok")])], start=1.8e9 + 3600 * hour)
+            reply = "an osprey, once" if title == "second session" else "ok"
+            await store_session(place, [(title, [Reply(text=reply)])], start=1.8e9 + 3600 * hour)
         await store_session(place, [(ELSEWHERE, [Reply(text="ok")])], cwd=elsewhere)
 
     asyncio.run(stored())
