@@ -203,7 +203,7 @@ def _item_part(item: RequestItemView) -> _Part:
     match item.kind:
         case ItemKind.message if source is None or source.is_user:
             category, share, name = Category.conversation, "", "user"
-        case ItemKind.message if source.kind == "pin":
+        case ItemKind.message if source is not None and source.kind == "pin":
             # a pin made mid-session waits at the tail until the floor takes it
             category, share, name = Category.pins, "", f"pin {source.name}"
         case ItemKind.message:
