@@ -16,7 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,26 +189,6 @@ class ShadowRepo:
         started.set_result(process)
         out, err = await process.communicate(stdin)
         return out, err, process.returncode if process.returncode is not None else -1
-
-    async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
-        """The contents of these objects, in one `cat-file --batch`."""
-        wanted = sorted(set(ids))
-        if not wanted:
-            return {}
-        out = await self.run(
-            "cat-file", "--batch", stdin="".join(f"{i}\n" for i in wanted).encode()
-        )
-        found: dict[str, bytes] = {}
-        at = 0
-        for object_id in wanted:
-            end = out.index(b"\n", at)
-            header = out[at:end].split(b" ")
-            if len(header) != 3:
-                raise CheckpointError(("cat-file", object_id), 1, out[at:end])
-            size = int(header[2])
-            found[object_id] = out[end + 1 : end + 1 + size]
-            at = end + 1 + size + 1
-        return found
 
     @asynccontextmanager
     async def locked(self, *, exclusive: bool) -> AsyncIterator[None]:

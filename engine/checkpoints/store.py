@@ -18,13 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from engine.checkpoints.changes import (
-    SYMLINK_MODE,
-    FileChange,
-    changes_between,
-    read_checkpoint,
-    sides_between,
-)
+from engine.checkpoints.changes import SYMLINK_MODE, FileChange, changes_between, sides_between
 from engine.checkpoints.checkpoint import (
     Checkpoint,
     CheckpointsOffError,
@@ -33,6 +27,7 @@ from engine.checkpoints.checkpoint import (
     commit_message,
 )
 from engine.checkpoints.large_files import LargeFileLedger
+from engine.checkpoints.objects import GitObjects
 from engine.checkpoints.restore import (
     RESTORE_SUPPORTED,
     PathNote,
@@ -43,7 +38,7 @@ from engine.checkpoints.restore import (
     outside_links,
 )
 from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
-from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
+from engine.checkpoints.shadow_repo import AUTHOR, ShadowRepo, git_binary, shadow_dir_for
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
 from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
@@ -93,6 +88,12 @@ class CheckpointStore:
         self._index_matches_last = False
         self._size = WorkspaceSize({})
         self._off: Unavailable | None = None
+        self._objects = GitObjects(repo, session_id)
+
+    async def aclose(self) -> None:
+        """End the git processes the store keeps (`engine.checkpoints.git_pipe`); a later call
+        starts them again."""
+        await self._objects.aclose()
 
     @property
     def workspace(self) -> Path:
@@ -167,7 +168,7 @@ class CheckpointStore:
                 newest = (number, commit, tree)
         if newest is not None:
             self._count, commit, self._last_tree = newest
-            self._last = await read_checkpoint(self._repo, commit)
+            self._last, _ = await self._objects.checkpoint(commit)
 
     async def take(self, reason: str) -> Checkpoint:
         """A checkpoint of the workspace now; the session's last one when nothing changed.
@@ -211,7 +212,9 @@ class CheckpointStore:
         if self._last is not None and tree == self._last_tree and skipped == self._last.skipped:
             self._index_matches_last = True
             return self._last
-        return await self._commit(tree, reason, skipped, nested)
+        checkpoint = await self._commit(tree, reason, skipped, nested)
+        self._index_matches_last = True
+        return checkpoint
 
     def _record_large(self, large: Sequence[tuple[str, os.stat_result]]) -> None:
         for path, info in large:
@@ -227,35 +230,24 @@ class CheckpointStore:
     async def _commit(
         self, tree: str, reason: str, skipped: tuple[SkippedFile, ...], nested: tuple[str, ...]
     ) -> Checkpoint:
-        date = f"@{int(self._clock())} +0000"
-        parent = ("-p", self._last.id) if self._last is not None else ()
-        commit = (
-            (
-                await self._repo.run(
-                    "commit-tree",
-                    tree,
-                    *parent,
-                    "-F",
-                    "-",
-                    stdin=commit_message(reason, skipped).encode("utf-8"),
-                    env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
-                )
-            )
-            .decode("ascii")
-            .strip()
+        signature = f"{AUTHOR[0]} <{AUTHOR[1]}> {int(self._clock())} +0000"
+        parent = f"parent {self._last.id}\n" if self._last is not None else ""
+        text = (
+            f"tree {tree}\n{parent}author {signature}\ncommitter {signature}\n\n"
+            f"{commit_message(reason, skipped)}"
         )
+        commit = await self._objects.write_commit(text.encode("utf-8"))
         number = self._count + 1
-        updates = (
+        await self._objects.update_refs(
             f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n"
             f"option no-deref\nupdate HEAD {commit}\n"
         )
-        await self._repo.run("update-ref", "--stdin", stdin=updates.encode("ascii"))
         self._count = number
         self._last_tree = tree
-        self._index_matches_last = True
         self._last = Checkpoint(
             id=commit, reason=reason, skipped=skipped, nested_repositories=nested
         )
+        self._objects.remember(self._last, tree)
         return self._last
 
     async def changes(self, a: str, b: str | None = None) -> tuple[FileChange, ...]:
@@ -264,7 +256,7 @@ class CheckpointStore:
         await self._check_ids(a, *(() if b is None else (b,)))
         if b is None:
             b = (await self.take("workspace now")).id
-        return await changes_between(self._repo, a, b, self._secret_patterns)
+        return await changes_between(self._objects, a, b, self._secret_patterns)
 
     async def plan_restore(self, target: str, expected: str) -> RestorePlan:
         """What restoring checkpoint `target` would do, given `expected`, the checkpoint the
@@ -272,8 +264,8 @@ class CheckpointStore:
         checkpoint of the workspace first, so the restore itself can be undone."""
         await self._check_ids(target, expected)
         current = (await self.take("before restore")).id
-        to_target = await sides_between(self._repo, current, target)
-        since = await sides_between(self._repo, expected, current)
+        to_target = await sides_between(self._objects, current, target)
+        since = await sides_between(self._objects, expected, current)
         ignore_files, outside = await self._tree_notes(target)
         return make_plan(
             target=target,
@@ -291,9 +283,8 @@ class CheckpointStore:
         for checkpoint_id in ids:
             if not COMMIT_ID.fullmatch(checkpoint_id):
                 raise UnknownCheckpointError(checkpoint_id, self.workspace)
-        asked = "".join(f"{checkpoint_id}\n" for checkpoint_id in ids).encode("ascii")
-        out = await self._repo.run("cat-file", "--batch-check=%(objecttype)", stdin=asked)
-        for checkpoint_id, kind in zip(ids, out.decode("ascii").splitlines(), strict=True):
+        asked = [checkpoint_id for checkpoint_id in ids if not self._objects.known(checkpoint_id)]
+        for checkpoint_id, kind in zip(asked, await self._objects.kinds(asked), strict=True):
             if kind != "commit":
                 raise UnknownCheckpointError(checkpoint_id, self.workspace)
 
@@ -312,7 +303,7 @@ class CheckpointStore:
                 ignore_files.append(escape_os_text(raw))
             if mode == SYMLINK_MODE:
                 links[raw] = blob
-        targets = await self._repo.read_blobs(links.values())
+        targets = await self._objects.read_blobs(links.values())
         linked = {raw: targets[blob] for raw, blob in links.items()}
         outside = await asyncio.to_thread(outside_links, self.workspace, linked)
         return tuple(ignore_files), outside
@@ -325,12 +316,14 @@ class CheckpointStore:
                 raise CheckpointsOffError(self._off)
             now = (await self._take("restore")).id
             if now != plan.current:
-                moved = await sides_between(self._repo, plan.current, now)
+                moved = await sides_between(self._objects, plan.current, now)
                 planned = {w.path for w in plan.writes} | set(plan.deletes)
                 late = {escape_os_text(raw) for raw in moved} & planned
                 plan = replace(plan, conflicts=tuple(sorted({*plan.conflicts, *late})))
             keep = frozenset() if overwrite else frozenset(plan.conflicts)
-            blobs = await self._repo.read_blobs(w.blob for w in plan.writes if w.path not in keep)
+            blobs = await self._objects.read_blobs(
+                w.blob for w in plan.writes if w.path not in keep
+            )
             return await asyncio.to_thread(apply_plan, self.workspace, plan, blobs, keep)
 
     async def prune(self, session_id: str) -> None:
@@ -350,6 +343,9 @@ class CheckpointStore:
             await self._point_head_at_a_checkpoint()
             await self._repo.run("reflog", "expire", "--expire=now", "--all")
             await self._repo.run("gc", "--prune=now", "--quiet")
+            # what the processes and caches hold may name objects that are gone now
+            await self._objects.aclose()
+            self._objects = GitObjects(self._repo, self.session_id)
             if session_id == self.session_id:
                 self._last, self._last_tree, self._count = None, None, 0
                 self._index_matches_last = False

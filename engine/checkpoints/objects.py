@@ -1,0 +1,223 @@
+"""A store's reads and writes of git objects and refs, through long-lived git processes
+(`engine.checkpoints.git_pipe`): one `cat-file --batch-command` for every read, `hash-object`
+for blobs and commits, `mktree` for trees, `update-ref` for refs and `check-ignore` for the
+ignore rules. Commits this store made and tree listings it read or wrote are kept by id, so a
+diff between two of its checkpoints reads nothing it already knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from engine.checkpoints.checkpoint import Checkpoint, parse_message
+from engine.checkpoints.git_pipe import GitPipe, read_field, read_line
+from engine.checkpoints.shadow_repo import CheckpointError, ShadowRepo
+
+TREE_MODE = "040000"
+Entry = tuple[str, str]
+"""A tree entry: git's mode (`040000` for a folder) and the object id."""
+Listing = dict[bytes, Entry]
+"""A tree's entries by name."""
+
+TREE_CACHE = 4096
+"""Tree listings kept by id; a turn touches a few, a diff of a large change a few hundred."""
+
+
+class GitObjects:
+    """The object reads and writes of one store; `aclose` ends its git processes."""
+
+    def __init__(self, repo: ShadowRepo, session_id: str) -> None:
+        self._repo = repo
+        self._cat = GitPipe(repo, "cat-file", "--batch-command")
+        self._blobs = GitPipe(repo, "hash-object", "-w", "--no-filters", "--stdin-paths")
+        self._commits = GitPipe(repo, "hash-object", "-w", "-t", "commit", "--stdin-paths")
+        self._trees = GitPipe(repo, "mktree", "--batch", "-z")
+        self._refs = GitPipe(repo, "update-ref", "--stdin")
+        self._ignores = GitPipe(repo, "check-ignore", "--stdin", "-z", "-v", "-n", "--no-index")
+        self._commit_file = repo.git_dir / f"commit-{session_id}.tmp"
+        self._checkpoints: dict[str, tuple[Checkpoint, str]] = {}
+        self._listings: dict[str, Listing] = {}
+
+    @property
+    def pipes(self) -> tuple[GitPipe, ...]:
+        return (self._cat, self._blobs, self._commits, self._trees, self._refs, self._ignores)
+
+    async def aclose(self) -> None:
+        for pipe in self.pipes:
+            await pipe.aclose()
+
+    async def restart_ignores(self) -> None:
+        """`check-ignore` keeps the `.gitignore` files it read: after one changed, a new one."""
+        await self._ignores.aclose()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def read(self, ids: Sequence[str]) -> list[tuple[str, bytes] | None]:
+        """Each object's type and bytes, None for one that is not there; one request."""
+        if not ids:
+            return []
+        request = "".join(f"contents {object_id}\n" for object_id in ids).encode("ascii")
+
+        async def answers(out: asyncio.StreamReader) -> list[tuple[str, bytes] | None]:
+            found: list[tuple[str, bytes] | None] = []
+            for _ in ids:
+                header = (await read_line(out)).split(b" ")
+                if len(header) != 3:
+                    found.append(None)
+                    continue
+                data = await out.readexactly(int(header[2]) + 1)
+                found.append((header[1].decode("ascii"), data[:-1]))
+            return found
+
+        return await self._cat.ask(request, answers)
+
+    async def kinds(self, ids: Sequence[str]) -> list[str | None]:
+        """Each object's type, None for one that is not there."""
+        request = "".join(f"info {object_id}\n" for object_id in ids).encode("ascii")
+
+        async def answers(out: asyncio.StreamReader) -> list[str | None]:
+            found: list[str | None] = []
+            for _ in ids:
+                header = (await read_line(out)).split(b" ")
+                found.append(header[1].decode("ascii") if len(header) == 3 else None)
+            return found
+
+        return await self._cat.ask(request, answers)
+
+    async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        wanted = sorted(set(ids))
+        found: dict[str, bytes] = {}
+        for object_id, got in zip(wanted, await self.read(wanted), strict=True):
+            if got is None:
+                raise CheckpointError(("cat-file", object_id), 1, b"no such object")
+            found[object_id] = got[1]
+        return found
+
+    def known(self, commit: str) -> bool:
+        return commit in self._checkpoints
+
+    async def checkpoint(self, commit: str) -> tuple[Checkpoint, str]:
+        """The checkpoint a commit is, and its tree's id. Raises `CheckpointError` when the id
+        names no commit."""
+        known = self._checkpoints.get(commit)
+        if known is not None:
+            return known
+        (got,) = await self.read([commit])
+        if got is None or got[0] != "commit":
+            raise CheckpointError(("cat-file", commit), 1, b"no such commit")
+        head, _, message = got[1].decode("utf-8", "replace").partition("\n\n")
+        tree = head.split("\n", 1)[0].removeprefix("tree ")
+        reason, skipped = parse_message(message)
+        return self.remember(Checkpoint(id=commit, reason=reason, skipped=skipped), tree)
+
+    def remember(self, checkpoint: Checkpoint, tree: str) -> tuple[Checkpoint, str]:
+        self._checkpoints[checkpoint.id] = (checkpoint, tree)
+        return checkpoint, tree
+
+    async def listing(self, tree: str) -> Listing:
+        """A tree's entries (do not change the dict: it is the cache's)."""
+        known = self._listings.get(tree)
+        if known is not None:
+            return known
+        (got,) = await self.read([tree])
+        if got is None or got[0] != "tree":
+            raise CheckpointError(("cat-file", tree), 1, b"no such tree")
+        return self._keep(tree, parse_tree(got[1], len(tree) // 2))
+
+    def _keep(self, tree: str, listing: Listing) -> Listing:
+        if len(self._listings) >= TREE_CACHE:
+            self._listings.clear()
+        self._listings[tree] = listing
+        return listing
+
+    # --- writes --------------------------------------------------------------------------------
+
+    async def hash_files(self, paths: Sequence[Path]) -> list[str]:
+        """The blob ids of these files' bytes, written into the repository. A name with a
+        newline cannot be asked for: `ValueError`."""
+        if not paths:
+            return []
+        raw = [os.fsencode(path) for path in paths]
+        if any(b"\n" in path or not path.startswith(b"/") for path in raw):
+            raise ValueError("hash-object --stdin-paths takes absolute paths without newlines")
+
+        async def answers(out: asyncio.StreamReader) -> list[str]:
+            return [(await read_line(out)).decode("ascii") for _ in raw]
+
+        ids = await self._blobs.ask(b"".join(path + b"\n" for path in raw), answers)
+        return _checked_ids(ids, "hash-object")
+
+    async def write_tree(self, listing: Listing) -> str:
+        request = b"".join(
+            f"{mode} {_kind(mode)} {object_id}\t".encode("ascii") + name + b"\0"
+            for name, (mode, object_id) in listing.items()
+        )
+        (tree,) = _checked_ids(
+            [(await self._trees.ask(request + b"\0", read_line)).decode()], "mktree"
+        )
+        self._keep(tree, dict(listing))
+        return tree
+
+    async def write_commit(self, text: bytes) -> str:
+        """A commit object of `text`, through a file of the session in the repository (a
+        commit's bytes may hold newlines, a path cannot)."""
+        await asyncio.to_thread(self._commit_file.write_bytes, text)
+        path = os.fsencode(self._commit_file) + b"\n"
+        (commit,) = _checked_ids(
+            [(await self._commits.ask(path, read_line)).decode()], "hash-object"
+        )
+        return commit
+
+    async def update_refs(self, updates: str) -> None:
+        """One transaction of `update-ref --stdin` commands."""
+        request = f"start\n{updates}commit\n".encode("ascii")
+
+        async def answers(out: asyncio.StreamReader) -> tuple[bytes, bytes]:
+            return await read_line(out), await read_line(out)
+
+        said = await self._refs.ask(request, answers)
+        if said != (b"start: ok", b"commit: ok"):
+            raise CheckpointError(("update-ref", "--stdin"), 1, b" / ".join(said))
+
+    async def ignored(self, paths: Sequence[bytes]) -> list[bool]:
+        """Whether the ignore rules (`.gitignore` files, the shadow repository's excludes)
+        leave each work-tree-relative path out."""
+        if not paths:
+            return []
+
+        async def answers(out: asyncio.StreamReader) -> list[bool]:
+            found: list[bool] = []
+            for _ in paths:
+                _source, _line, pattern, _path = [await read_field(out) for _ in range(4)]
+                found.append(bool(pattern) and not pattern.startswith(b"!"))
+            return found
+
+        return await self._ignores.ask(b"".join(path + b"\0" for path in paths), answers)
+
+
+def _kind(mode: str) -> str:
+    return "tree" if mode == TREE_MODE else "commit" if mode == "160000" else "blob"
+
+
+def _checked_ids(ids: list[str], command: str) -> list[str]:
+    for object_id in ids:
+        if len(object_id) not in (40, 64) or any(c not in "0123456789abcdef" for c in object_id):
+            raise CheckpointError((command,), 1, f"not an object id: {object_id!r}".encode())
+    return ids
+
+
+def parse_tree(data: bytes, id_bytes: int) -> Listing:
+    """A tree object's bytes: `MODE NAME\\0` and the binary id, per entry."""
+    listing: Listing = {}
+    at = 0
+    while at < len(data):
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        mode = data[at:space].decode("ascii").rjust(6, "0")
+        object_id = data[nul + 1 : nul + 1 + id_bytes].hex()
+        listing[data[space + 1 : nul]] = (mode, object_id)
+        at = nul + 1 + id_bytes
+    return listing
