@@ -22,6 +22,7 @@ Entry = tuple[str, str]
 Listing = dict[bytes, Entry]
 """A tree's entries by name."""
 
+IGNORED_CACHE = 100_000
 TREE_CACHE = 4096
 """Tree listings kept by id; a turn touches a few, a diff of a large change a few hundred."""
 
@@ -40,6 +41,7 @@ class GitObjects:
         self._commit_file = repo.git_dir / f"commit-{session_id}.tmp"
         self._checkpoints: dict[str, tuple[Checkpoint, str]] = {}
         self._listings: dict[str, Listing] = {}
+        self._ignored: dict[tuple[bytes, bool], bool] = {}
 
     @property
     def pipes(self) -> tuple[GitPipe, ...]:
@@ -50,7 +52,9 @@ class GitObjects:
             await pipe.aclose()
 
     async def restart_ignores(self) -> None:
-        """`check-ignore` keeps the `.gitignore` files it read: after one changed, a new one."""
+        """`check-ignore` reads the excludes once, and the answers are kept: after a change
+        to the ignore rules, a new process and no answers."""
+        self._ignored.clear()
         await self._ignores.aclose()
 
     # --- reads ---------------------------------------------------------------------------------
@@ -164,7 +168,7 @@ class GitObjects:
     async def write_commit(self, text: bytes) -> str:
         """A commit object of `text`, through a file of the session in the repository (a
         commit's bytes may hold newlines, a path cannot)."""
-        await asyncio.to_thread(self._commit_file.write_bytes, text)
+        self._commit_file.write_bytes(text)  # a few hundred bytes: no worker thread
         path = os.fsencode(self._commit_file) + b"\n"
         (commit,) = _checked_ids(
             [(await self._commits.ask(path, read_line)).decode()], "hash-object"
@@ -182,9 +186,19 @@ class GitObjects:
         if said != (b"start: ok", b"commit: ok"):
             raise CheckpointError(("update-ref", "--stdin"), 1, b" / ".join(said))
 
-    async def ignored(self, paths: Sequence[bytes]) -> list[bool]:
+    async def ignored(self, paths: Sequence[bytes], *, folders: bool) -> list[bool]:
         """Whether the ignore rules (`.gitignore` files, the shadow repository's excludes)
-        leave each work-tree-relative path out."""
+        leave each work-tree-relative path out; `folders`: the paths are folders (a rule
+        may name folders only). Answers are kept until `restart_ignores`."""
+        asked = [path for path in dict.fromkeys(paths) if (path, folders) not in self._ignored]
+        if len(self._ignored) + len(asked) > IGNORED_CACHE:
+            self._ignored.clear()
+            asked = list(dict.fromkeys(paths))
+        for path, out in zip(asked, await self._check_ignore(asked), strict=True):
+            self._ignored[path, folders] = out
+        return [self._ignored[path, folders] for path in paths]
+
+    async def _check_ignore(self, paths: Sequence[bytes]) -> list[bool]:
         if not paths:
             return []
 

@@ -198,13 +198,20 @@ class ShadowRepo:
 
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
         try:
-            await asyncio.shield(waiting)
+            # a free lock is taken at once; only a wait is worth a worker thread
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
+            try:
+                await asyncio.shield(waiting)
+            except BaseException:
+                # the thread still waits on the descriptor: close it only once the wait is
+                # over, so its number is never reused under a pending lock
+                waiting.add_done_callback(lambda _: os.close(fd))
+                raise
         except BaseException:
-            # the thread still waits on the descriptor: close it only once the wait is over,
-            # so its number is never reused under a pending lock
-            waiting.add_done_callback(lambda _: os.close(fd))
+            os.close(fd)
             raise
         try:
             yield

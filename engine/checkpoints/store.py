@@ -10,6 +10,7 @@ one, and its stat cache makes a checkpoint cost what changed: one `git status` p
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import shutil
@@ -26,8 +27,9 @@ from engine.checkpoints.checkpoint import (
     Unavailable,
     commit_message,
 )
+from engine.checkpoints.journal import FEW, ChangeJournal, Doubt, look
 from engine.checkpoints.large_files import LargeFileLedger
-from engine.checkpoints.objects import GitObjects
+from engine.checkpoints.objects import Entry, GitObjects
 from engine.checkpoints.restore import (
     RESTORE_SUPPORTED,
     PathNote,
@@ -38,12 +40,21 @@ from engine.checkpoints.restore import (
     outside_links,
 )
 from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
-from engine.checkpoints.shadow_repo import AUTHOR, ShadowRepo, git_binary, shadow_dir_for
+from engine.checkpoints.shadow_repo import (
+    AUTHOR,
+    CheckpointError,
+    ShadowRepo,
+    git_binary,
+    shadow_dir_for,
+)
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
+from engine.checkpoints.trees import EMPTY, Edit, edit_tree, has_path
 from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
 from engine.errors import TrellisError
 from engine.os_text import escape_os_text
+
+log = logging.getLogger(__name__)
 
 REF_ROOT = "refs/trellis"
 COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -73,6 +84,8 @@ class CheckpointStore:
         secret_patterns: tuple[str, ...],
         ledger: LargeFileLedger,
         clock: Callable[[], float],
+        *,
+        journal: bool = True,
     ) -> None:
         self._repo = repo
         self._settings = settings
@@ -89,10 +102,17 @@ class CheckpointStore:
         self._size = WorkspaceSize({})
         self._off: Unavailable | None = None
         self._objects = GitObjects(repo, session_id)
+        self._journal = self._new_journal()
+        if not journal:
+            self._journal.off = "turned off"
+
+    def _new_journal(self) -> ChangeJournal:
+        return ChangeJournal(self.workspace, self._objects, self._repo.git_dir / "info" / "exclude")
 
     async def aclose(self) -> None:
         """End the git processes the store keeps (`engine.checkpoints.git_pipe`); a later call
         starts them again."""
+        self._journal.close()
         await self._objects.aclose()
 
     @property
@@ -113,10 +133,12 @@ class CheckpointStore:
         *,
         secret_patterns: Iterable[str] = (),
         clock: Callable[[], float] = time.time,
+        journal: bool = True,
     ) -> CheckpointStore | Unavailable:
         """The session's store, or why the workspace gets no checkpoints: `git` missing, off
         in the config, the home folder or `/`, or more files or bytes than the limits allow.
-        Raises `ValueError` for a session id that cannot name a ref."""
+        Raises `ValueError` for a session id that cannot name a ref. Without `journal`, every
+        checkpoint takes the status path (`engine.checkpoints.journal`)."""
         if not SESSION_ID.fullmatch(session_id):
             raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
         if not settings.enabled:
@@ -135,7 +157,9 @@ class CheckpointStore:
             return Unavailable(f"no checkpoints: {refused}")
         repo = ShadowRepo(git, shadow_dir_for(data_dir, root), root)
         ledger = await asyncio.to_thread(_prepare, repo, settings, session_id)
-        store = cls(repo, settings, session_id, tuple(secret_patterns), ledger, clock)
+        store = cls(
+            repo, settings, session_id, tuple(secret_patterns), ledger, clock, journal=journal
+        )
         over = await store._measure()
         if over is not None:
             return over
@@ -179,6 +203,85 @@ class CheckpointStore:
             return await self._take(reason)
 
     async def _take(self, reason: str) -> Checkpoint:
+        journal = self._journal
+        if journal.doubt is None and self._last is not None and self._last_tree is not None:
+            try:
+                return await self._take_noted(reason, await journal.collect())
+            except Doubt as exc:
+                log.debug("checkpoint of %s by status: %s", self.workspace, exc)
+            except (CheckpointError, OSError, ValueError) as exc:
+                log.warning("checkpoint of %s by its journal failed: %s", self.workspace, exc)
+                journal.doubt = f"a checkpoint by the journal failed: {exc}"
+            # what the journal's attempt did to the ledger, the status path must look at
+            self._index_matches_last = False
+        if journal.off is None:
+            await journal.start()
+        return await self._take_by_status(reason)
+
+    async def _take_noted(self, reason: str, dirty: set[bytes]) -> Checkpoint:
+        """A checkpoint from the journal's changed paths and the last checkpoint's tree: only
+        the folders on those paths are rewritten, and no git process starts."""
+        assert self._last is not None
+        assert self._last_tree is not None
+        limit = self._settings.max_file_bytes
+        released: list[str] = []
+        large_seen: list[tuple[str, int | None]] = []
+        if self._ledger.paths():
+            released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
+            dirty |= {os.fsencode(path) for path in released}
+            dirty -= {os.fsencode(path) for path in self._ledger.paths()}
+        if not dirty and not large_seen:
+            return self._last
+        if len(dirty) <= FEW:
+            looked = look(self.workspace, dirty, limit)
+        else:
+            looked = await asyncio.to_thread(look, self.workspace, dirty, limit)
+        asked = [path for path, _, _ in looked.files] + [path for path, _ in looked.large]
+        answers = await self._objects.ignored(asked, folders=False)
+        ignored = {
+            path
+            for path, out in zip(asked, answers, strict=True)
+            if out and not await has_path(self._objects, self._last_tree, path)
+        }
+        files = [file for file in looked.files if file[0] not in ignored]
+        large = [(os.fsdecode(path), info) for path, info in looked.large if path not in ignored]
+        blobs = await self._objects.hash_files(
+            [self.workspace / os.fsdecode(path) for path, _, _ in files]
+        )
+        changes: dict[bytes, Entry | object | None] = dict.fromkeys(looked.gone)
+        changes.update(dict.fromkeys(looked.folders, EMPTY))
+        for (path, mode, _), blob in zip(files, blobs, strict=True):
+            changes[path] = (mode, blob)
+        for path, _ in looked.large:
+            changes[path] = None
+        for path in looked.gone:
+            self._size.forget_below(os.fsdecode(path))
+        self._size.update(
+            [
+                *large_seen,
+                *((os.fsdecode(path), None) for path in looked.gone),
+                *((os.fsdecode(path), size) for path, _, size in files),
+                *((path, info.st_size) for path, info in large),
+            ]
+        )
+        self._off = self._size.over(self._settings)
+        if self._off is not None:
+            raise CheckpointsOffError(self._off)
+        if large:
+            await asyncio.to_thread(self._record_large, large)
+        tree = await edit_tree(self._objects, self._last_tree, Edit.of(changes))
+        if tree is None:
+            tree = await self._objects.write_tree({})
+        skipped = self._ledger.skipped()
+        if tree == self._last_tree and skipped == self._last.skipped:
+            return self._last
+        self._index_matches_last = False
+        # HEAD only speeds up the status path: that path moves it, this one need not
+        return await self._commit(
+            tree, reason, skipped, self._last.nested_repositories, move_head=False
+        )
+
+    async def _take_by_status(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
         limit = self._settings.max_file_bytes
         released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
@@ -228,7 +331,13 @@ class CheckpointStore:
         )
 
     async def _commit(
-        self, tree: str, reason: str, skipped: tuple[SkippedFile, ...], nested: tuple[str, ...]
+        self,
+        tree: str,
+        reason: str,
+        skipped: tuple[SkippedFile, ...],
+        nested: tuple[str, ...],
+        *,
+        move_head: bool = True,
     ) -> Checkpoint:
         signature = f"{AUTHOR[0]} <{AUTHOR[1]}> {int(self._clock())} +0000"
         parent = f"parent {self._last.id}\n" if self._last is not None else ""
@@ -238,9 +347,9 @@ class CheckpointStore:
         )
         commit = await self._objects.write_commit(text.encode("utf-8"))
         number = self._count + 1
+        head = f"option no-deref\nupdate HEAD {commit}\n" if move_head else ""
         await self._objects.update_refs(
-            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n"
-            f"option no-deref\nupdate HEAD {commit}\n"
+            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n{head}"
         )
         self._count = number
         self._last_tree = tree
@@ -344,8 +453,10 @@ class CheckpointStore:
             await self._repo.run("reflog", "expire", "--expire=now", "--all")
             await self._repo.run("gc", "--prune=now", "--quiet")
             # what the processes and caches hold may name objects that are gone now
-            await self._objects.aclose()
+            await self.aclose()
             self._objects = GitObjects(self._repo, self.session_id)
+            off, self._journal = self._journal.off, self._new_journal()
+            self._journal.off = self._journal.off or off
             if session_id == self.session_id:
                 self._last, self._last_tree, self._count = None, None, 0
                 self._index_matches_last = False
