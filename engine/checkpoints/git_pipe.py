@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
 from engine.checkpoints.shadow_repo import CheckpointError, ShadowRepo, isolated_env
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Reader = Callable[[asyncio.StreamReader], Awaitable[T]]
@@ -34,6 +37,8 @@ class GitPipe:
         self._index = index
         self._lock = asyncio.Lock()
         self._process: asyncio.subprocess.Process | None = None
+        self._ended: list[asyncio.subprocess.Process] = []
+        """Killed, and still to be waited for."""
 
     @property
     def pid(self) -> int | None:
@@ -41,23 +46,33 @@ class GitPipe:
         return self._process.pid if self._process is not None else None
 
     async def ask(self, request: bytes, read: Reader[T]) -> T:
-        """Send `request`, and read its answer with `read`. Raises `CheckpointError` when the
-        process is dead or dies before it has answered."""
+        """Send `request`, and read its answer with `read`. A process found dead is started
+        again and asked once more (every request of a store may be repeated); raises
+        `CheckpointError` when the new one dies before it has answered too."""
         async with self._lock:
-            process = self._process or await self._start()
-            assert process.stdin is not None
-            assert process.stdout is not None
-            try:
-                process.stdin.write(request)
-                await process.stdin.drain()
-                return await read(process.stdout)
-            except (ConnectionError, asyncio.IncompleteReadError, EOFError) as exc:
-                raise await self._died(process, exc) from exc
-            except BaseException:
-                # cut short (cancelled, or an answer we cannot read): what the process says
-                # next belongs to this request, so no later one may read it
-                self._end(process)
-                raise
+            retried = False
+            while True:
+                process = self._process or await self._start()
+                assert process.stdin is not None
+                assert process.stdout is not None
+                try:
+                    # the transport writes the request while the answer is read: a request
+                    # and its answer may each be more than a pipe holds
+                    process.stdin.write(request)
+                    answer = await read(process.stdout)
+                    await process.stdin.drain()
+                    return answer
+                except (ConnectionError, asyncio.IncompleteReadError, EOFError) as exc:
+                    error = await self._died(process, exc)
+                    if retried:
+                        raise error from exc
+                    retried = True
+                    log.warning("%s; starting it again", error)
+                except BaseException:
+                    # cut short (cancelled, or an answer we cannot read): what the process
+                    # says next belongs to this request, so no later one may read it
+                    self._end(process)
+                    raise
 
     async def _start(self) -> asyncio.subprocess.Process:
         repo = self._repo
@@ -91,11 +106,15 @@ class GitPipe:
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
+            self._ended.append(process)
 
     async def aclose(self) -> None:
         """End the process: EOF on its stdin, and a kill if it does not exit of itself."""
         async with self._lock:
             process, self._process = self._process, None
+            ended, self._ended = self._ended, []
+        for killed in ended:
+            await killed.wait()
         if process is None:
             return
         if process.stdin is not None:

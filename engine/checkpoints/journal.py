@@ -105,6 +105,17 @@ class _Level:
     doubt: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Noted:
+    """What the journal noted since the last checkpoint."""
+
+    paths: set[bytes]
+    """Changed: files, and folders made or gone."""
+    fresh: set[bytes]
+    """Folders that went away (deleted, moved): if one of that name is there now, it was made
+    anew and holds nothing of the old one's."""
+
+
 class ChangeJournal:
     """The paths changed in one workspace since the last `collect` (or `start`)."""
 
@@ -117,6 +128,7 @@ class ChangeJournal:
         self._paths: dict[int, bytes] = {}
         self._watches: dict[bytes, int] = {}
         self._dirty: set[bytes] = set()
+        self._fresh: set[bytes] = set()
         self.doubt: str | None = "not started"
         """Why the next checkpoint cannot use the journal; None when it can."""
         self.off: str | None = why_off(workspace)
@@ -154,10 +166,11 @@ class ChangeJournal:
         self._paths.clear()
         self._watches.clear()
         self._dirty.clear()
+        self._fresh.clear()
         self.doubt = "not started"
 
-    async def collect(self) -> set[bytes]:
-        """The paths (workspace-relative) changed since the last call; a changed folder is
+    async def collect(self) -> Noted:
+        """The paths (workspace-relative) changed since the last call; a new folder is
         listed with everything in it. Raises `Doubt` when it cannot say."""
         if self.doubt is not None or self._inotify is None:
             raise Doubt(self.doubt or "not started")
@@ -179,8 +192,9 @@ class ChangeJournal:
         except OSError as exc:
             self.doubt = f"a folder could not be watched: {exc}"
             raise Doubt(self.doubt) from exc
-        dirty, self._dirty = self._dirty, set()
-        return dirty
+        noted = Noted(self._dirty, self._fresh)
+        self._dirty, self._fresh = set(), set()
+        return noted
 
     def _read_events(self) -> list[bytes]:
         """Note the paths of the queued events; the new folders, to watch and read."""
@@ -214,6 +228,7 @@ class ChangeJournal:
             if event.mask & IN_ISDIR:
                 if event.mask & (IN_MOVED_FROM | IN_DELETE):
                     self._unwatch(path)
+                    self._fresh.add(path)
                 if event.mask & (IN_CREATE | IN_MOVED_TO):
                     born.append(path)
         return born

@@ -27,7 +27,7 @@ from engine.checkpoints.checkpoint import (
     Unavailable,
     commit_message,
 )
-from engine.checkpoints.journal import FEW, ChangeJournal, Doubt, look
+from engine.checkpoints.journal import FEW, ChangeJournal, Doubt, Noted, look
 from engine.checkpoints.large_files import LargeFileLedger
 from engine.checkpoints.objects import Entry, GitObjects
 from engine.checkpoints.restore import (
@@ -48,7 +48,7 @@ from engine.checkpoints.shadow_repo import (
     shadow_dir_for,
 )
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
-from engine.checkpoints.trees import EMPTY, Edit, edit_tree, has_path
+from engine.checkpoints.trees import EMPTY, FRESH, Edit, edit_tree, has_path
 from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
 from engine.errors import TrellisError
@@ -218,12 +218,13 @@ class CheckpointStore:
             await journal.start()
         return await self._take_by_status(reason)
 
-    async def _take_noted(self, reason: str, dirty: set[bytes]) -> Checkpoint:
+    async def _take_noted(self, reason: str, noted: Noted) -> Checkpoint:
         """A checkpoint from the journal's changed paths and the last checkpoint's tree: only
         the folders on those paths are rewritten, and no git process starts."""
         assert self._last is not None
         assert self._last_tree is not None
         limit = self._settings.max_file_bytes
+        dirty = noted.paths
         released: list[str] = []
         large_seen: list[tuple[str, int | None]] = []
         if self._ledger.paths():
@@ -249,7 +250,7 @@ class CheckpointStore:
             [self.workspace / os.fsdecode(path) for path, _, _ in files]
         )
         changes: dict[bytes, Entry | object | None] = dict.fromkeys(looked.gone)
-        changes.update(dict.fromkeys(looked.folders, EMPTY))
+        changes.update((path, FRESH if path in noted.fresh else EMPTY) for path in looked.folders)
         for (path, mode, _), blob in zip(files, blobs, strict=True):
             changes[path] = (mode, blob)
         for path, _ in looked.large:

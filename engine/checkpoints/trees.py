@@ -12,6 +12,8 @@ from engine.checkpoints.objects import TREE_MODE, Entry, GitObjects, Listing
 
 EMPTY = object()
 """In an edit: a folder to keep only if something is in it (a file there is replaced)."""
+FRESH = object()
+"""In an edit: a folder made anew, so nothing of what was there before is kept."""
 
 
 @dataclass(slots=True)
@@ -20,11 +22,13 @@ class Edit:
     (`Edit`)."""
 
     below: dict[bytes, Entry | Edit | None]
+    fresh: bool = False
+    """Start from an empty folder, not from what the tree held."""
 
     @classmethod
     def of(cls, changes: Mapping[bytes, Entry | object | None]) -> Edit:
         """From workspace-relative paths: an `Entry` to set, None to remove whatever is there
-        (a file or a folder), `EMPTY` for a folder. A path below one that is set or removed
+        (a file or a folder), `EMPTY` for a folder, `FRESH` for a folder made anew. A path below one that is set or removed
         is left out: what the shorter path says wins."""
         root = cls({})
         for path in sorted(changes):
@@ -44,6 +48,8 @@ class Edit:
             if change is EMPTY:
                 if name not in node.below:
                     node.below[name] = Edit({})
+            elif change is FRESH:
+                node.below[name] = Edit({}, fresh=True)
             else:
                 assert change is None or isinstance(change, tuple)
                 node.below[name] = change
@@ -56,6 +62,8 @@ EMPTY_EDIT = Edit({})
 
 async def edit_tree(objects: GitObjects, tree: str | None, edit: Edit) -> str | None:
     """The id of `tree` (None: empty) with `edit` applied; None when nothing is left."""
+    if edit.fresh:
+        tree = None
     old: Listing = await objects.listing(tree) if tree is not None else {}
     listing = dict(old)
     for name, change in edit.below.items():
