@@ -1,5 +1,5 @@
 """Linux's inotify through ctypes: three calls of libc and one struct, less than a dependency
-would bring. `Inotify` is None-safe to ask for elsewhere: `available()` says whether it works."""
+would bring. `available()` says whether this system has it."""
 
 from __future__ import annotations
 

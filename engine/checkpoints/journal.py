@@ -145,7 +145,12 @@ class ChangeJournal:
         if self.off is not None:
             return
         await self._objects.restart_ignores()
-        self._inotify = Inotify()
+        try:
+            self._inotify = Inotify()
+        except OSError as exc:
+            # the user's instances used up (`fs.inotify.max_user_instances`)
+            self.off = f"no inotify instance: {exc}"
+            return
         self._excludes_stat = _stat_key(self._excludes)
         self.doubt = None
         try:

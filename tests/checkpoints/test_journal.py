@@ -15,7 +15,7 @@ import pytest
 
 from engine.checkpoints import CheckpointError, CheckpointStore, FileChange
 from engine.checkpoints import journal as journal_module
-from engine.checkpoints.inotify import IN_Q_OVERFLOW, Event, Inotify, available
+from engine.checkpoints.inotify import IN_Q_OVERFLOW, Event, Inotify, WatchLimitError, available
 from engine.checkpoints.shadow_repo import ShadowRepo
 from tests.checkpoints.conftest import OpenStore
 
@@ -325,3 +325,21 @@ async def test_a_change_of_thousands_of_files_in_one_request_each(
     assert len(changes) == 6000
     assert {change.status for change in changes} == {"added"}
     assert spawned == []
+
+
+@journal_only
+async def test_used_up_watches_turn_the_journal_off(
+    workspace: Path, open_store: OpenStore, spawned: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def used_up(self: object, path: bytes, mask: int) -> int:
+        raise WatchLimitError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(Inotify, "add_watch", used_up)
+    store = await journal_store(open_store)
+    (workspace / "a.txt").write_text("x")
+    spawned.clear()
+    first = await store.take("by status")
+    (workspace / "a.txt").write_text("y")
+    second = await store.take("by status again")
+    assert spawned.count("status") == 2
+    assert paths(await store.changes(first.id, second.id)) == {"a.txt": "modified"}
