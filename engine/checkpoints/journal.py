@@ -42,6 +42,8 @@ from engine.checkpoints.objects import GitObjects
 
 FEW = 64
 """Paths `look` may look at in the event loop: a few `lstat` cost less than a thread hop."""
+FEW_BYTES = 256 * 1024
+"""Bytes `contents` may read in the event loop."""
 REMOTE_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "fuse.sshfs")
 IGNORE_FILE = b".gitignore"
 GIT = b".git"
@@ -375,3 +377,15 @@ def look(workspace: Path, paths: Iterable[bytes], limit: int) -> Looked:
         else:
             looked.files.append((path, "100755" if mode & stat.S_IXUSR else "100644", info.st_size))
     return looked
+
+
+def contents(workspace: Path, paths: Sequence[bytes]) -> list[bytes]:
+    """The bytes of these files, never through a symlink (one made since `look` is an
+    `OSError`). Blocking: from a worker thread unless they are few and small (`FEW`)."""
+    root = os.fsencode(workspace)
+    found: list[bytes] = []
+    for path in paths:
+        fd = os.open(root + b"/" + path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as raw:
+            found.append(raw.read())
+    return found

@@ -8,6 +8,7 @@ diff between two of its checkpoints reads nothing it already knows.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,7 +36,7 @@ class GitObjects:
         self._cat = GitPipe(repo, "cat-file", "--batch-command")
         self._blobs = GitPipe(repo, "hash-object", "-w", "--no-filters", "--stdin-paths")
         self._commits = GitPipe(repo, "hash-object", "-w", "-t", "commit", "--stdin-paths")
-        self._trees = GitPipe(repo, "mktree", "--batch", "-z")
+        self._trees = GitPipe(repo, "mktree", "--missing", "--batch", "-z")
         self._refs = GitPipe(repo, "update-ref", "--stdin")
         self._ignores = GitPipe(repo, "check-ignore", "--stdin", "-z", "-v", "-n", "--no-index")
         self._commit_file = repo.git_dir / f"commit-{session_id}.tmp"
@@ -154,16 +155,33 @@ class GitObjects:
         ids = await self._blobs.ask(b"".join(path + b"\n" for path in raw), answers)
         return _checked_ids(ids, "hash-object")
 
-    async def write_tree(self, listing: Listing) -> str:
-        request = b"".join(
-            f"{mode} {_kind(mode)} {object_id}\t".encode("ascii") + name + b"\0"
-            for name, (mode, object_id) in listing.items()
-        )
-        (tree,) = _checked_ids(
-            [(await self._trees.ask(request + b"\0", read_line)).decode()], "mktree"
-        )
+    def tree_id(self, listing: Listing) -> str:
+        """The id a tree of these entries has (the listing is kept under it, for
+        `write_trees`)."""
+        tree = object_id("tree", tree_object(listing))
         self._keep(tree, dict(listing))
         return tree
+
+    async def write_trees(self, trees: Sequence[str]) -> None:
+        """Write these trees, known by `tree_id`, in one `mktree` request; the objects they
+        name may still be on their way (`--missing`)."""
+        if not trees:
+            return
+        request = b"".join(
+            b"".join(
+                f"{mode} {_kind(mode)} {entry}\t".encode("ascii") + name + b"\0"
+                for name, (mode, entry) in self._listings[tree].items()
+            )
+            + b"\0"
+            for tree in trees
+        )
+
+        async def answers(out: asyncio.StreamReader) -> list[str]:
+            return [(await read_line(out)).decode("ascii") for _ in trees]
+
+        written = await self._trees.ask(request, answers)
+        if written != list(trees):
+            raise CheckpointError(("mktree",), 1, f"wrote {written}, not {trees}".encode())
 
     async def write_commit(self, text: bytes) -> str:
         """A commit object of `text`, through a file of the session in the repository (a
@@ -221,6 +239,30 @@ def _checked_ids(ids: list[str], command: str) -> list[str]:
         if len(object_id) not in (40, 64) or any(c not in "0123456789abcdef" for c in object_id):
             raise CheckpointError((command,), 1, f"not an object id: {object_id!r}".encode())
     return ids
+
+
+def object_id(kind: str, data: bytes) -> str:
+    """The git object id of `data` as an object of this kind (SHA-1, as the repository's)."""
+    digest = hashlib.sha1(f"{kind} {len(data)}\0".encode("ascii"), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def tree_object(listing: Listing) -> bytes:
+    """A tree's bytes as git writes them: entries in git's order (a folder's name sorts as if
+    it ended in `/`), modes without a leading zero, binary ids."""
+
+    def order(name: bytes) -> bytes:
+        return name + b"/" if listing[name][0] == TREE_MODE else name
+
+    return b"".join(
+        listing[name][0].lstrip("0").encode("ascii")
+        + b" "
+        + name
+        + b"\0"
+        + bytes.fromhex(listing[name][1])
+        for name in sorted(listing, key=order)
+    )
 
 
 def parse_tree(data: bytes, id_bytes: int) -> Listing:

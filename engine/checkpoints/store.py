@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,9 +27,17 @@ from engine.checkpoints.checkpoint import (
     Unavailable,
     commit_message,
 )
-from engine.checkpoints.journal import FEW, ChangeJournal, Doubt, Noted, look
+from engine.checkpoints.journal import (
+    FEW,
+    FEW_BYTES,
+    ChangeJournal,
+    Doubt,
+    Noted,
+    contents,
+    look,
+)
 from engine.checkpoints.large_files import LargeFileLedger
-from engine.checkpoints.objects import Entry, GitObjects
+from engine.checkpoints.objects import Entry, GitObjects, object_id
 from engine.checkpoints.restore import (
     RESTORE_SUPPORTED,
     PathNote,
@@ -246,9 +254,13 @@ class CheckpointStore:
         }
         files = [file for file in looked.files if file[0] not in ignored]
         large = [(os.fsdecode(path), info) for path, info in looked.large if path not in ignored]
-        blobs = await self._objects.hash_files(
-            [self.workspace / os.fsdecode(path) for path, _, _ in files]
-        )
+        # the ids from the bytes read here: the trees and the commit need not wait for git
+        kept = [path for path, _, _ in files]
+        if len(kept) <= FEW and sum(size for _, _, size in files) <= FEW_BYTES:
+            data = contents(self.workspace, kept)
+        else:
+            data = await asyncio.to_thread(contents, self.workspace, kept)
+        blobs = [object_id("blob", bytes_) for bytes_ in data]
         changes: dict[bytes, Entry | object | None] = dict.fromkeys(looked.gone)
         changes.update((path, FRESH if path in noted.fresh else EMPTY) for path in looked.folders)
         for (path, mode, _), blob in zip(files, blobs, strict=True):
@@ -270,17 +282,32 @@ class CheckpointStore:
             raise CheckpointsOffError(self._off)
         if large:
             await asyncio.to_thread(self._record_large, large)
-        tree = await edit_tree(self._objects, self._last_tree, Edit.of(changes))
+        made: list[str] = []
+        tree = await edit_tree(self._objects, self._last_tree, Edit.of(changes), made)
         if tree is None:
-            tree = await self._objects.write_tree({})
+            tree = self._objects.tree_id({})
+            made.append(tree)
         skipped = self._ledger.skipped()
         if tree == self._last_tree and skipped == self._last.skipped:
             return self._last
         self._index_matches_last = False
         # HEAD only speeds up the status path: that path moves it, this one need not
         return await self._commit(
-            tree, reason, skipped, self._last.nested_repositories, move_head=False
+            tree,
+            reason,
+            skipped,
+            self._last.nested_repositories,
+            move_head=False,
+            alongside=(
+                self._write_blobs([self.workspace / os.fsdecode(path) for path in kept], blobs),
+                self._objects.write_trees(made),
+            ),
         )
+
+    async def _write_blobs(self, paths: Sequence[Path], expected: Sequence[str]) -> None:
+        """Store the files as blobs; a file that changed since it was read is a doubt."""
+        if await self._objects.hash_files(paths) != list(expected):
+            raise Doubt("a file changed while the checkpoint read it")
 
     async def _take_by_status(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
@@ -339,14 +366,27 @@ class CheckpointStore:
         nested: tuple[str, ...],
         *,
         move_head: bool = True,
+        alongside: Sequence[Awaitable[None]] = (),
     ) -> Checkpoint:
+        """Commit `tree`, and point a new ref of the session at it; the objects the tree needs
+        are written by `alongside`, at the same time as the commit, and the ref waits for
+        all."""
         signature = f"{AUTHOR[0]} <{AUTHOR[1]}> {int(self._clock())} +0000"
         parent = f"parent {self._last.id}\n" if self._last is not None else ""
         text = (
             f"tree {tree}\n{parent}author {signature}\ncommitter {signature}\n\n"
             f"{commit_message(reason, skipped)}"
         )
-        commit = await self._objects.write_commit(text.encode("utf-8"))
+        raw = text.encode("utf-8")
+        written = await asyncio.gather(
+            self._objects.write_commit(raw), *alongside, return_exceptions=True
+        )
+        for result in written:
+            if isinstance(result, BaseException):
+                raise result
+        commit = object_id("commit", raw)
+        if written[0] != commit:
+            raise CheckpointError(("hash-object", "-t", "commit"), 1, b"an unexpected id")
         number = self._count + 1
         head = f"option no-deref\nupdate HEAD {commit}\n" if move_head else ""
         await self._objects.update_refs(

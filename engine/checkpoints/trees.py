@@ -60,8 +60,11 @@ EMPTY_EDIT = Edit({})
 """A marker for `dict.get`: never a node of an edit."""
 
 
-async def edit_tree(objects: GitObjects, tree: str | None, edit: Edit) -> str | None:
-    """The id of `tree` (None: empty) with `edit` applied; None when nothing is left."""
+async def edit_tree(
+    objects: GitObjects, tree: str | None, edit: Edit, made: list[str]
+) -> str | None:
+    """The id of `tree` (None: empty) with `edit` applied; None when nothing is left. The ids
+    are computed here; the new trees, added to `made`, are for `GitObjects.write_trees`."""
     if edit.fresh:
         tree = None
     old: Listing = await objects.listing(tree) if tree is not None else {}
@@ -70,7 +73,7 @@ async def edit_tree(objects: GitObjects, tree: str | None, edit: Edit) -> str | 
         if isinstance(change, Edit):
             entry = listing.get(name)
             below = entry[1] if entry is not None and entry[0] == TREE_MODE else None
-            new = await edit_tree(objects, below, change)
+            new = await edit_tree(objects, below, change, made)
             if new is None:
                 listing.pop(name, None)
             else:
@@ -83,7 +86,9 @@ async def edit_tree(objects: GitObjects, tree: str | None, edit: Edit) -> str | 
         return None
     if tree is not None and listing == old:
         return tree
-    return await objects.write_tree(listing)
+    new_tree = objects.tree_id(listing)
+    made.append(new_tree)
+    return new_tree
 
 
 async def has_path(objects: GitObjects, tree: str, path: bytes) -> bool:
