@@ -66,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command("sessions", setup=_sessions_options, help="list stored sessions, newest first")
     command("show", setup=_show, help="print a stored session's transcript")
-    command("export", setup=_export, help="export a stored session as Markdown, JSON or HTML")
+    command(
+        "export",
+        setup=_export,
+        help="export a stored session as Markdown, JSON or HTML, or send it as OTLP traces",
+    )
     command("fork", setup=_fork, help="copy a stored session up to a point; prints the new id")
     command("delete", setup=_delete, help="delete a stored session (asks first)")
     command("diff", setup=_diff, help="print the patch of a stored session's turns, from its log")
@@ -310,8 +314,13 @@ def _show(show: argparse.ArgumentParser) -> None:
 
 def _export(export: argparse.ArgumentParser) -> None:
     export.add_argument("id", metavar="ID")
-    needed_option(export, "--format", metavar="md|json|html")
+    needed_option(export, "--format", metavar="md|json|html|otlp")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="(default: stdout)")
+    export.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="otlp: the collector to send the traces to (default: [telemetry] otlp_endpoint)",
+    )
     export.add_argument(
         "--max-class",
         metavar="CLASS",
@@ -508,6 +517,11 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             resume = (await store.resolve(args.resume)).id
             loaded = await load_session_config(store, resume, trust_project=args.trust_project)
         config = _reported(loaded, log_secrets)
+        telemetry = None
+        if config.telemetry.otlp_endpoint:  # the OpenTelemetry SDK loads only when configured
+            from app.telemetry import LiveTelemetry
+
+            telemetry = LiveTelemetry(config.telemetry)
         agent = await open_agent(
             config=config,
             cwd=cwd,
@@ -529,6 +543,8 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
             )
         # the events of opening (model/bind, areas) first; a resumed session's from the store
         await agent.subscribe_from(printer, 0)
+        if telemetry is not None:
+            telemetry.watch(agent, config.models)
         # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
         # dispose gives the lease back, instead of the process dying with the turn open
         with on_stop_signals(STOP_SIGNALS, agent.cancel):
@@ -544,6 +560,12 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                 await agent.when_idle()
             finally:
                 await agent.dispose()
+                if telemetry is not None and not await asyncio.to_thread(telemetry.close):
+                    print(
+                        f"trellis: not every span reached {config.telemetry.traces_url()} "
+                        "(is a collector listening there?)",
+                        file=sys.stderr,
+                    )
         if printer.out.reader_gone:
             from app.closed_pipe import EXIT_READER_GONE
 

@@ -62,8 +62,12 @@ async def export(args: argparse.Namespace) -> int:
     from replay.export import FORMATS
     from replay.export import export as render
 
+    if args.format == OTLP:
+        return await export_otlp(args)
     if args.format not in FORMATS:
-        raise UsageError(f"--format {args.format!r}: expected one of {', '.join(FORMATS)}")
+        raise UsageError(f"--format {args.format!r}: expected one of {', '.join([*FORMATS, OTLP])}")
+    if args.endpoint is not None:
+        raise UsageError("--endpoint: only --format otlp sends to an endpoint")
     max_class = max_class_of(args.max_class)
     async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
@@ -76,6 +80,51 @@ async def export(args: argparse.Namespace) -> int:
     output: Path = args.output
     await write_export(info, events, args.format, output, max_class=max_class, overwrite=True)
     print(f"exported {info.id} to {output}", file=sys.stderr)
+    return 0
+
+
+OTLP = "otlp"
+
+
+async def export_otlp(args: argparse.Namespace) -> int:
+    """The session's spans sent to a collector (`--endpoint`, else `[telemetry] otlp_endpoint`),
+    with the configuration's content setting and class (`--max-class` overrides the class)."""
+    from pydantic import ValidationError
+
+    from app.version import VERSION
+    from engine.config import TelemetryConfig, load_config_report
+    from replay.otlp import send_spans
+    from replay.trace_spans import resolver_of, spans_of
+
+    if args.output is not None:
+        raise UsageError("-o: --format otlp sends the traces to an endpoint, not to a file")
+    config = (await asyncio.to_thread(load_config_report, Path.cwd(), trust_project=False)).config
+    settings = config.telemetry
+    if args.endpoint is not None:
+        try:
+            settings = TelemetryConfig.model_validate(
+                {**settings.model_dump(exclude_unset=True), "otlp_endpoint": args.endpoint}
+            )
+        except ValidationError as exc:
+            raise UsageError(f"--endpoint {args.endpoint!r}: {exc.errors()[0]['msg']}") from None
+    if not settings.otlp_endpoint:
+        raise UsageError("--format otlp: give --endpoint URL or set [telemetry] otlp_endpoint")
+    max_class = max_class_of(args.max_class) or settings.effective_egress()
+    async with await open_chosen_store(args) as store:
+        info = await store.resolve(args.id)
+        events = (await store.inspect(info.id)).events
+    spans = spans_of(
+        events,
+        info.id,
+        resolver_of(config.models),
+        capture_content=settings.capture_content,
+        max_class=max_class,
+    )
+    url = settings.traces_url()
+    sent = await asyncio.to_thread(
+        send_spans, spans, url, timeout=settings.timeout, version=VERSION
+    )
+    print(f"sent {counted(sent, 'span')} of {info.id} to {url}", file=sys.stderr)
     return 0
 
 

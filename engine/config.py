@@ -321,6 +321,47 @@ class CheckpointsConfig(_Section):
     """Past either, checkpoints are off for that workspace."""
 
 
+class TelemetryConfig(_Section):
+    """Traces of every session to an OpenTelemetry collector (`app.telemetry`), following the
+    GenAI semantic conventions; nothing is sent while `otlp_endpoint` is empty."""
+
+    otlp_endpoint: str = ""
+    """OTLP over HTTP: the collector's base URL (`http://127.0.0.1:4318`), to which `/v1/traces`
+    is added, or the full traces URL. Headers (a vendor's key) come from
+    `OTEL_EXPORTER_OTLP_HEADERS`, as every OpenTelemetry exporter reads them."""
+    capture_content: bool = False
+    """Send what was said (prompts, replies, tool arguments and results, the system text), as the
+    conventions' opt-in attributes; off, spans carry names, ids, models and token counts only."""
+    egress: PrivacyClassName | None = None
+    """The highest class the endpoint may receive; content above it is redacted as exports
+    redact it. Unset: `restricted` for a loopback endpoint, else `internal`."""
+    timeout: PositiveFloat = 5.0
+    """Seconds one export may take, and closing waits at most for what is still queued."""
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and (
+            urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname
+        ):
+            raise ValueError("must be an http:// or https:// URL (`http://127.0.0.1:4318`)")
+        return value
+
+    def traces_url(self) -> str:
+        """Where spans are posted: the endpoint with `/v1/traces`, unless it names a path."""
+        if urlsplit(self.otlp_endpoint).path.strip("/"):
+            return self.otlp_endpoint
+        return self.otlp_endpoint.rstrip("/") + "/v1/traces"
+
+    def effective_egress(self) -> PrivacyClass:
+        """As a model entry's: declared, else by where the endpoint is."""
+        if self.egress is not None:
+            return PrivacyClass[self.egress]
+        return (
+            PrivacyClass.restricted if _is_loopback(self.otlp_endpoint) else PrivacyClass.internal
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DetectedModel:
     """An entry no file defines, found in the environment or on a local server, and where."""
@@ -357,6 +398,7 @@ class Config(_Section):
     console: ConsoleConfig = Field(default_factory=ConsoleConfig.model_construct)
     discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig.model_construct)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig.model_construct)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig.model_construct)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _detected: frozenset[str] = PrivateAttr(default=frozenset())
 

@@ -30,6 +30,7 @@ _SECTIONS = {
     "areas": "imports and runs Python code",
     "serve": "changes who can reach `trellis serve`",
     "checkpoints": "changes what a rewind can put back of your files (off, or files left out)",
+    "telemetry": "sends your sessions' traces to an endpoint, or changes what they carry",
 }
 _CONTEXT_LIMITS = frozenset({"char_cap", "turn_window", "instruction_max_bytes", "system_prompt"})
 _AGENT_LIMITS = frozenset({"max_steps", "tool_timeout", "max_tool_output"})

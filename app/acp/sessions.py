@@ -39,6 +39,8 @@ from engine.tools.permission import PermissionAnswer, PermissionQuestion
 
 if TYPE_CHECKING:
     from app.acp.core import AcpOptions
+    from app.telemetry import LiveTelemetry
+    from engine.config import TelemetryConfig
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,8 @@ class SessionTable:
         self._store_lock = asyncio.Lock()
         self._sessions: dict[str, AcpSession] = {}
         self._opening: dict[str, asyncio.Future[AcpSession]] = {}
+        self._telemetry: dict[TelemetryConfig, LiveTelemetry] = {}
+        """One trace sink per `[telemetry]` section the sessions' workspaces configure."""
 
     async def store(self) -> Store:
         """The configured store (`AcpOptions.store`), opened on first use."""
@@ -173,6 +177,7 @@ class SessionTable:
         except BaseException:
             await started.aclose()
             raise
+        self._trace(agent, config)
         session.id, session.agent = agent.session_id, agent
         session.holders.add(holder)
         self._sessions[session.id] = session
@@ -254,6 +259,7 @@ class SessionTable:
                 clock=self._options.clock,
                 extra_secrets=self._options.secrets,
             )
+            self._trace(session.agent, config)
             return session.agent
 
         async def give_back() -> None:
@@ -281,6 +287,21 @@ class SessionTable:
         if self._store is not None:
             await self._store.close()
             self._store = None
+        sinks, self._telemetry = list(self._telemetry.values()), {}
+        for sink in sinks:
+            await asyncio.to_thread(sink.close)  # each at most its `[telemetry] timeout`
+
+    def _trace(self, agent: Agent, config: Config) -> None:
+        """Send the agent's spans when its workspace's configuration names an endpoint."""
+        settings = config.telemetry
+        if not settings.otlp_endpoint:
+            return
+        sink = self._telemetry.get(settings)
+        if sink is None:
+            from app.telemetry import LiveTelemetry
+
+            sink = self._telemetry[settings] = LiveTelemetry(settings)
+        sink.watch(agent, config.models)
 
     async def _dispose(self, session: AcpSession) -> None:
         try:

@@ -12,7 +12,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -47,6 +47,9 @@ from engine.store.settings import StoreSettings
 from engine.tools import PermissionAnswer, PermissionQuestion, ToolRegistry
 from engine.trust import TrustStore
 from replay.transcript import transcript_of
+
+if TYPE_CHECKING:
+    from app.telemetry import LiveTelemetry
 
 BROWSER_LIMIT = 500
 """Sessions the browser lists at most (newest first)."""
@@ -103,6 +106,7 @@ class TrellisApp(App[None]):
         self.agent: Agent | None = None
         self.followed: FollowedSession | None = None  # a session another process writes
         self.error: str | None = None  # why the session could not open, shown after exit
+        self._telemetry: LiveTelemetry | None = None  # made with the first session it traces
 
     def notify(
         self,
@@ -211,8 +215,13 @@ class TrellisApp(App[None]):
             self.notify(str(exc), severity="error", markup=False)
 
     async def _agent_for(self, session_id: str | None) -> Agent:
-        """The session's Agent, as every front end opens it (a resumed one loads its whole log)."""
-        return await open_agent(
+        """The session's Agent, as every front end opens it (a resumed one loads its whole log),
+        traced when `[telemetry] otlp_endpoint` is set."""
+        if self._telemetry is None and self._config.telemetry.otlp_endpoint:
+            from app.telemetry import LiveTelemetry
+
+            self._telemetry = LiveTelemetry(self._config.telemetry)
+        agent = await open_agent(
             config=self._config,
             cwd=self._cwd,
             store=self.store,
@@ -225,6 +234,9 @@ class TrellisApp(App[None]):
             tools=self._tools,
             local_servers=self._local_servers,
         )
+        if self._telemetry is not None:
+            self._telemetry.watch(agent, self._config.models)
+        return agent
 
     async def _open_replay(self, session_id: str) -> None:
         """A stored session played back, read without its writer lease (`inspect`), and followed
@@ -468,6 +480,8 @@ class TrellisApp(App[None]):
     async def on_unmount(self) -> None:
         if self.agent is not None:
             await self.agent.dispose()
+        if self._telemetry is not None:
+            await asyncio.to_thread(self._telemetry.close)  # at most `[telemetry] timeout`
         await self._stop_following()
         if self.store is not None:
             await self.store.close()
