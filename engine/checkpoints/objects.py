@@ -24,6 +24,9 @@ Listing = dict[bytes, Entry]
 """A tree's entries by name."""
 
 IGNORED_CACHE = 100_000
+BLOB_CACHE_BYTES = 8 * 1024 * 1024
+"""The bytes of blobs the store wrote, kept for the diffs that follow: a turn's diff needs the
+files its checkpoints just read."""
 TREE_CACHE = 4096
 """Tree listings kept by id; a turn touches a few, a diff of a large change a few hundred."""
 
@@ -43,6 +46,8 @@ class GitObjects:
         self._checkpoints: dict[str, tuple[Checkpoint, str]] = {}
         self._listings: dict[str, Listing] = {}
         self._ignored: dict[tuple[bytes, bool], bool] = {}
+        self._blob_bytes: dict[str, bytes] = {}
+        self._blob_total = 0
 
     @property
     def pipes(self) -> tuple[GitPipe, ...]:
@@ -81,6 +86,8 @@ class GitObjects:
 
     async def kinds(self, ids: Sequence[str]) -> list[str | None]:
         """Each object's type, None for one that is not there."""
+        if not ids:
+            return []
         request = "".join(f"info {object_id}\n" for object_id in ids).encode("ascii")
 
         async def answers(out: asyncio.StreamReader) -> list[str | None]:
@@ -92,9 +99,19 @@ class GitObjects:
 
         return await self._cat.ask(request, answers)
 
+    def remember_blob(self, blob: str, data: bytes) -> None:
+        """Bytes whose blob id is `blob` (the caller computed it from them)."""
+        if len(data) > BLOB_CACHE_BYTES // 8 or blob in self._blob_bytes:
+            return
+        if self._blob_total + len(data) > BLOB_CACHE_BYTES:
+            self._blob_bytes.clear()
+            self._blob_total = 0
+        self._blob_bytes[blob] = data
+        self._blob_total += len(data)
+
     async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
-        wanted = sorted(set(ids))
-        found: dict[str, bytes] = {}
+        found = {blob: self._blob_bytes[blob] for blob in set(ids) if blob in self._blob_bytes}
+        wanted = sorted(set(ids) - found.keys())
         for object_id, got in zip(wanted, await self.read(wanted), strict=True):
             if got is None:
                 raise CheckpointError(("cat-file", object_id), 1, b"no such object")

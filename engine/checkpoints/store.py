@@ -261,6 +261,8 @@ class CheckpointStore:
         else:
             data = await asyncio.to_thread(contents, self.workspace, kept)
         blobs = [object_id("blob", bytes_) for bytes_ in data]
+        for blob, bytes_ in zip(blobs, data, strict=True):
+            self._objects.remember_blob(blob, bytes_)
         changes: dict[bytes, Entry | object | None] = dict.fromkeys(looked.gone)
         changes.update((path, FRESH if path in noted.fresh else EMPTY) for path in looked.folders)
         for (path, mode, _), blob in zip(files, blobs, strict=True):
