@@ -1,17 +1,18 @@
-"""A store's reads and writes of git objects and refs, through long-lived git processes
-(`engine.checkpoints.git_pipe`): one `cat-file --batch-command` for every read, `hash-object`
-for blobs and commits, `mktree` for trees, `update-ref` for refs and `check-ignore` for the
-ignore rules. Commits this store made and tree listings it read or wrote are kept by id, so a
+"""A store's reads and writes of git objects and refs: reads through a long-lived
+`cat-file --batch-command` (`engine.checkpoints.git_pipe`), refs through `update-ref --stdin`,
+the ignore rules through `check-ignore --stdin`; objects written as git writes loose ones. Commits this store made and tree listings it read or wrote are kept by id, so a
 diff between two of its checkpoints reads nothing it already knows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
+import tempfile
+import zlib
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from engine.checkpoints.checkpoint import Checkpoint, parse_message
 from engine.checkpoints.git_pipe import GitPipe, read_field, read_line
@@ -37,12 +38,9 @@ class GitObjects:
     def __init__(self, repo: ShadowRepo, session_id: str) -> None:
         self._repo = repo
         self._cat = GitPipe(repo, "cat-file", "--batch-command")
-        self._blobs = GitPipe(repo, "hash-object", "-w", "--no-filters", "--stdin-paths")
-        self._commits = GitPipe(repo, "hash-object", "-w", "-t", "commit", "--stdin-paths")
-        self._trees = GitPipe(repo, "mktree", "--missing", "--batch", "-z")
         self._refs = GitPipe(repo, "update-ref", "--stdin")
         self._ignores = GitPipe(repo, "check-ignore", "--stdin", "-z", "-v", "-n", "--no-index")
-        self._commit_file = repo.git_dir / f"commit-{session_id}.tmp"
+        self._objects_dir = repo.git_dir / "objects"
         self._checkpoints: dict[str, tuple[Checkpoint, str]] = {}
         self._listings: dict[str, Listing] = {}
         self._ignored: dict[tuple[bytes, bool], bool] = {}
@@ -51,7 +49,7 @@ class GitObjects:
 
     @property
     def pipes(self) -> tuple[GitPipe, ...]:
-        return (self._cat, self._blobs, self._commits, self._trees, self._refs, self._ignores)
+        return (self._cat, self._refs, self._ignores)
 
     async def aclose(self) -> None:
         for pipe in self.pipes:
@@ -110,8 +108,9 @@ class GitObjects:
         self._blob_total += len(data)
 
     async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
-        found = {blob: self._blob_bytes[blob] for blob in set(ids) if blob in self._blob_bytes}
-        wanted = sorted(set(ids) - found.keys())
+        asked = set(ids)
+        found = {blob: self._blob_bytes[blob] for blob in asked if blob in self._blob_bytes}
+        wanted = sorted(asked - found.keys())
         for object_id, got in zip(wanted, await self.read(wanted), strict=True):
             if got is None:
                 raise CheckpointError(("cat-file", object_id), 1, b"no such object")
@@ -157,58 +156,36 @@ class GitObjects:
 
     # --- writes --------------------------------------------------------------------------------
 
-    async def hash_files(self, paths: Sequence[Path]) -> list[str]:
-        """The blob ids of these files' bytes, written into the repository. A name with a
-        newline cannot be asked for: `ValueError`."""
-        if not paths:
-            return []
-        raw = [os.fsencode(path) for path in paths]
-        if any(b"\n" in path or not path.startswith(b"/") for path in raw):
-            raise ValueError("hash-object --stdin-paths takes absolute paths without newlines")
-
-        async def answers(out: asyncio.StreamReader) -> list[str]:
-            return [(await read_line(out)).decode("ascii") for _ in raw]
-
-        ids = await self._blobs.ask(b"".join(path + b"\n" for path in raw), answers)
-        return _checked_ids(ids, "hash-object")
-
     def tree_id(self, listing: Listing) -> str:
         """The id a tree of these entries has (the listing is kept under it, for
-        `write_trees`)."""
+        `tree_bytes`)."""
         tree = object_id("tree", tree_object(listing))
         self._keep(tree, dict(listing))
         return tree
 
-    async def write_trees(self, trees: Sequence[str]) -> None:
-        """Write these trees, known by `tree_id`, in one `mktree` request; the objects they
-        name may still be on their way (`--missing`)."""
-        if not trees:
-            return
-        request = b"".join(
-            b"".join(
-                f"{mode} {_kind(mode)} {entry}\t".encode("ascii") + name + b"\0"
-                for name, (mode, entry) in self._listings[tree].items()
-            )
-            + b"\0"
-            for tree in trees
-        )
+    def tree_bytes(self, tree: str) -> bytes:
+        """A tree made by `tree_id`, as its object's bytes."""
+        return tree_object(self._listings[tree])
 
-        async def answers(out: asyncio.StreamReader) -> list[str]:
-            return [(await read_line(out)).decode("ascii") for _ in trees]
-
-        written = await self._trees.ask(request, answers)
-        if written != list(trees):
-            raise CheckpointError(("mktree",), 1, f"wrote {written}, not {trees}".encode())
-
-    async def write_commit(self, text: bytes) -> str:
-        """A commit object of `text`, through a file of the session in the repository (a
-        commit's bytes may hold newlines, a path cannot)."""
-        self._commit_file.write_bytes(text)  # a few hundred bytes: no worker thread
-        path = os.fsencode(self._commit_file) + b"\n"
-        (commit,) = _checked_ids(
-            [(await self._commits.ask(path, read_line)).decode()], "hash-object"
-        )
-        return commit
+    def write(self, kind: str, data: bytes) -> str:
+        """Write one object, as git writes a loose one (`objects/xx/rest`, the zlib stream of
+        `KIND SIZE\\0` and the bytes, read-only, made under a temporary name and linked into
+        place), unless it is there; its id. Blocking: a few small ones in the event loop."""
+        found = object_id(kind, data)
+        final = self._objects_dir / found[:2] / found[2:]
+        if final.exists():
+            return found
+        final.parent.mkdir(exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix="tmp_obj_", dir=final.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(zlib.compress(f"{kind} {len(data)}\0".encode("ascii") + data, 1))
+            os.chmod(temporary, 0o444)
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, final)
+        finally:
+            os.unlink(temporary)
+        return found
 
     async def update_refs(self, updates: str) -> None:
         """One transaction of `update-ref --stdin` commands."""
@@ -249,13 +226,6 @@ class GitObjects:
 
 def _kind(mode: str) -> str:
     return "tree" if mode == TREE_MODE else "commit" if mode == "160000" else "blob"
-
-
-def _checked_ids(ids: list[str], command: str) -> list[str]:
-    for object_id in ids:
-        if len(object_id) not in (40, 64) or any(c not in "0123456789abcdef" for c in object_id):
-            raise CheckpointError((command,), 1, f"not an object id: {object_id!r}".encode())
-    return ids
 
 
 def object_id(kind: str, data: bytes) -> str:

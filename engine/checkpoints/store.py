@@ -3,8 +3,10 @@ repository (`engine.checkpoints.shadow_repo`).
 
 A checkpoint is a commit of the work tree, kept alive by `refs/trellis/<session>/<n>`. Each
 session has its own index (`index-<session>`), so two sessions in one workspace never share
-one, and its stat cache makes a checkpoint cost what changed: one `git status` pass, then
-`update-index` for the changed paths only, `write-tree`, `commit-tree` and one ref update.
+one, and its stat cache makes a checkpoint by status cost what changed: one `git status` pass,
+then `update-index` for the changed paths only, `write-tree`, a commit and one ref update. With
+the change journal (`engine.checkpoints.journal`) a checkpoint looks only at the paths inotify
+saw change and rewrites the trees on them, and starts no process.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -254,7 +256,6 @@ class CheckpointStore:
         }
         files = [file for file in looked.files if file[0] not in ignored]
         large = [(os.fsdecode(path), info) for path, info in looked.large if path not in ignored]
-        # the ids from the bytes read here: the trees and the commit need not wait for git
         kept = [path for path, _, _ in files]
         if len(kept) <= FEW and sum(size for _, _, size in files) <= FEW_BYTES:
             data = contents(self.workspace, kept)
@@ -293,23 +294,20 @@ class CheckpointStore:
         if tree == self._last_tree and skipped == self._last.skipped:
             return self._last
         self._index_matches_last = False
+        written = [("blob", bytes_) for bytes_ in data]
+        written += [("tree", self._objects.tree_bytes(made_tree)) for made_tree in made]
+        if sum(len(bytes_) for _, bytes_ in written) <= FEW_BYTES:
+            self._write(written)
+        else:
+            await asyncio.to_thread(self._write, written)
         # HEAD only speeds up the status path: that path moves it, this one need not
         return await self._commit(
-            tree,
-            reason,
-            skipped,
-            self._last.nested_repositories,
-            move_head=False,
-            alongside=(
-                self._write_blobs([self.workspace / os.fsdecode(path) for path in kept], blobs),
-                self._objects.write_trees(made),
-            ),
+            tree, reason, skipped, self._last.nested_repositories, move_head=False
         )
 
-    async def _write_blobs(self, paths: Sequence[Path], expected: Sequence[str]) -> None:
-        """Store the files as blobs; a file that changed since it was read is a doubt."""
-        if await self._objects.hash_files(paths) != list(expected):
-            raise Doubt("a file changed while the checkpoint read it")
+    def _write(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        for kind, bytes_ in objects:
+            self._objects.write(kind, bytes_)
 
     async def _take_by_status(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
@@ -368,27 +366,14 @@ class CheckpointStore:
         nested: tuple[str, ...],
         *,
         move_head: bool = True,
-        alongside: Sequence[Awaitable[None]] = (),
     ) -> Checkpoint:
-        """Commit `tree`, and point a new ref of the session at it; the objects the tree needs
-        are written by `alongside`, at the same time as the commit, and the ref waits for
-        all."""
         signature = f"{AUTHOR[0]} <{AUTHOR[1]}> {int(self._clock())} +0000"
         parent = f"parent {self._last.id}\n" if self._last is not None else ""
         text = (
             f"tree {tree}\n{parent}author {signature}\ncommitter {signature}\n\n"
             f"{commit_message(reason, skipped)}"
         )
-        raw = text.encode("utf-8")
-        written = await asyncio.gather(
-            self._objects.write_commit(raw), *alongside, return_exceptions=True
-        )
-        for result in written:
-            if isinstance(result, BaseException):
-                raise result
-        commit = object_id("commit", raw)
-        if written[0] != commit:
-            raise CheckpointError(("hash-object", "-t", "commit"), 1, b"an unexpected id")
+        commit = self._objects.write("commit", text.encode("utf-8"))  # a few hundred bytes
         number = self._count + 1
         head = f"option no-deref\nupdate HEAD {commit}\n" if move_head else ""
         await self._objects.update_refs(
