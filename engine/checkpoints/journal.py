@@ -7,7 +7,7 @@ folder gets its watch, then is read whole, so nothing made in it before the watc
 Whatever the journal cannot vouch for is a doubt, and the next checkpoint takes the status
 path instead (`CheckpointStore`), which needs no journal: a lost event (queue overflow), the
 workspace moved or unmounted, a `.gitignore` or the excludes changed, a symlink changed or a
-path beyond one, a name `hash-object --stdin-paths` cannot take, another repository made inside.
+path beyond one, another repository made inside, a git process that failed.
 It is off for good on a system without inotify, on a network filesystem (whose changes made
 elsewhere no watch sees: git's fsmonitor refuses them too) and once the watches are used up.
 """
@@ -331,9 +331,8 @@ class Looked:
 
 
 def look(workspace: Path, paths: Iterable[bytes], limit: int) -> Looked:
-    """One `lstat` per path (and per folder above it). Raises `Doubt` for a symlink, a path
-    beyond one, or a file name `hash-object --stdin-paths` cannot take. Blocking: from a
-    worker thread unless the paths are few (`FEW`)."""
+    """One `lstat` per path (and per folder above it). Raises `Doubt` for a symlink or a path
+    beyond one. Blocking: from a worker thread unless the paths are few (`FEW`)."""
     root = os.fsencode(workspace)
     looked = Looked()
     real: dict[bytes, bool] = {b"": True}
@@ -372,8 +371,6 @@ def look(workspace: Path, paths: Iterable[bytes], limit: int) -> Looked:
             looked.gone.append(path)
         elif info.st_size > limit:
             looked.large.append((path, info))
-        elif b"\n" in path:
-            raise Doubt(f"{os.fsdecode(path)!r} has a newline in its name")
         else:
             looked.files.append((path, "100755" if mode & stat.S_IXUSR else "100644", info.st_size))
     return looked
