@@ -339,6 +339,7 @@ async def test_a_data_directory_inside_the_workspace_is_left_out(workspace: Path
     assert second.id == first.id
     files = run(["git", f"--git-dir={store.shadow_dir}", "ls-tree", "-r", "--name-only", first.id])
     assert files.split() == ["a.txt"]
+    await store.aclose()
 
 
 @pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05, 0.1])
