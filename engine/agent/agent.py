@@ -467,6 +467,7 @@ class Agent:
         try:
             await rt.close_gateway()
         finally:
+            await rt.checkpointing.aclose()
             for cleanup in reversed(self._on_dispose):
                 try:
                     await cleanup()

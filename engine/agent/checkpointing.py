@@ -59,6 +59,7 @@ class Checkpointing:
         self._opener = opener
         self._secret_patterns = tuple(secret_patterns)
         self._store: CheckpointStore | None = None
+        self._dropped: list[CheckpointStore] = []
         self._off = opener is None
         self._turn: int | None = None
         self._turn_before: str | None = None
@@ -85,8 +86,18 @@ class Checkpointing:
     def _give_up(self, reason: str) -> None:
         self._off = True
         self.why_off = reason
+        if self._store is not None:
+            self._dropped.append(self._store)
         self._store = None
         self._session.append(CheckpointsOff(reason=reason))
+
+    async def aclose(self) -> None:
+        """End the git processes of the store (and of one given up on); a closed session's
+        checkpoints leave nothing running."""
+        stores = [*self._dropped, *([self._store] if self._store is not None else [])]
+        self._dropped = []
+        for store in stores:
+            await store.aclose()
 
     async def _take(self, reason: str) -> str | None:
         store = await self.store()

@@ -9,13 +9,13 @@ no attribute, driver or user setting of git shapes them.
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.checkpoints.checkpoint import Checkpoint, SkippedFile, parse_message
-from engine.checkpoints.shadow_repo import ShadowRepo
+from engine.checkpoints.checkpoint import Checkpoint, SkippedFile
+from engine.checkpoints.objects import Entry, GitObjects
+from engine.checkpoints.trees import tree_changes
 from engine.os_text import escape_os_text, unescape_os_text
 from engine.tools.tool import is_secret_path
 
@@ -60,32 +60,19 @@ class Side:
     large: bool = False
 
 
-async def read_checkpoint(repo: ShadowRepo, commit: str) -> Checkpoint:
-    """The checkpoint a commit of the shadow repository is. Raises `CheckpointError` when the
-    id names no commit."""
-    raw = await repo.run("cat-file", "commit", commit)
-    _, _, message = raw.decode("utf-8", "replace").partition("\n\n")
-    reason, skipped = parse_message(message)
-    return Checkpoint(id=commit, reason=reason, skipped=skipped)
-
-
 async def sides_between(
-    repo: ShadowRepo, a: str, b: str
+    objects: GitObjects, a: str, b: str
 ) -> dict[str, tuple[Side | None, Side | None]]:
     """Every path (raw, `surrogateescape`) that differs from checkpoint a to b, and what it is
     on each side; files over the size cap come from the commits' own lists."""
-    out = await repo.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--full-index", a, b)
-    found: dict[str, tuple[Side | None, Side | None]] = {}
-    parts = out.split(b"\0")
-    for meta, name in zip(parts[0::2], parts[1::2], strict=False):
-        if not meta.startswith(b":"):
-            continue
-        old_mode, new_mode, old_blob, new_blob, _ = meta[1:].decode("ascii").split(" ")
-        old = Side(old_mode, old_blob) if old_mode != "000000" else None
-        new = Side(new_mode, new_blob) if new_mode != "000000" else None
-        found[os.fsdecode(name)] = (old, new)
-    large_a = _large(await read_checkpoint(repo, a))
-    large_b = _large(await read_checkpoint(repo, b))
+    checkpoint_a, tree_a = await objects.checkpoint(a)
+    checkpoint_b, tree_b = await objects.checkpoint(b)
+    found: dict[str, tuple[Side | None, Side | None]] = {
+        path: (_side(old), _side(new))
+        for path, (old, new) in (await tree_changes(objects, tree_a, tree_b)).items()
+    }
+    large_a = _large(checkpoint_a)
+    large_b = _large(checkpoint_b)
     for path in large_a.keys() | large_b.keys():
         old, new = found.get(path, (None, None))
         old = large_a.get(path, old)
@@ -97,6 +84,10 @@ async def sides_between(
     return found
 
 
+def _side(entry: Entry | None) -> Side | None:
+    return Side(*entry) if entry is not None else None
+
+
 def _large(checkpoint: Checkpoint) -> dict[str, Side]:
     return {unescape_os_text(f.path): _large_side(f) for f in checkpoint.skipped}
 
@@ -106,11 +97,11 @@ def _large_side(file: SkippedFile) -> Side:
 
 
 async def changes_between(
-    repo: ShadowRepo, a: str, b: str, secret_patterns: Iterable[str]
+    objects: GitObjects, a: str, b: str, secret_patterns: Iterable[str]
 ) -> tuple[FileChange, ...]:
     """The file changes from checkpoint a to b, sorted by path."""
     patterns = tuple(secret_patterns)
-    sides = await sides_between(repo, a, b)
+    sides = await sides_between(objects, a, b)
     readable = {
         side.blob
         for path, pair in sides.items()
@@ -118,7 +109,7 @@ async def changes_between(
         for side in pair
         if side is not None and not side.large
     }
-    blobs = await repo.read_blobs(readable)
+    blobs = await objects.read_blobs(readable)
     return tuple(
         _change(path, old, new, blobs, patterns) for path, (old, new) in sorted(sides.items())
     )

@@ -54,6 +54,9 @@ class LargeFileLedger:
             rows = json.loads(ledger.read_text("utf-8"))
             self._files = {unescape_os_text(path): LargeFile(*row) for path, row in rows.items()}
 
+    def paths(self) -> frozenset[str]:
+        return frozenset(self._files)
+
     def skipped(self) -> tuple[SkippedFile, ...]:
         return tuple(
             SkippedFile(escape_os_text(path), file.size, file.blob)

@@ -16,7 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,26 +190,6 @@ class ShadowRepo:
         out, err = await process.communicate(stdin)
         return out, err, process.returncode if process.returncode is not None else -1
 
-    async def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
-        """The contents of these objects, in one `cat-file --batch`."""
-        wanted = sorted(set(ids))
-        if not wanted:
-            return {}
-        out = await self.run(
-            "cat-file", "--batch", stdin="".join(f"{i}\n" for i in wanted).encode()
-        )
-        found: dict[str, bytes] = {}
-        at = 0
-        for object_id in wanted:
-            end = out.index(b"\n", at)
-            header = out[at:end].split(b" ")
-            if len(header) != 3:
-                raise CheckpointError(("cat-file", object_id), 1, out[at:end])
-            size = int(header[2])
-            found[object_id] = out[end + 1 : end + 1 + size]
-            at = end + 1 + size + 1
-        return found
-
     @asynccontextmanager
     async def locked(self, *, exclusive: bool) -> AsyncIterator[None]:
         """Checkpoints and restores share the repository; pruning objects takes it alone, so
@@ -218,13 +198,20 @@ class ShadowRepo:
 
         fd = os.open(self.git_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
         try:
-            await asyncio.shield(waiting)
+            # a free lock is taken at once; only a wait is worth a worker thread
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, mode))
+            try:
+                await asyncio.shield(waiting)
+            except BaseException:
+                # the thread still waits on the descriptor: close it only once the wait is
+                # over, so its number is never reused under a pending lock
+                waiting.add_done_callback(lambda _: os.close(fd))
+                raise
         except BaseException:
-            # the thread still waits on the descriptor: close it only once the wait is over,
-            # so its number is never reused under a pending lock
-            waiting.add_done_callback(lambda _: os.close(fd))
+            os.close(fd)
             raise
         try:
             yield

@@ -3,13 +3,16 @@ repository (`engine.checkpoints.shadow_repo`).
 
 A checkpoint is a commit of the work tree, kept alive by `refs/trellis/<session>/<n>`. Each
 session has its own index (`index-<session>`), so two sessions in one workspace never share
-one, and its stat cache makes a checkpoint cost what changed: one `git status` pass, then
-`update-index` for the changed paths only, `write-tree`, `commit-tree` and one ref update.
+one, and its stat cache makes a checkpoint by status cost what changed: one `git status` pass,
+then `update-index` for the changed paths only, `write-tree`, a commit and one ref update. With
+the change journal (`engine.checkpoints.journal`) a checkpoint looks only at the paths inotify
+saw change and rewrites the trees on them, and starts no process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import shutil
@@ -18,13 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from engine.checkpoints.changes import (
-    SYMLINK_MODE,
-    FileChange,
-    changes_between,
-    read_checkpoint,
-    sides_between,
-)
+from engine.checkpoints.changes import SYMLINK_MODE, FileChange, changes_between, sides_between
 from engine.checkpoints.checkpoint import (
     Checkpoint,
     CheckpointsOffError,
@@ -32,7 +29,17 @@ from engine.checkpoints.checkpoint import (
     Unavailable,
     commit_message,
 )
+from engine.checkpoints.journal import (
+    FEW,
+    FEW_BYTES,
+    ChangeJournal,
+    Doubt,
+    Noted,
+    contents,
+    look,
+)
 from engine.checkpoints.large_files import LargeFileLedger
+from engine.checkpoints.objects import Entry, GitObjects, object_id
 from engine.checkpoints.restore import (
     RESTORE_SUPPORTED,
     PathNote,
@@ -43,12 +50,21 @@ from engine.checkpoints.restore import (
     outside_links,
 )
 from engine.checkpoints.settings import anchored_pattern, exclude_text, refused_workspace
-from engine.checkpoints.shadow_repo import ShadowRepo, git_binary, shadow_dir_for
+from engine.checkpoints.shadow_repo import (
+    AUTHOR,
+    CheckpointError,
+    ShadowRepo,
+    git_binary,
+    shadow_dir_for,
+)
 from engine.checkpoints.status import STATUS_ARGS, parse_status, sort_entries
+from engine.checkpoints.trees import EMPTY, FRESH, Edit, edit_tree, has_path
 from engine.checkpoints.workspace_size import WorkspaceSize
 from engine.config import CheckpointsConfig
 from engine.errors import TrellisError
 from engine.os_text import escape_os_text
+
+log = logging.getLogger(__name__)
 
 REF_ROOT = "refs/trellis"
 COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -78,6 +94,8 @@ class CheckpointStore:
         secret_patterns: tuple[str, ...],
         ledger: LargeFileLedger,
         clock: Callable[[], float],
+        *,
+        journal: bool = True,
     ) -> None:
         self._repo = repo
         self._settings = settings
@@ -93,6 +111,19 @@ class CheckpointStore:
         self._index_matches_last = False
         self._size = WorkspaceSize({})
         self._off: Unavailable | None = None
+        self._objects = GitObjects(repo, session_id)
+        self._journal = self._new_journal()
+        if not journal:
+            self._journal.off = "turned off"
+
+    def _new_journal(self) -> ChangeJournal:
+        return ChangeJournal(self.workspace, self._objects, self._repo.git_dir / "info" / "exclude")
+
+    async def aclose(self) -> None:
+        """End the git processes the store keeps (`engine.checkpoints.git_pipe`); a later call
+        starts them again."""
+        self._journal.close()
+        await self._objects.aclose()
 
     @property
     def workspace(self) -> Path:
@@ -112,10 +143,12 @@ class CheckpointStore:
         *,
         secret_patterns: Iterable[str] = (),
         clock: Callable[[], float] = time.time,
+        journal: bool = True,
     ) -> CheckpointStore | Unavailable:
         """The session's store, or why the workspace gets no checkpoints: `git` missing, off
         in the config, the home folder or `/`, or more files or bytes than the limits allow.
-        Raises `ValueError` for a session id that cannot name a ref."""
+        Raises `ValueError` for a session id that cannot name a ref. Without `journal`, every
+        checkpoint takes the status path (`engine.checkpoints.journal`)."""
         if not SESSION_ID.fullmatch(session_id):
             raise ValueError(f"session id {session_id!r} must match {SESSION_ID.pattern}")
         if not settings.enabled:
@@ -134,7 +167,9 @@ class CheckpointStore:
             return Unavailable(f"no checkpoints: {refused}")
         repo = ShadowRepo(git, shadow_dir_for(data_dir, root), root)
         ledger = await asyncio.to_thread(_prepare, repo, settings, session_id)
-        store = cls(repo, settings, session_id, tuple(secret_patterns), ledger, clock)
+        store = cls(
+            repo, settings, session_id, tuple(secret_patterns), ledger, clock, journal=journal
+        )
         over = await store._measure()
         if over is not None:
             return over
@@ -167,7 +202,7 @@ class CheckpointStore:
                 newest = (number, commit, tree)
         if newest is not None:
             self._count, commit, self._last_tree = newest
-            self._last = await read_checkpoint(self._repo, commit)
+            self._last, _ = await self._objects.checkpoint(commit)
 
     async def take(self, reason: str) -> Checkpoint:
         """A checkpoint of the workspace now; the session's last one when nothing changed.
@@ -178,6 +213,103 @@ class CheckpointStore:
             return await self._take(reason)
 
     async def _take(self, reason: str) -> Checkpoint:
+        journal = self._journal
+        if journal.doubt is None and self._last is not None and self._last_tree is not None:
+            try:
+                return await self._take_noted(reason, await journal.collect())
+            except Doubt as exc:
+                log.debug("checkpoint of %s by status: %s", self.workspace, exc)
+            except (CheckpointError, OSError, ValueError) as exc:
+                log.warning("checkpoint of %s by its journal failed: %s", self.workspace, exc)
+                journal.doubt = f"a checkpoint by the journal failed: {exc}"
+            # what the journal's attempt did to the ledger, the status path must look at
+            self._index_matches_last = False
+        if journal.off is None:
+            await journal.start()
+        return await self._take_by_status(reason)
+
+    async def _take_noted(self, reason: str, noted: Noted) -> Checkpoint:
+        """A checkpoint from the journal's changed paths and the last checkpoint's tree: only
+        the folders on those paths are rewritten, and no git process starts."""
+        assert self._last is not None
+        assert self._last_tree is not None
+        limit = self._settings.max_file_bytes
+        dirty = noted.paths
+        released: list[str] = []
+        large_seen: list[tuple[str, int | None]] = []
+        if self._ledger.paths():
+            released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
+            dirty |= {os.fsencode(path) for path in released}
+            dirty -= {os.fsencode(path) for path in self._ledger.paths()}
+        if not dirty and not large_seen:
+            return self._last
+        if len(dirty) <= FEW:
+            looked = look(self.workspace, dirty, limit)
+        else:
+            looked = await asyncio.to_thread(look, self.workspace, dirty, limit)
+        asked = [path for path, _, _ in looked.files] + [path for path, _ in looked.large]
+        answers = await self._objects.ignored(asked, folders=False)
+        ignored = {
+            path
+            for path, out in zip(asked, answers, strict=True)
+            if out and not await has_path(self._objects, self._last_tree, path)
+        }
+        files = [file for file in looked.files if file[0] not in ignored]
+        large = [(os.fsdecode(path), info) for path, info in looked.large if path not in ignored]
+        kept = [path for path, _, _ in files]
+        if len(kept) <= FEW and sum(size for _, _, size in files) <= FEW_BYTES:
+            data = contents(self.workspace, kept)
+        else:
+            data = await asyncio.to_thread(contents, self.workspace, kept)
+        blobs = [object_id("blob", bytes_) for bytes_ in data]
+        for blob, bytes_ in zip(blobs, data, strict=True):
+            self._objects.remember_blob(blob, bytes_)
+        changes: dict[bytes, Entry | object | None] = dict.fromkeys(looked.gone)
+        changes.update((path, FRESH if path in noted.fresh else EMPTY) for path in looked.folders)
+        for (path, mode, _), blob in zip(files, blobs, strict=True):
+            changes[path] = (mode, blob)
+        for path, _ in looked.large:
+            changes[path] = None
+        for path in looked.gone:
+            self._size.forget_below(os.fsdecode(path))
+        self._size.update(
+            [
+                *large_seen,
+                *((os.fsdecode(path), None) for path in looked.gone),
+                *((os.fsdecode(path), size) for path, _, size in files),
+                *((path, info.st_size) for path, info in large),
+            ]
+        )
+        self._off = self._size.over(self._settings)
+        if self._off is not None:
+            raise CheckpointsOffError(self._off)
+        if large:
+            await asyncio.to_thread(self._record_large, large)
+        made: list[str] = []
+        tree = await edit_tree(self._objects, self._last_tree, Edit.of(changes), made)
+        if tree is None:
+            tree = self._objects.tree_id({})
+            made.append(tree)
+        skipped = self._ledger.skipped()
+        if tree == self._last_tree and skipped == self._last.skipped:
+            return self._last
+        self._index_matches_last = False
+        written = [("blob", bytes_) for bytes_ in data]
+        written += [("tree", self._objects.tree_bytes(made_tree)) for made_tree in made]
+        if sum(len(bytes_) for _, bytes_ in written) <= FEW_BYTES:
+            self._write(written)
+        else:
+            await asyncio.to_thread(self._write, written)
+        # HEAD only speeds up the status path: that path moves it, this one need not
+        return await self._commit(
+            tree, reason, skipped, self._last.nested_repositories, move_head=False
+        )
+
+    def _write(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        for kind, bytes_ in objects:
+            self._objects.write(kind, bytes_)
+
+    async def _take_by_status(self, reason: str) -> Checkpoint:
         # 1. the large files by their stat, so the status below leaves the known ones out
         limit = self._settings.max_file_bytes
         released, large_seen = await asyncio.to_thread(self._ledger.refresh, limit)
@@ -211,7 +343,9 @@ class CheckpointStore:
         if self._last is not None and tree == self._last_tree and skipped == self._last.skipped:
             self._index_matches_last = True
             return self._last
-        return await self._commit(tree, reason, skipped, nested)
+        checkpoint = await self._commit(tree, reason, skipped, nested)
+        self._index_matches_last = True
+        return checkpoint
 
     def _record_large(self, large: Sequence[tuple[str, os.stat_result]]) -> None:
         for path, info in large:
@@ -225,37 +359,32 @@ class CheckpointStore:
         )
 
     async def _commit(
-        self, tree: str, reason: str, skipped: tuple[SkippedFile, ...], nested: tuple[str, ...]
+        self,
+        tree: str,
+        reason: str,
+        skipped: tuple[SkippedFile, ...],
+        nested: tuple[str, ...],
+        *,
+        move_head: bool = True,
     ) -> Checkpoint:
-        date = f"@{int(self._clock())} +0000"
-        parent = ("-p", self._last.id) if self._last is not None else ()
-        commit = (
-            (
-                await self._repo.run(
-                    "commit-tree",
-                    tree,
-                    *parent,
-                    "-F",
-                    "-",
-                    stdin=commit_message(reason, skipped).encode("utf-8"),
-                    env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
-                )
-            )
-            .decode("ascii")
-            .strip()
+        signature = f"{AUTHOR[0]} <{AUTHOR[1]}> {int(self._clock())} +0000"
+        parent = f"parent {self._last.id}\n" if self._last is not None else ""
+        text = (
+            f"tree {tree}\n{parent}author {signature}\ncommitter {signature}\n\n"
+            f"{commit_message(reason, skipped)}"
         )
+        commit = self._objects.write("commit", text.encode("utf-8"))  # a few hundred bytes
         number = self._count + 1
-        updates = (
-            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n"
-            f"option no-deref\nupdate HEAD {commit}\n"
+        head = f"option no-deref\nupdate HEAD {commit}\n" if move_head else ""
+        await self._objects.update_refs(
+            f"update {REF_ROOT}/{self.session_id}/{number} {commit}\n{head}"
         )
-        await self._repo.run("update-ref", "--stdin", stdin=updates.encode("ascii"))
         self._count = number
         self._last_tree = tree
-        self._index_matches_last = True
         self._last = Checkpoint(
             id=commit, reason=reason, skipped=skipped, nested_repositories=nested
         )
+        self._objects.remember(self._last, tree)
         return self._last
 
     async def changes(self, a: str, b: str | None = None) -> tuple[FileChange, ...]:
@@ -264,7 +393,7 @@ class CheckpointStore:
         await self._check_ids(a, *(() if b is None else (b,)))
         if b is None:
             b = (await self.take("workspace now")).id
-        return await changes_between(self._repo, a, b, self._secret_patterns)
+        return await changes_between(self._objects, a, b, self._secret_patterns)
 
     async def plan_restore(self, target: str, expected: str) -> RestorePlan:
         """What restoring checkpoint `target` would do, given `expected`, the checkpoint the
@@ -272,8 +401,8 @@ class CheckpointStore:
         checkpoint of the workspace first, so the restore itself can be undone."""
         await self._check_ids(target, expected)
         current = (await self.take("before restore")).id
-        to_target = await sides_between(self._repo, current, target)
-        since = await sides_between(self._repo, expected, current)
+        to_target = await sides_between(self._objects, current, target)
+        since = await sides_between(self._objects, expected, current)
         ignore_files, outside = await self._tree_notes(target)
         return make_plan(
             target=target,
@@ -291,9 +420,8 @@ class CheckpointStore:
         for checkpoint_id in ids:
             if not COMMIT_ID.fullmatch(checkpoint_id):
                 raise UnknownCheckpointError(checkpoint_id, self.workspace)
-        asked = "".join(f"{checkpoint_id}\n" for checkpoint_id in ids).encode("ascii")
-        out = await self._repo.run("cat-file", "--batch-check=%(objecttype)", stdin=asked)
-        for checkpoint_id, kind in zip(ids, out.decode("ascii").splitlines(), strict=True):
+        asked = [checkpoint_id for checkpoint_id in ids if not self._objects.known(checkpoint_id)]
+        for checkpoint_id, kind in zip(asked, await self._objects.kinds(asked), strict=True):
             if kind != "commit":
                 raise UnknownCheckpointError(checkpoint_id, self.workspace)
 
@@ -312,7 +440,7 @@ class CheckpointStore:
                 ignore_files.append(escape_os_text(raw))
             if mode == SYMLINK_MODE:
                 links[raw] = blob
-        targets = await self._repo.read_blobs(links.values())
+        targets = await self._objects.read_blobs(links.values())
         linked = {raw: targets[blob] for raw, blob in links.items()}
         outside = await asyncio.to_thread(outside_links, self.workspace, linked)
         return tuple(ignore_files), outside
@@ -325,12 +453,14 @@ class CheckpointStore:
                 raise CheckpointsOffError(self._off)
             now = (await self._take("restore")).id
             if now != plan.current:
-                moved = await sides_between(self._repo, plan.current, now)
+                moved = await sides_between(self._objects, plan.current, now)
                 planned = {w.path for w in plan.writes} | set(plan.deletes)
                 late = {escape_os_text(raw) for raw in moved} & planned
                 plan = replace(plan, conflicts=tuple(sorted({*plan.conflicts, *late})))
             keep = frozenset() if overwrite else frozenset(plan.conflicts)
-            blobs = await self._repo.read_blobs(w.blob for w in plan.writes if w.path not in keep)
+            blobs = await self._objects.read_blobs(
+                w.blob for w in plan.writes if w.path not in keep
+            )
             return await asyncio.to_thread(apply_plan, self.workspace, plan, blobs, keep)
 
     async def prune(self, session_id: str) -> None:
@@ -350,6 +480,11 @@ class CheckpointStore:
             await self._point_head_at_a_checkpoint()
             await self._repo.run("reflog", "expire", "--expire=now", "--all")
             await self._repo.run("gc", "--prune=now", "--quiet")
+            # what the processes and caches hold may name objects that are gone now
+            await self.aclose()
+            self._objects = GitObjects(self._repo, self.session_id)
+            off, self._journal = self._journal.off, self._new_journal()
+            self._journal.off = self._journal.off or off
             if session_id == self.session_id:
                 self._last, self._last_tree, self._count = None, None, 0
                 self._index_matches_last = False

@@ -42,6 +42,12 @@ class WorkspaceSize:
                 self._sizes[path] = size
                 self.bytes += size
 
+    def forget_below(self, folder: str) -> None:
+        """A folder found gone: the files that were in it."""
+        below = folder + "/"
+        for path in [path for path in self._sizes if path.startswith(below)]:
+            self.bytes -= self._sizes.pop(path)
+
     def over(self, settings: CheckpointsConfig) -> Unavailable | None:
         """Why the workspace is too large for checkpoints, None when it is not."""
         if self.files > settings.max_files:

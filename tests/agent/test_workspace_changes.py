@@ -5,7 +5,10 @@ commands included; and one `checkpoints/off` when there can be none."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
+
+import pytest
 
 from engine.checkpoints.shadow_repo import shadow_dir_for
 from engine.config import CheckpointsConfig, Config
@@ -124,3 +127,32 @@ async def test_checkpoints_off_is_said_once_and_the_turn_goes_on(
     (off,) = [e.data for e in events if isinstance(e.data, CheckpointsOff)]
     assert "[checkpoints] enabled" in off.reason
     assert not [e for e in events if e.type in ("tool/changes", "turn/changes")]
+
+
+def _git_children() -> list[int]:
+    """This process's children that are git (the store's long-lived processes), from /proc."""
+    found: list[int] = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name_end = text.rindex(")")
+        command, parent = text[text.index("(") + 1 : name_end], text[name_end + 2 :].split()[1]
+        if command == "git" and int(parent) == os.getpid():
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_disposed_agent_leaves_no_git_process_running(make_agent: MakeAgent) -> None:
+    before = set(_git_children())  # another test's, left to the end of the process
+    agent = await make_agent(
+        [Reply(tool_calls=[call("run_shell", "s1", command="echo x > a.txt")]), Reply(text="d")],
+        tools=default_registry(),
+        responder=EVERYTHING,
+    )
+    await agent.send("change a file")
+    assert set(_git_children()) - before  # the checkpoint store's
+    await agent.dispose()
+    assert set(_git_children()) - before == set()

@@ -3,7 +3,7 @@
 Run `python -m tests.bench.checkpoints`. Per size: `cold_ms` is a new workspace's first open and
 checkpoint (the shadow repository made, every file hashed into it); `warm_unchanged_ms` a
 checkpoint when nothing changed (target: at most 50 ms at 10,000 files); `one_file_change_ms` a
-checkpoint after one file changed; `new_session_ms` the first open and checkpoint of a second
+checkpoint after one file changed (the change journal's path: see DESIGN-NOTES "Checkpoints"); `new_session_ms` the first open and checkpoint of a second
 session in a workspace that already has checkpoints (the cold cost a new session pays);
 `growth_bytes_per_checkpoint` what the shadow repository grows by per one-file checkpoint.
 Medians of `RUNS` runs.
@@ -84,6 +84,8 @@ async def measure(files: int) -> dict[str, Any]:
         second = await open_store(root, data, "second")
         await second.take("new session")
         new_session = (time.perf_counter() - start) * 1000
+        await store.aclose()
+        await second.aclose()
         return {
             "files": files,
             "workspace_bytes": size,

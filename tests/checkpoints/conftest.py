@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -27,20 +27,31 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def open_store(workspace: Path, data_dir: Path) -> OpenStore:
-    async def opened(session: str = "s1", **settings: object) -> CheckpointStore:
+@pytest.fixture(params=["journal", "status"])
+async def open_store(
+    workspace: Path, data_dir: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[OpenStore]:
+    """Each test runs with the change journal, and again with every checkpoint by status."""
+    opened_stores: list[CheckpointStore] = []
+
+    async def opened(
+        session: str = "s1", *, journal: bool | None = None, **settings: object
+    ) -> CheckpointStore:
         store = await CheckpointStore.open(
             workspace,
             data_dir,
             CheckpointsConfig.model_validate(settings),
             session,
             secret_patterns=(".env*", "*.pem"),
+            journal=request.param == "journal" if journal is None else journal,
         )
         assert not isinstance(store, Unavailable), store
+        opened_stores.append(store)
         return store
 
-    return opened
+    yield opened
+    for store in opened_stores:
+        await store.aclose()
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bytes, bool]]:
