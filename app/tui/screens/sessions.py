@@ -177,7 +177,7 @@ class SessionBrowser(Screen[SessionChoice | None]):
         # key would otherwise reach the filter, where it deletes a character
         Binding("ctrl+d", "refuse_delete", show=False, priority=True),
         Binding("ctrl+a", "toggle_all", "All workspaces", priority=True),
-        Binding("tab", "switch_list", "Text matches", priority=True),
+        Binding("tab", "switch_list", "Matches", priority=True),
         Binding("escape", "close", "Back"),
         # F4 opened the browser and closes it: the app's F4 would stack another browser on it
         Binding("f4", "close", "Close", show=False),
@@ -424,11 +424,10 @@ class SessionBrowser(Screen[SessionChoice | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Delete shows disabled on the open session's row, where `refuse_delete` takes its key;
-        Tab is shown where the text can be searched, and works once something matched."""
+        Tab shows once something matched (a narrow footer keeps its room for the other keys until
+        then)."""
         if action == "switch_list":
-            if self.search is None:
-                return False
-            return bool(self.hits) or None
+            return self.search is not None and bool(self.hits)
         on_current = (info := self._selected()) is not None and info.id == self.current
         if action == "delete":
             return None if on_current else True
