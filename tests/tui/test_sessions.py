@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Label
 
+from app.tui.screens import sessions as sessions_screen
 from app.tui.screens.export import ExportDialog
 from app.tui.screens.help import screen_keys
 from app.tui.screens.main import MainScreen
@@ -294,8 +295,12 @@ async def test_a_query_being_typed_says_what_is_wrong_and_clearing_it_hides_the_
         assert browser.query_one("#hits", DataTable).has_class("idle")
 
 
-async def test_searching_waits_for_typing_to_pause(workspace: Path, data: Path) -> None:
-    """Typed quickly, a query is searched once, when typing stops: not once per key."""
+async def test_searching_waits_for_typing_to_pause(
+    workspace: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Typed quickly, a query is searched once, when typing stops: not once per key. (The pause
+    is widened so that a loaded machine's gaps between pressed keys never reach it.)"""
+    monkeypatch.setattr(sessions_screen, "SEARCH_PAUSE", 1.5)
     await stored_session(workspace, data)
     app = ConsoleTestApp(workspace, data, [])
     async with app.run_test(size=(120, 30)) as pilot:
