@@ -1,4 +1,5 @@
-"""The TOML configuration (DESIGN.md, "Data and configuration"): two layers, validated, explained.
+"""The TOML configuration (docs/ARCHITECTURE.md, "Configuration and trust"): two layers, validated,
+explained.
 
 The user-level file (`TRELLIS_CONFIG`, else the platform's user config directory) is read first, then
 the project's `.trellis/config.toml`, which wins key by key: tables merge (each `[models.NAME]` entry
@@ -224,7 +225,8 @@ InstructionFile = Annotated[str, AfterValidator(_inside_workspace)]
 
 
 class ContextConfig(_Section):
-    """The orchestrator's governors and the privacy defaults (DESIGN.md, "Orchestrator")."""
+    """The orchestrator's governors and the privacy defaults (docs/spec/context-orchestration.md,
+    "Governors")."""
 
     char_cap: PositiveInt | None = None
     """Characters one request may carry; unset: derived from the model entry's window (three

@@ -58,7 +58,7 @@ ClassField = Annotated[
 
 
 class Scope(StrEnum):
-    """Where an event may stand in the log (DESIGN.md, "Events")."""
+    """Where an event may stand in the log (docs/ARCHITECTURE.md, the one event log)."""
 
     turn = "turn"  # only inside an open turn
     session = "session"  # anywhere

@@ -1,4 +1,5 @@
-"""CoopContext: schedules Areas over one Context and reclaims retired tails (spec/context-areas.md).
+"""CoopContext: schedules Areas over one Context and reclaims retired tails
+(docs/spec/context-areas.md).
 
 Areas sit on a ring in registration order (the cursor walks it); Areas with an effect range sit in
 an insertion-ordered dict kept in order of increasing `latest`, so the Collector walks only the

@@ -1,4 +1,4 @@
-"""Assembly and governors (context-orchestration, "Governors"; DESIGN.md, "Orchestrator")."""
+"""Assembly and governors (docs/spec/context-orchestration.md, "Governors")."""
 
 from __future__ import annotations
 
