@@ -104,8 +104,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     # Empty lists and dicts are plain defaults, which pydantic copies for each instance, not
     # `default_factory=list`: building the defaults asks for each factory's signature, and
-    # `list`'s is parsed from text by `tokenize`, whose import and patterns cost `trellis run`
-    # about 5 ms (issue 10).
+    # `list`'s is parsed from text by `tokenize`, an import and patterns start-up does without
+    # (docs/DESIGN-NOTES.md, "Command line").
 
 
 class ModelPrice(_Section):
@@ -644,7 +644,7 @@ def _validated(
     """The merged layers as a `Config`, each entry labelled with the layer that defined it.
     Nothing configured (no file, or files without a key) is the defaults, which are the code's
     own values: constructed without validation, so a run with no configuration never builds the
-    config models (issue 10, start time)."""
+    config models (they are a share of start-up)."""
     if not merged:
         return Config.model_construct()
     try:

@@ -351,7 +351,7 @@ class Session:
         if self._create is None and getattr(store, "flush_runs_to_its_end", False):
             # The store finishes a write its caller's cancellation interrupts and passes the
             # cancellation on at the next await, after `_flush_locked` has recorded the write:
-            # no shield, whose task cost each flush two more turns of the loop (issue 10).
+            # no shield, whose task would cost each flush two more turns of the loop.
             await self._flush_locked(store)
             return
         # Shielded: a caller cancelled mid-flush (a cancelled turn) must not leave the store with a
