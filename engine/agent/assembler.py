@@ -154,6 +154,26 @@ class Assembler:
         _, entry = self.config.model(grant.model)
         return Binding(grant.model, entry, grant.epoch)
 
+    @property
+    def egress(self) -> PrivacyClass:
+        """The highest class the bound entry's endpoint accepts."""
+        return self.binding.entry.effective_egress()
+
+    @property
+    def upcoming(self) -> Grant | None:
+        """The grant the next turn runs with: one staged during a turn, else the one in force."""
+        return self.grants.staged or self.grants.active
+
+    def note_detached(self, earliest: int) -> None:
+        """The Context changed from `earliest` on (a collection, a compaction, a rebind): the
+        orchestrator re-indexes from there."""
+        self.orchestrator.note_detached(earliest)
+
+    def inherit_breaks(self, previous: Assembler) -> None:
+        """Take over the planned breaks `previous` noted and no step logged yet (a rewind
+        replaces the assembler between turns)."""
+        self.breaks = previous.breaks
+
     def next_pin_id(self) -> str:
         self._pin_serial += 1
         return f"pin{self._pin_serial}"

@@ -88,7 +88,7 @@ async def compact(
     event = rt.record(summary)
     rt.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
     rt.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
-    rt.assembler.orchestrator.note_detached(plan.earliest)
+    rt.assembler.note_detached(plan.earliest)
     rt.assembler.breaks.note("compaction", f"{plan.groups} earlier turn(s) summarized")
     rt.assembler.rebase_due()
     await rt.session.flush()

@@ -193,11 +193,8 @@ async def apply_rewind(
             if rt.session.next_seq == end:
                 break
     staged = rt.outbox.drain() if conversation else []
-    cleared = [s.text for s in rt.kept_steering] if conversation else []
+    cleared = [s.text for s in rt.take_kept_steering()] if conversation else []
     cleared += [i.text if isinstance(i, Steering) else i.content for i in staged[:waiting]]
-    if conversation and rt.kept_steering:
-        rt.kept_steering = []
-        rt.queued_changed()
     refused = plan.refused if plan is not None else None
     payload = SessionRewind(
         to_turn=point.to_turn,

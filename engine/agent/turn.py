@@ -219,7 +219,7 @@ class Turn:
             rt.render_areas(self.number)
             # 3. assemble the request (budget and egress may end the turn here)
             assembled = rt.assemble(self.number)
-            egress = rt.assembler.binding.entry.effective_egress()
+            egress = rt.assembler.egress
             tools = rt.tool_specs()
             offered = rt.offer_tools(tools)
             prefix, request_chars = rt.measure_prefix(assembled)
