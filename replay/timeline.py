@@ -33,7 +33,7 @@ from engine.context import Context, ContextReplayer, Provenance, ReplayMark
 from engine.context.budget import item_text
 from engine.context.egress import label_for_provenance
 from engine.context.floor import PinBoard
-from engine.context.grants import Grant, GrantTracker
+from engine.context.grants import GrantState, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.prefix import PrefixTally, PrefixView
 from engine.context.replayer import GarbageEntry
@@ -143,7 +143,7 @@ class _Checkpoint:
 
     seq: int
     mark: ReplayMark
-    grants: tuple[Grant | None, Grant | None, bool]
+    grants: GrantState
     pins: tuple[tuple[str, str], ...]
     last_step: tuple[int, StepStart] | None
     prefix: int
@@ -384,7 +384,7 @@ class Timeline:
             _Checkpoint(
                 seq=head.replayer.seq,
                 mark=head.replayer.mark(),
-                grants=(head.grants._latest, head.grants._active, head.grants._in_turn),
+                grants=head.grants.snapshot(),
                 pins=head.pins.pins,
                 last_step=head.last_step,
                 prefix=prefix,
@@ -402,11 +402,10 @@ class Timeline:
             # kept for the next seek behind the same checkpoint; the replayer copies it
             gathered = self._gathered = (position, self._gather(position))
         context = gathered[1]
-        latest, active, in_turn = checkpoint.grants
         pins = PinBoard(dict(checkpoint.pins))
         return _Cursor(
             ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
-            GrantTracker(latest, active, in_turn),
+            GrantTracker.restored(checkpoint.grants),
             pins,
             checkpoint.last_step,
         )
