@@ -222,23 +222,22 @@ class Agent:
 
     @property
     def pins(self) -> tuple[PinView, ...]:
-        from engine.agent.views import PinView
+        from engine.agent.views import pin_views
 
-        return tuple(PinView(id=i, text=t) for i, t in self._rt.assembler.pins.pins)
+        return pin_views(self._rt.assembler.pins.pins)
 
     @property
     def model(self) -> ModelView:
-        from engine.agent.views import ModelView
+        from engine.agent.views import model_view
 
         binding = self._rt.assembler.binding
         upcoming = self._rt.assembler.upcoming
-        return ModelView(
-            name=binding.name,
+        return model_view(
+            binding.name,
+            binding.epoch,
+            binding.entry,
             model_id=self._rt.model_id,
-            provider=binding.entry.provider,
-            grant_epoch=binding.epoch,
             next_name=upcoming.model if upcoming is not None else binding.name,
-            egress=self._rt.assembler.egress,
         )
 
     @property

@@ -176,7 +176,7 @@ async def apply_rewind(
     rewind did, `plan` what it was asked to do (its refusal and what cannot be restored are
     said with the result). `waiting`: how many outbox items were staged when the rewind was
     asked for; those are dropped, what came after stays."""
-    from engine.agent.views import PinView, area_views
+    from engine.agent.views import area_views, pin_views
 
     state = None
     rewound = rt.rewound
@@ -249,7 +249,7 @@ async def apply_rewind(
         model=rt.assembler.binding.name,
         mode=rt.permission.mode,
         mode_fell_back=fell_back,
-        pins=tuple(PinView(id=i, text=t) for i, t in rt.assembler.pins.pins),
+        pins=pin_views(rt.assembler.pins.pins),
         areas=area_views(rt.coop),
         unrestored_areas=tuple(f"{a.name or a.area_id}: {a.reason}" for a in rt.unrestored_areas),
         cleared=tuple(cleared),
