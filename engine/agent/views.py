@@ -17,7 +17,7 @@ from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
 from engine.context.prefix import PrefixView
 from engine.context.provenance import ItemKind, Provenance
-from engine.events import Figures, FloorBlock, ToolDefinition
+from engine.events import Figures, FloorBlock, OutboxChanged, ToolDefinition
 from engine.message import Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
@@ -154,6 +154,15 @@ class ModelView:
     grant_epoch: int
     next_name: str  # differs from `name` while a `/model` change waits for the next turn
     egress: PrivacyClass
+
+
+def outbox_view(changed: OutboxChanged) -> OutboxView:
+    """The outbox as its `outbox/changed` reports it, so a front end need not read it back (a
+    staged context always has its source)."""
+    return OutboxView(
+        contexts=tuple((c.content, c.source) for c in changed.contexts if c.source is not None),
+        steering=changed.steering,
+    )
 
 
 def model_view(
