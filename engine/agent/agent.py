@@ -207,7 +207,7 @@ class Agent:
                 self._rt.context, assembled.indices, self._rt.last_assembly_length
             ),
             tools=tool_views(self._rt.last_tools),
-            prefix=self._rt.assembler.prefix_tally.last,
+            prefix=self._rt.assembler.last_prefix,
         )
 
     @property
@@ -224,7 +224,7 @@ class Agent:
     def pins(self) -> tuple[PinView, ...]:
         from engine.agent.views import pin_views
 
-        return pin_views(self._rt.assembler.pins.pins)
+        return pin_views(self._rt.assembler.pinned)
 
     @property
     def model(self) -> ModelView:
@@ -510,7 +510,7 @@ class Agent:
         """Withdraw a pin: the model is told at the tail now, the floor drops it at the next
         planned break."""
         self._check_open()
-        if pin_id not in dict(self._rt.assembler.pins.pins):
+        if pin_id not in dict(self._rt.assembler.pinned):
             return False
         self._rt.record(PinRemove(pin_id=pin_id))
         self._tell_pins(unpin_note(pin_id), pin_id)
@@ -532,7 +532,7 @@ class Agent:
         self._rt.assembler.config.model(name)
         if self._rt.gateway_factory is None:
             raise TrellisError("this agent was built without a gateway factory")
-        bind = self._rt.assembler.grants.bind(name)
+        bind = self._rt.assembler.bind(name)
         self._rt.record(bind)
         self._save_when_idle()
         return ModelChange(

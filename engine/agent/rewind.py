@@ -219,12 +219,12 @@ async def apply_rewind(
     if state is not None:
         rt.rewound = rewound
         rt.adopt(state)
-        restored = rt.assembler.grants.active
-        if restored is None or restored.model != bound:
+        restored = rt.assembler.active_model
+        if restored != bound:
             # Bound again, so the log says which model the session goes on with and the store's
             # record (the session list, a fork) names it. A log whose first binding came after
             # that turn (bound when it was resumed) keeps the model in force.
-            rt.record(rt.assembler.grants.bind(bound if restored is None else restored.model))
+            rt.record(rt.assembler.bind(bound if restored is None else restored))
         for item in staged[waiting:]:  # injected while the rewind ran (steering is a send then)
             if not isinstance(item, Steering):
                 rt.append_context(item)
@@ -249,7 +249,7 @@ async def apply_rewind(
         model=rt.assembler.binding.name,
         mode=rt.permission.mode,
         mode_fell_back=fell_back,
-        pins=pin_views(rt.assembler.pins.pins),
+        pins=pin_views(rt.assembler.pinned),
         areas=area_views(rt.coop),
         unrestored_areas=tuple(f"{a.name or a.area_id}: {a.reason}" for a in rt.unrestored_areas),
         cleared=tuple(cleared),

@@ -204,7 +204,7 @@ class Runtime:
         if isinstance(payload, GcCollect):
             self.assembler.note_detached(payload.earliest)
             if self._rewrites_history(payload.earliest):
-                self.assembler.breaks.note("collection", ", ".join(payload.areas) + " collected")
+                self.assembler.note_break("collection", ", ".join(payload.areas) + " collected")
         return event
 
     def _rewrites_history(self, earliest: int) -> bool:
@@ -387,7 +387,7 @@ class Runtime:
             dropped = [counted(assembled.evicted, "oldest turn")] if assembled.evicted else []
             if assembled.released:
                 dropped.append(counted(assembled.released, "superseded render"))
-            assembler.breaks.note("eviction", " and ".join(dropped) + " dropped")
+            assembler.note_break("eviction", " and ".join(dropped) + " dropped")
             if assembler.pins_waiting:  # the prefix breaks after the floor anyway: pins join it
                 for block in assembler.rebase_pins():
                     self.session.append(block)
@@ -405,7 +405,7 @@ class Runtime:
         for fresh in self.assembler.tool_log.new(definitions):
             self.session.append(fresh)
         if self.last_tools and definitions != self.last_tools:
-            self.assembler.breaks.note("tools", _tools_change(self.last_tools, definitions))
+            self.assembler.note_break("tools", _tools_change(self.last_tools, definitions))
         self.last_tools = definitions
         return tuple(definition.hash for definition in definitions)
 
