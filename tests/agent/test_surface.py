@@ -12,6 +12,7 @@ import pytest
 from engine.agent import Allow, PromptDecision, PromptSubmission, Reject
 from engine.agent.admission import Next
 from engine.agent.send import Blocked, Dropped, TurnOutcome
+from engine.agent.views import outbox_view
 from engine.config import Config, ModelEntry
 from engine.context.area import AreaFlowState, AreaLifeState
 from engine.context.areas import NoticeArea, SubtaskArea
@@ -19,6 +20,7 @@ from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
     Event,
+    OutboxChanged,
     PermissionRequest,
     SessionTitle,
     StepStart,
@@ -240,6 +242,8 @@ async def test_the_outbox_view_shows_what_waits_for_the_boundary(make_agent: Mak
     agent = await make_agent(
         [Reply(tool_calls=[call("gate")]), Reply(text="ok")], tools=ToolRegistry([gate])
     )
+    changes: list[OutboxChanged] = []
+    agent.subscribe(lambda e: changes.append(e.data) if type(e.data) is OutboxChanged else None)
     handle = agent.send("wait")
     await gate.started.wait()
     agent.inject(AdditionalContext("ci is green", Source("plugin", "ci")))
@@ -247,6 +251,7 @@ async def test_the_outbox_view_shows_what_waits_for_the_boundary(make_agent: Mak
     view = agent.outbox
     assert view.contexts == (("ci is green", Source("plugin", "ci")),)
     assert view.steering == ("hurry",)
+    assert outbox_view(changes[-1]) == view  # the event carries what the view shows
     gate.gate.set()
     await handle
     assert agent.outbox.contexts == ()
