@@ -119,11 +119,10 @@ class Editor(Recorder):
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    (path / "notes.txt").write_text(DISK)
-    return path.resolve()
+def workspace(workspace: Path) -> Path:
+    """The workspace with the file on disk the editor's copy differs from."""
+    (workspace / "notes.txt").write_text(DISK)
+    return workspace
 
 
 def script(tmp_path: Path, *calls: tuple[str, dict[str, Any]]) -> list[str]:
