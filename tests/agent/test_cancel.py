@@ -1,9 +1,9 @@
 """Ending a turn early: cancel in every phase of a turn, and dispose while running.
 
-DESIGN.md, "Agent": a cancelled turn ends `cancelled`; tool calls that never ran get synthetic error
-results; a pending permission request resolves as cancelled; staged contexts are appended as
-out-of-turn user/messages after turn/end; staged steering is kept (keep_inbox) or dropped with a
-steer/dropped live event carrying the text.
+docs/spec/context-injection.md, the injection lifecycle: a cancelled turn ends `cancelled`; tool
+calls that never ran get synthetic error results; a pending permission request resolves as
+cancelled; staged contexts are appended as out-of-turn user/messages after turn/end; staged steering
+is kept (keep_inbox) or dropped with a steer/dropped live event carrying the text.
 """
 
 from __future__ import annotations

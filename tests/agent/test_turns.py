@@ -1,6 +1,7 @@
 """Turns: one send is one run of the model loop; steps, tools, steering and the step limit.
 
-spec: context-injection ("a turn is exclusively one execution of the model loop"); DESIGN.md, "Agent".
+spec: context-injection ("a turn is exclusively one execution of the model loop");
+docs/spec/context-injection.md.
 """
 
 from __future__ import annotations
