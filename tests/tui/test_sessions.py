@@ -28,11 +28,7 @@ from tests.waiting import until
 
 
 async def until_screen(pilot: Pilot[None], kind: type) -> None:
-    for _ in range(500):
-        if isinstance(pilot.app.screen, kind):
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"{kind.__name__} never showed; the screen is {pilot.app.screen}")
+    await until(lambda: isinstance(pilot.app.screen, kind), f"{kind.__name__} shown", pilot=pilot)
 
 
 async def browse(pilot: Pilot[None]) -> SessionBrowser:
