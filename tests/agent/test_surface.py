@@ -43,8 +43,8 @@ from tests.agent.conftest import (
     call,
     of_type,
     record,
-    until,
 )
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -362,6 +362,6 @@ async def test_a_held_admission_still_gives_the_handle_its_turn(make_agent: Make
 async def test_an_event_from_the_log_is_placeable(make_agent: MakeAgent) -> None:
     agent = await make_agent([Reply(text="ok")])
     await agent.send("hi")
-    await until(lambda: agent.unflushed == 0)
+    await until(lambda: agent.unflushed == 0, "everything flushed")
     assert all(isinstance(e, Event) for e in agent.log)
     assert [e.seq for e in agent.log] == list(range(len(agent.log)))
