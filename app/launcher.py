@@ -3,8 +3,6 @@ asyncio and every command's parser) is even imported; everything else goes to `a
 
 from __future__ import annotations
 
-import atexit
-import gc
 import importlib
 import os
 import sys
@@ -20,14 +18,11 @@ def main() -> int:
 
         print(version_line())
         return 0
-    # At exit, what is still alive is the modules' and the command's, and the OS takes it back:
-    # the collector's passes over it during shutdown took a fifth of `trellis run -p` (issue 10).
-    # Frozen objects are still freed by reference counting; only the cycle search skips them.
-    atexit.register(gc.freeze)
     if PLUGINS_ENV not in os.environ:
         _without_pydantic_plugins()
-    from engine.collector import importing
+    from engine.collector import freeze_at_exit, importing
 
+    freeze_at_exit()
     with importing():
         from app.cli import main as run_command_line
     return run_command_line()

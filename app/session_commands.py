@@ -93,6 +93,8 @@ async def export_otlp(args: argparse.Namespace) -> int:
 
     from app.version import VERSION
     from engine.config import TelemetryConfig, load_config_report
+    from engine.events import ModelBind
+    from engine.gateway.base import GatewayType
     from replay.otlp import send_spans
     from replay.trace_spans import resolver_of, spans_of
 
@@ -113,12 +115,15 @@ async def export_otlp(args: argparse.Namespace) -> int:
     async with await open_chosen_store(args) as store:
         info = await store.resolve(args.id)
         events = (await store.inspect(info.id)).events
+    binds = [e.data.model for e in events if type(e.data) is ModelBind]
+    entry = config.models.get(binds[-1]) if binds else None
     spans = spans_of(
         events,
         info.id,
         resolver_of(config.models),
         capture_content=settings.capture_content,
         max_class=max_class,
+        gateway_type=GatewayType(entry.provider) if entry is not None else GatewayType.scripted,
     )
     url = settings.traces_url()
     sent = await asyncio.to_thread(

@@ -44,6 +44,7 @@ class LiveTelemetry:
             capture_content=self.settings.capture_content,
             max_class=self.settings.effective_egress(),
             bound=agent.model.name,
+            request_of=lambda _start: agent.last_assembly,
         )
         sink = self._sink
 

@@ -1,4 +1,5 @@
-"""Pausing Python's cyclic garbage collector around bulk decoding, and around a command's imports.
+"""Python's cyclic garbage collector, the process's policy for it in one place: paused around bulk
+decoding and a command's imports, frozen at exit, and frozen while a console turn runs.
 
 Decoding a long log allocates hundreds of thousands of objects and no cycles; every few hundred
 allocations the collector would walk the young objects, and every so often all of them, which
@@ -8,6 +9,7 @@ everything as usual while the collector is paused.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import threading
 from collections.abc import Iterator
@@ -50,3 +52,42 @@ def importing() -> Iterator[None]:
     with collector_paused():
         yield
         gc.freeze()
+
+
+def freeze_at_exit() -> None:
+    """At exit what is still alive is the modules' and the command's, and the OS takes it back:
+    frozen then, the interpreter's collections during shutdown skip it (reference counting still
+    frees it)."""
+    atexit.register(gc.freeze)
+
+
+class TurnCollector:
+    """Keeps a running console turn's widgets out of the collector's full passes.
+
+    A long streamed reply mounts thousands of widgets, each with caches of its own; the full pass
+    walked all of them inside a frame and the stream fell behind. While a turn runs, what is alive
+    is frozen as the reply grows; when the turn ends everything is thawed, so a cycle that died
+    meanwhile (a widget removed) is reclaimed then and nothing stays frozen past the turn. The
+    collector has no partial thaw: what `importing` froze at start-up is thawed with it, and the
+    next turn's `hold` freezes it again with the rest.
+    """
+
+    def __init__(self) -> None:
+        self.holding = False
+
+    def hold(self) -> None:
+        """A turn runs: what is alive now lives at least as long as it (once per turn)."""
+        if not self.holding:
+            self.holding = True
+            gc.freeze()
+
+    def grown(self) -> None:
+        """The turn's widgets grew by a part that stays (a sealed chunk of the reply)."""
+        if self.holding:
+            gc.freeze()
+
+    def release(self) -> None:
+        """The turn ended: everything frozen goes back to the collector."""
+        if self.holding:
+            self.holding = False
+            gc.unfreeze()

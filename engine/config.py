@@ -1,4 +1,5 @@
-"""The TOML configuration (DESIGN.md, "Data and configuration"): two layers, validated, explained.
+"""The TOML configuration (docs/ARCHITECTURE.md, "Configuration and trust"): two layers, validated,
+explained.
 
 The user-level file (`TRELLIS_CONFIG`, else the platform's user config directory) is read first, then
 the project's `.trellis/config.toml`, which wins key by key: tables merge (each `[models.NAME]` entry
@@ -103,8 +104,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
     # Empty lists and dicts are plain defaults, which pydantic copies for each instance, not
     # `default_factory=list`: building the defaults asks for each factory's signature, and
-    # `list`'s is parsed from text by `tokenize`, whose import and patterns cost `trellis run`
-    # about 5 ms (issue 10).
+    # `list`'s is parsed from text by `tokenize`, an import and patterns start-up does without
+    # (docs/DESIGN-NOTES.md, "Command line").
 
 
 class ModelPrice(_Section):
@@ -224,7 +225,8 @@ InstructionFile = Annotated[str, AfterValidator(_inside_workspace)]
 
 
 class ContextConfig(_Section):
-    """The orchestrator's governors and the privacy defaults (DESIGN.md, "Orchestrator")."""
+    """The orchestrator's governors and the privacy defaults (docs/spec/context-orchestration.md,
+    "Governors")."""
 
     char_cap: PositiveInt | None = None
     """Characters one request may carry; unset: derived from the model entry's window (three
@@ -642,7 +644,7 @@ def _validated(
     """The merged layers as a `Config`, each entry labelled with the layer that defined it.
     Nothing configured (no file, or files without a key) is the defaults, which are the code's
     own values: constructed without validation, so a run with no configuration never builds the
-    config models (issue 10, start time)."""
+    config models (they are a share of start-up)."""
     if not merged:
         return Config.model_construct()
     try:

@@ -9,7 +9,7 @@ before them, and are never stored. Readers refuse an unknown type, naming it and
 
 No `from __future__ import annotations` here: pydantic would turn each of the ~45 models' string
 annotations into a `typing.ForwardRef`, which compiles it, and then evaluate it; written as
-objects they are taken as they are. That was 1.6% of `trellis run -p`'s instructions (issue 10).
+objects they are taken as they are, which keeps start-up short (docs/DESIGN-NOTES.md).
 A name used before its class is defined is quoted.
 """
 
@@ -58,7 +58,7 @@ ClassField = Annotated[
 
 
 class Scope(StrEnum):
-    """Where an event may stand in the log (DESIGN.md, "Events")."""
+    """Where an event may stand in the log (docs/ARCHITECTURE.md, the one event log)."""
 
     turn = "turn"  # only inside an open turn
     session = "session"  # anywhere
@@ -255,7 +255,7 @@ class Payload(_Model):
 
     A payload class is never subclassed (a subclass would have to declare an event of its own),
     so readers of the log dispatch on `type(data)`: a `match` on class patterns or an
-    `isinstance` miss goes through pydantic's ABC metaclass, about 0.3 µs a test, and resume
+    `isinstance` miss goes through pydantic's ABC metaclass, which is slow, and resume
     reads every event of the log (DESIGN-NOTES: "What reads every event of a log")."""
 
     event_type: ClassVar[str]
@@ -833,7 +833,7 @@ def decode_rows(rows: Iterable[tuple[int, float, str, str | bytes]]) -> list[Eve
             payload = validate(data_json)
         except ValidationError as exc:
             raise EventDecodeError(f"invalid {event_type} event at seq {seq}: {exc}") from exc
-        # `_envelope`, inlined: a call per row is a tenth of the row's decoding
+        # `_envelope`, inlined: a call per row is a large share of the row's decoding
         event = new(Event)
         set_dict(event, {"seq": seq, "time": time, "type": event_type, "data": payload})
         set_fields(event, set(fields))

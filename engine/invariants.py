@@ -1,4 +1,4 @@
-"""The one checker that guards every session log (DESIGN.md, "Events", invariants).
+"""The one checker that guards every session log (docs/ARCHITECTURE.md, the one event log).
 
 Every writer goes through `LogState.check`; the store's tail repair is computed from the same state.
 """

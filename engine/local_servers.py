@@ -137,7 +137,7 @@ async def ask(
 
 
 def _import_httpx() -> None:
-    import httpx  # noqa: F401  (loaded off the event loop: a tenth of a second of imports)
+    import httpx  # noqa: F401  (loaded off the event loop: its imports take long)
 
 
 async def _ask_one(client: httpx.AsyncClient, server: LocalServer, deadline: float) -> ServerAnswer:

@@ -87,7 +87,8 @@ class Message:
 class AdditionalContext:
     """Model-facing context with its provenance; the one shape `inject()` and hooks produce.
 
-    `label` is the privacy class its producer declares; None means internal (DESIGN.md, privacy).
+    `label` is the privacy class its producer declares; None means internal
+    (docs/spec/context-orchestration.md, privacy).
     """
 
     content: str

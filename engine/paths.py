@@ -26,7 +26,7 @@ def data_dir() -> Path:
     override = os.environ.get(HOME_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs  # only here: it costs a tenth of a command's start (issue 10)
+    import platformdirs  # only here: its import is a noticeable share of a command's start
 
     return Path(platformdirs.user_data_dir(APP_NAME))
 

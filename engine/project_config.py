@@ -1,4 +1,5 @@
-"""What a project's config may set before the user trusts it (DESIGN.md, "Data and configuration").
+"""What a project's config may set before the user trusts it (docs/ARCHITECTURE.md, "Configuration
+and trust").
 
 An untrusted `.trellis/config.toml` is someone else's file: a cloned repository wrote it. Only keys
 that can neither run anything, nor send data or credentials anywhere new, nor lower a privacy

@@ -1,8 +1,9 @@
 """The in-memory log of one session: seq and time, invariants, subscribers, flushes to the store.
 
-The event stream contract (DESIGN.md, "Agent"): `subscribe(fn, from_seq=N)` delivers the stored events
-from N and then follows live with no gap and no duplicate; `stream(from_seq)` is the same as an async
-iterator with a bounded queue for consumers that may fall behind.
+The event stream contract (docs/ARCHITECTURE.md, the one event log): `subscribe(fn, from_seq=N)`
+delivers the stored events from N and then follows live with no gap and no duplicate;
+`stream(from_seq)` is the same as an async iterator with a bounded queue for consumers that may fall
+behind.
 
 A session reopened from the store (`Session.reopen`) streams its stored log once, in chunks, through
 the consumers that rebuild the working state (the Context, the grants, the invariants' position),
@@ -350,7 +351,7 @@ class Session:
         if self._create is None and getattr(store, "flush_runs_to_its_end", False):
             # The store finishes a write its caller's cancellation interrupts and passes the
             # cancellation on at the next await, after `_flush_locked` has recorded the write:
-            # no shield, whose task cost each flush two more turns of the loop (issue 10).
+            # no shield, whose task would cost each flush two more turns of the loop.
             await self._flush_locked(store)
             return
         # Shielded: a caller cancelled mid-flush (a cancelled turn) must not leave the store with a

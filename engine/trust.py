@@ -1,4 +1,5 @@
-"""The user's record of trusted project configurations (DESIGN.md, "Data and configuration").
+"""The user's record of trusted project configurations (docs/ARCHITECTURE.md, "Configuration and
+trust").
 
 A repository's `.trellis/config.toml` can name programs to start and endpoints to send data to, so
 it applies whole only once the user has trusted that directory. Trust is recorded at user level, in

@@ -1,5 +1,6 @@
-"""Events -> ACP `session/update` payloads (DESIGN.md, "Front ends", ACP): the one translator used
-by live prompts and by `session/load`, so a client sees a replayed session as it saw it live.
+"""Events -> ACP `session/update` payloads (docs/ARCHITECTURE.md, "The ACP bridge"): the one
+translator used by live prompts and by `session/load`, so a client sees a replayed session as it saw
+it live.
 
 `AcpProjection.apply(event)` takes durable and live events in log order and returns the updates
 they make, as the `acp` package's schema models:

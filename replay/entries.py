@@ -39,8 +39,8 @@ _set_attribute = object.__setattr__
 @dataclass_transform(frozen_default=True, kw_only_default=True)
 def entry(cls: type[T]) -> type[T]:
     """A frozen, keyword-only dataclass whose `__init__` sets the instance's `__dict__` in one
-    step: the generated one assigns each field through `object.__setattr__`, which made building
-    entries a third of a long log's projection."""
+    step: the generated one assigns each field through `object.__setattr__`, slow enough to make
+    building entries a large share of a long log's projection."""
     made = dataclass(frozen=True, kw_only=True)(cls)
     made.__init__ = _init_of(made)  # type: ignore[method-assign]
     return made

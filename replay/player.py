@@ -52,7 +52,7 @@ class Player(Generic[S]):
         self._make = make
         self._projection = make()
         # asked once: an isinstance check against a runtime-checkable Protocol inspects its
-        # members each time (about 0.3 ms), which was a tenth of a step back in a long session
+        # members each time, which a step back in a long session would pay again and again
         self._seekable = isinstance(self._projection, Seekable)
         self._position = 0  # events played
         self._max_gap = max_gap

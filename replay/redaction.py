@@ -1,9 +1,10 @@
 """`--max-class`: what an export may show, decided per event by the label the log stored.
 
 An event whose class lies above the limit keeps its place, its type, its ids and its label, and loses
-its content: each text becomes a marker naming the class (DESIGN.md, privacy: anything without
-provenance is restricted, so content stored without a label counts as restricted). Every export
-format is built from the redacted events, so no format can show what another hides.
+its content: each text becomes a marker naming the class (docs/spec/context-orchestration.md,
+privacy: anything without provenance is restricted, so content stored without a label counts as
+restricted). Every export format is built from the redacted events, so no format can show what
+another hides.
 """
 
 from __future__ import annotations

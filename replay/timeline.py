@@ -20,12 +20,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.agent.views import (
+    FLOOR_DEFAULT_LABEL,
     AreaView,
     AssemblyView,
-    FloorBlockView,
     ModelView,
     PinView,
     RequestItemView,
+    area_view,
+    floor_view,
+    item_view,
+    model_view,
+    pin_views,
     tool_views,
 )
 from engine.config import Config
@@ -33,7 +38,7 @@ from engine.context import Context, ContextReplayer, Provenance, ReplayMark
 from engine.context.budget import item_text
 from engine.context.egress import label_for_provenance
 from engine.context.floor import PinBoard
-from engine.context.grants import Grant, GrantTracker
+from engine.context.grants import GrantState, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.prefix import PrefixTally, PrefixView
 from engine.context.replayer import GarbageEntry
@@ -53,12 +58,10 @@ from engine.events import (
     TurnStart,
 )
 from engine.gateway.base import GatewayType, NativeContent
-from engine.privacy import PrivacyClass, PrivatizationLabel
+from engine.privacy import PrivacyClass
 
 DEFAULT_CHECKPOINT_EVERY = 64
 """Events between checkpoints: a seek replays at most this many."""
-
-_FLOOR_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +97,7 @@ class TimelineState:
     def item_views(self) -> tuple[RequestItemView, ...]:
         """Every Context item with its provenance, label and cost (computed when asked)."""
         return tuple(
-            _item_view(
+            item_view(
                 i,
                 provenance,
                 label_for_provenance(provenance, shell_class=self.shell_class),
@@ -143,7 +146,7 @@ class _Checkpoint:
 
     seq: int
     mark: ReplayMark
-    grants: tuple[Grant | None, Grant | None, bool]
+    grants: GrantState
     pins: tuple[tuple[str, str], ...]
     last_step: tuple[int, StepStart] | None
     prefix: int
@@ -298,7 +301,7 @@ class Timeline:
         )
         egress = step.egress if step.egress is not None else _egress_of(self._model(cursor))
         items = tuple(
-            _item_view(
+            item_view(
                 i, index.provenance(i), index.label(i), item_text(context[i]), reserved=i in in_lane
             )
             for i in sent
@@ -307,11 +310,11 @@ class Timeline:
             turn=self._cursor_at(seq).replayer.turn,  # the turn open at `seq`, as live
             figures=step.figures,
             prefix_digest=step.prefix_digest,
-            floor=tuple(self._floor_view(h) for h in step.floor),
+            floor=tuple(floor_view(self._floor[h]) for h in step.floor),
             items=items,
             kept_groups=step.kept,
             egress=egress,
-            label=step.label if step.label is not None else _FLOOR_DEFAULT_LABEL,
+            label=step.label if step.label is not None else FLOOR_DEFAULT_LABEL,
             tools=tool_views(self._tools[h] for h in step.tools),
             prefix=self._prefixes.get(step_seq),
         )
@@ -384,7 +387,7 @@ class Timeline:
             _Checkpoint(
                 seq=head.replayer.seq,
                 mark=head.replayer.mark(),
-                grants=(head.grants._latest, head.grants._active, head.grants._in_turn),
+                grants=head.grants.snapshot(),
                 pins=head.pins.pins,
                 last_step=head.last_step,
                 prefix=prefix,
@@ -402,11 +405,10 @@ class Timeline:
             # kept for the next seek behind the same checkpoint; the replayer copies it
             gathered = self._gathered = (position, self._gather(position))
         context = gathered[1]
-        latest, active, in_turn = checkpoint.grants
         pins = PinBoard(dict(checkpoint.pins))
         return _Cursor(
             ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
-            GrantTracker(latest, active, in_turn),
+            GrantTracker.restored(checkpoint.grants),
             pins,
             checkpoint.last_step,
         )
@@ -458,15 +460,8 @@ class Timeline:
         seq = replayer.seq
         cursor_id = replayer.cursor
         areas = tuple(
-            AreaView(
-                id=area_id,
-                kind=area_id.rpartition("#")[0],
-                name=record.name,
-                life=record.life,
-                flow=record.flow,
-                earliest=None if record.range is None else record.range.earliest,
-                latest=None if record.range is None else record.range.latest,
-                cursor=area_id == cursor_id,
+            area_view(
+                area_id, record.name, record.life, record.flow, record.range, cursor=cursor_id
             )
             for area_id, record in replayer.areas.items()
         )
@@ -477,7 +472,7 @@ class Timeline:
             areas=areas,
             cursor=cursor_id,
             collections=tuple(self._collections[: bisect_right(self._collection_seqs, seq)]),
-            pins=tuple(PinView(id=i, text=t) for i, t in cursor.pins.pins),
+            pins=pin_views(cursor.pins.pins),
             model=self._model(cursor),
             last_step=None if cursor.last_step is None else cursor.last_step[1],
             last_step_seq=None if cursor.last_step is None else cursor.last_step[0],
@@ -494,46 +489,17 @@ class Timeline:
         except TrellisError:
             return None
         upcoming = grants.staged or active
-        return ModelView(
-            name=active.model,
+        return model_view(
+            active.model,
+            active.epoch,
+            entry,
             model_id=entry.model or active.model,
-            provider=entry.provider,
-            grant_epoch=active.epoch,
             next_name=upcoming.model,
-            egress=entry.effective_egress(),
-        )
-
-    def _floor_view(self, content_hash: str) -> FloorBlockView:
-        block = self._floor[content_hash]
-        return FloorBlockView(
-            layer=block.layer,
-            key=block.key,
-            hash=block.hash,
-            chars=len(block.text),
-            label=block.label if block.label is not None else _FLOOR_DEFAULT_LABEL,
-            text=block.text,
         )
 
 
 def _egress_of(model: ModelView | None) -> PrivacyClass:
     return model.egress if model is not None else PrivacyClass.restricted
-
-
-def _item_view(
-    index: int, provenance: Provenance, label: PrivatizationLabel, text: str, *, reserved: bool
-) -> RequestItemView:
-    return RequestItemView(
-        index=index,
-        kind=provenance.kind,
-        seq=provenance.seq,
-        turn=provenance.turn,
-        source=provenance.source,
-        owner=provenance.owner,
-        label=label,
-        chars=len(text),
-        reserved=reserved,
-        text=text,
-    )
 
 
 def last_requests(

@@ -9,7 +9,10 @@ opens a span, so a session sent live and exported later gives the same trace.
 
 Span times are the events' times. Content (`gen_ai.input.messages`, `gen_ai.output.messages`,
 `gen_ai.system_instructions`, tool arguments and results) is recorded only with `capture_content`,
-and from events redacted to `max_class` as exports redact them (`replay.redaction`).
+and from events redacted to `max_class` as exports redact them (`replay.redaction`). A `chat`
+span's input is the whole request the model was given (its floor as system instructions, every
+Context item it carried, in order), read from the request view live (`Agent.last_assembly`) and
+from the `Timeline` for a stored log; each item above `max_class` is a marker.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.agent.views import AssemblyView, RequestItemView
 from engine.events import (
     AssistantMessage,
     Event,
@@ -34,8 +38,10 @@ from engine.events import (
     Usage,
     UserMessage,
 )
-from engine.privacy import PrivacyClass
-from replay.redaction import redact
+from engine.gateway.base import GatewayType
+from engine.privacy import PrivacyClass, PrivatizationLabel
+from replay.redaction import redact, redacted_text
+from replay.timeline import Timeline
 
 AttributeValue = str | int | float | bool | tuple[str, ...]
 SpanKind = Literal["internal", "client"]
@@ -69,6 +75,8 @@ class ModelEndpoint:
 
 ModelResolver = Callable[[str], ModelEndpoint]
 """A `model/bind`'s entry name to its endpoint."""
+RequestOf = Callable[[Event], "AssemblyView | None"]
+"""The request a `step/start` sent, as the inspector shows it (None: not known)."""
 
 
 def resolver_of(models: Mapping[str, Any]) -> ModelResolver:
@@ -176,13 +184,17 @@ class TraceProjection:
         capture_content: bool = False,
         max_class: PrivacyClass | None = None,
         bound: str = "",
+        request_of: RequestOf | None = None,
     ) -> None:
         """`bound` is the model entry bound before the first event applied (a resumed session's
-        `model/bind` lies in the part of the log not followed)."""
+        `model/bind` lies in the part of the log not followed); `request_of` gives the request of
+        a `step/start` for the `chat` span's content (without it, the messages since the last
+        call)."""
         self.conversation_id = conversation_id
         self._resolve = resolve
         self._capture = capture_content
         self._max_class = max_class
+        self._request_of = request_of
         self._bound = bound
         self._floor: dict[str, str] = {}
         self._pending: list[dict[str, Any]] = []
@@ -196,6 +208,12 @@ class TraceProjection:
     def apply(self, event: Event) -> tuple[SpanRecord, ...]:
         before = len(self._finished)
         self._follow(redact(event, self._max_class) if self._capture else event)
+        if self._capture and self._request_of is not None and type(event.data) is StepStart:
+            chat = self._turn.chat if self._turn is not None else None
+            request = self._request_of(event)
+            if chat is not None and request is not None:
+                chat.system = [self._part(b.text, b.label) for b in request.floor]
+                chat.inputs = [self._request_message(item) for item in request.items]
         return tuple(self._finished[before:])
 
     def close(self, at: float) -> tuple[SpanRecord, ...]:
@@ -371,6 +389,43 @@ class TraceProjection:
             )
         )
 
+    def _hidden(self, label: PrivatizationLabel) -> bool:
+        return self._max_class is not None and label.cls > self._max_class
+
+    def _part(self, text: str, label: PrivatizationLabel) -> dict[str, Any]:
+        return {
+            "type": "text",
+            "content": redacted_text(label.cls) if self._hidden(label) else text,
+        }
+
+    def _request_message(self, item: RequestItemView) -> dict[str, Any]:
+        """A Context item (its JSON as sent) in the conventions' message form."""
+        data = json.loads(item.text)
+        role = str(data.get("role") or "user")
+        hidden = self._hidden(item.label)
+        marker = redacted_text(item.label.cls)
+        content = data.get("content")
+        text = content if isinstance(content, str) else _json(content) if content else ""
+        if role == "tool":
+            response = marker if hidden else text
+            call_id = str(data.get("tool_call_id") or "")
+            part = {"type": "tool_call_response", "id": call_id, "response": response}
+            return {"role": role, "parts": [part]}
+        parts: list[dict[str, Any]] = []
+        if text:
+            parts.append({"type": "text", "content": marker if hidden else text})
+        for call in data.get("tool_calls") or ():
+            arguments = {} if hidden else call.get("arguments", {})
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id", ""),
+                    "name": call.get("name", ""),
+                    "arguments": arguments,
+                }
+            )
+        return {"role": role, "parts": parts}
+
     @staticmethod
     def _finish(reply: AssistantMessage) -> str:
         return _FINISH_REASONS.get(reply.finish, reply.finish)
@@ -399,12 +454,21 @@ def spans_of(
     *,
     capture_content: bool = False,
     max_class: PrivacyClass | None = None,
+    gateway_type: GatewayType = GatewayType.scripted,
 ) -> tuple[SpanRecord, ...]:
-    """Every span of a stored log, a turn it leaves open ended at its last event."""
+    """Every span of a stored log, a turn it leaves open ended at its last event; with content,
+    each request rebuilt by a `Timeline` in `gateway_type`'s wire shape."""
+    timeline = Timeline(gateway_type) if capture_content else None
     projection = TraceProjection(
-        conversation_id, resolve, capture_content=capture_content, max_class=max_class
+        conversation_id,
+        resolve,
+        capture_content=capture_content,
+        max_class=max_class,
+        request_of=None if timeline is None else (lambda event: timeline.request_at(event.seq)),
     )
     for event in events:
+        if timeline is not None:
+            timeline.apply(event)
         projection.apply(event)
     if events:
         projection.close(events[-1].time)

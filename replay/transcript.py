@@ -204,8 +204,8 @@ class Transcript:
 
     def extend(self, events: Iterable[AnyEvent]) -> None:
         """`apply` each event, dropping what it reports: a whole log is projected through here,
-        so `apply`'s steps are inlined for durable events (a call per event was a tenth of the
-        projection)."""
+        so `apply`'s steps are inlined for durable events (a call per event is a large share of
+        the projection)."""
         apply, handlers = self.apply, _DURABLE
         for event in events:
             if type(event) is not Event:  # live events (an `Event` subclass takes `apply` too)

@@ -1,10 +1,11 @@
 """Fixtures more than one test package uses: the throwaway PostgreSQL cluster (the store tests,
-the two `trellis serve` processes of the ACP tests)."""
+the two `trellis serve` processes of the ACP tests) and the workspace a session works in."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,13 @@ def pg_cluster() -> Iterator[Cluster]:
         pytest.skip(f"no PostgreSQL cluster: {exc}")
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace: the session's cwd (and an ACP server's served root). A package or a
+    test that needs files in it overrides this fixture with one that takes it and adds them. The
+    same directory as `make_agent`'s (tests/agent/conftest.py), whichever makes it first."""
+    path = tmp_path / "ws"
+    path.mkdir(exist_ok=True)
+    return path.resolve()

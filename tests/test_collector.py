@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import engine.store.log_view as log_view_module
-from engine.collector import collector_paused
+from engine.collector import TurnCollector, collector_paused
 from engine.events import Event, decode_rows
 from engine.session import Session
 from engine.store.sqlite import SQLiteStore
@@ -80,3 +80,22 @@ async def test_loading_decodes_with_the_collector_paused(
     assert loaded.events == tuple(session.held)
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_a_turn_collector_freezes_while_held_and_thaws_everything_at_release() -> None:
+    gc.unfreeze()
+    turn = TurnCollector()
+    turn.grown()  # not held: nothing is frozen
+    assert gc.get_freeze_count() == 0
+    try:
+        turn.hold()
+        held = gc.get_freeze_count()
+        assert held > 0
+        grown: list[list[int]] = [[] for _ in range(1000)]  # lists are tracked by the collector
+        turn.grown()
+        assert gc.get_freeze_count() >= held + len(grown)
+    finally:
+        turn.release()
+    assert gc.get_freeze_count() == 0
+    turn.release()  # released twice: no harm
+    assert not turn.holding

@@ -1,4 +1,5 @@
-"""Events: every type of DESIGN.md with its fields, a lossless JSON round trip, readers that refuse."""
+"""Events: every type of the log (docs/ARCHITECTURE.md) with its fields, a lossless JSON round trip,
+readers that refuse."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ from engine.events import (
 from engine.message import Message, Role, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
 
-# DESIGN.md, "Events": each type with the fields the design names for it.
+# each type with the fields the specs and docs/ARCHITECTURE.md rely on.
 DESIGN_TURN_LEVEL: dict[str, set[str]] = {
     "step/start": {
         "turn",

@@ -378,7 +378,8 @@ def test_numbering_restarts_per_turn_and_session_events_go_anywhere() -> None:
 
 
 def test_step_end_does_not_require_results() -> None:
-    """An unanswered call is repaired on load, not refused on append (DESIGN.md, "Store")."""
+    """An unanswered call is repaired on load, not refused on append (docs/ARCHITECTURE.md, the
+    store)."""
     check([TurnStart(turn=1), *step(1, 1, call(1, 1, "a"))])
 
 

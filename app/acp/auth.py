@@ -1,4 +1,5 @@
-"""Who may talk to `trellis serve` (DESIGN.md, "Front ends", ACP): the token and the Origin check.
+"""Who may talk to `trellis serve` (docs/ARCHITECTURE.md, "The ACP bridge"): the token and the
+Origin check.
 
 A local WebSocket server that runs shell commands is an attack surface: web pages can open
 WebSockets to 127.0.0.1, and other local users can connect to a loopback port. So a token is always

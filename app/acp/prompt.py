@@ -1,5 +1,5 @@
 """A `session/prompt` in engine terms: its content blocks as the prompt text and attachments, and
-a turn's end as an ACP stop reason (DESIGN.md's mapping)."""
+a turn's end as an ACP stop reason (the mapping in docs/ARCHITECTURE.md, "The ACP bridge")."""
 
 from __future__ import annotations
 

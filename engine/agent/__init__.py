@@ -1,4 +1,4 @@
-"""The agent loop (spec/context-injection.md): turns, the outbox, admission, tools."""
+"""The agent loop (docs/spec/context-injection.md): turns, the outbox, admission, tools."""
 
 from engine.agent.admission import Allow, PromptDecision, PromptListener, PromptSubmission, Reject
 from engine.agent.agent import Agent, AgentClosedError, ToolHook

@@ -36,7 +36,6 @@ from engine.events import (
     PinAdd,
     PinRemove,
     SessionTitle,
-    SteerDropped,
     StepEnd,
     StepStart,
     TurnEndReason,
@@ -112,7 +111,6 @@ class Agent:
         self._on_dispose = tuple(on_dispose)
         self._listeners: list[PromptListener] = []
         self._inbox: deque[_Queued] = deque()
-        runtime.queued = lambda: tuple(q.submission.content for q in self._inbox)
         # The send at the head of the inbox is about to run (its runner is scheduled), is being
         # admitted, or its turn is opening: a cancel now ends the turn it opens at once.
         self._preparing = False
@@ -204,12 +202,12 @@ class Agent:
         return assembly_view(
             assembled,
             turn=self._turn.number if self._turn is not None else None,
-            egress=self._rt.assembler.binding.entry.effective_egress(),
+            egress=self._rt.assembler.egress,
             dropped=dropped_views(
                 self._rt.context, assembled.indices, self._rt.last_assembly_length
             ),
             tools=tool_views(self._rt.last_tools),
-            prefix=self._rt.assembler.prefix_tally.last,
+            prefix=self._rt.assembler.last_prefix,
         )
 
     @property
@@ -224,24 +222,22 @@ class Agent:
 
     @property
     def pins(self) -> tuple[PinView, ...]:
-        from engine.agent.views import PinView
+        from engine.agent.views import pin_views
 
-        return tuple(PinView(id=i, text=t) for i, t in self._rt.assembler.pins.pins)
+        return pin_views(self._rt.assembler.pinned)
 
     @property
     def model(self) -> ModelView:
-        from engine.agent.views import ModelView
+        from engine.agent.views import model_view
 
-        grants = self._rt.assembler.grants
         binding = self._rt.assembler.binding
-        upcoming = grants.staged or grants.active
-        return ModelView(
-            name=binding.name,
+        upcoming = self._rt.assembler.upcoming
+        return model_view(
+            binding.name,
+            binding.epoch,
+            binding.entry,
             model_id=self._rt.model_id,
-            provider=binding.entry.provider,
-            grant_epoch=binding.epoch,
             next_name=upcoming.model if upcoming is not None else binding.name,
-            egress=binding.entry.effective_egress(),
         )
 
     @property
@@ -388,7 +384,7 @@ class Agent:
         self._inbox.append(
             _Queued(PromptSubmission(content=text, attachments=tuple(attachments)), handle)
         )
-        self._rt.queued_changed()
+        self._inbox_changed()
         if self._runner is None and self._rewriting != "rewind":
             self._start_runner()
         return handle
@@ -450,14 +446,10 @@ class Agent:
             return
         self._closed = True
         rt = self._rt
-        if self._inbox or rt.kept_steering:
-            for queued in self._inbox:
-                queued.handle.finish(Dropped("the agent was closed before this send ran"))
-            self._inbox.clear()
-            for steering in rt.kept_steering:
-                rt.session.emit(SteerDropped(text=steering.text))
-            rt.kept_steering = []
-            rt.queued_changed()
+        for queued in self._inbox:
+            queued.handle.finish(Dropped("the agent was closed before this send ran"))
+        self._inbox.clear()
+        rt.drop_queue()
         self._stop_turn("disposed", keep_inbox=False)
         await self.when_idle()
         try:
@@ -518,7 +510,7 @@ class Agent:
         """Withdraw a pin: the model is told at the tail now, the floor drops it at the next
         planned break."""
         self._check_open()
-        if pin_id not in dict(self._rt.assembler.pins.pins):
+        if pin_id not in dict(self._rt.assembler.pinned):
             return False
         self._rt.record(PinRemove(pin_id=pin_id))
         self._tell_pins(unpin_note(pin_id), pin_id)
@@ -540,7 +532,7 @@ class Agent:
         self._rt.assembler.config.model(name)
         if self._rt.gateway_factory is None:
             raise TrellisError("this agent was built without a gateway factory")
-        bind = self._rt.assembler.grants.bind(name)
+        bind = self._rt.assembler.bind(name)
         self._rt.record(bind)
         self._save_when_idle()
         return ModelChange(
@@ -722,6 +714,9 @@ class Agent:
         if not self.turn_open:
             self._rt.flush_soon(self._flushes)
 
+    def _inbox_changed(self) -> None:
+        self._rt.inbox_changed(tuple(q.submission.content for q in self._inbox))
+
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError(f"the agent for session {self.session_id} is disposed")
@@ -731,12 +726,12 @@ class Agent:
         if turn is None and self._preparing:
             # the submission is still being admitted or its turn opened: the turn it opens ends
             # at once with this reason (the user's words are kept, the model is not called)
-            self._rt.keep_inbox = keep_inbox
+            self._rt.keep_steering(keep_inbox)
             self._cancel_before_start = reason
             return
         if turn is None or turn.closing:
             return
-        self._rt.keep_inbox = keep_inbox
+        self._rt.keep_steering(keep_inbox)
         self._rt.permission.cancel_pending()
         turn.stop(reason)
 
@@ -745,7 +740,7 @@ class Agent:
         try:
             while self._inbox:
                 queued = self._inbox.popleft()
-                self._rt.queued_changed()
+                self._inbox_changed()
                 await self._process(queued)
         finally:
             self._runner = None
@@ -814,7 +809,7 @@ class Agent:
         elif self._cancel_before_start is not None:
             turn.stop(self._cancel_before_start)  # cancelled while admitting: keeps keep_inbox
         else:
-            rt.keep_inbox = False
+            rt.keep_steering(False)
         handle.started(number)
         rt.session.append(TurnStart(turn=number))
         rewritten = decision.content != submission.content
@@ -828,11 +823,7 @@ class Agent:
         )
         for context in decision.additional_contexts:
             rt.append_context(context)
-        if rt.kept_steering:
-            for steering in rt.kept_steering:
-                rt.outbox.stage(steering)
-            rt.kept_steering = []
-            rt.queued_changed()
+        rt.restage_kept_steering()
         task = asyncio.create_task(turn.run(), name=f"{self.session_id}-turn-{number}")
         try:
             await asyncio.shield(task)

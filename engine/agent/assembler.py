@@ -32,8 +32,11 @@ from engine.context.orchestrator import (
     PinBoard,
     environment_block,
 )
-from engine.context.prefix import PlannedBreaks, PrefixTally
+from engine.context.prefix import PlannedBreaks, PrefixTally, PrefixView
+from engine.cost import step_cost
 from engine.events import (
+    BreakReason,
+    Cost,
     Event,
     FloorBlock,
     ModelBind,
@@ -43,6 +46,7 @@ from engine.events import (
     PrefixBreak,
     StepStart,
     ToolDefinition,
+    Usage,
 )
 from engine.os_text import storable_os_text
 from engine.privacy import PrivacyClass
@@ -154,6 +158,63 @@ class Assembler:
         _, entry = self.config.model(grant.model)
         return Binding(grant.model, entry, grant.epoch)
 
+    @property
+    def egress(self) -> PrivacyClass:
+        """The highest class the bound entry's endpoint accepts."""
+        return self.binding.entry.effective_egress()
+
+    @property
+    def upcoming(self) -> Grant | None:
+        """The grant the next turn runs with: one staged during a turn, else the one in force."""
+        return self.grants.staged or self.grants.active
+
+    def note_detached(self, earliest: int) -> None:
+        """The Context changed from `earliest` on (a collection, a compaction, a rebind): the
+        orchestrator re-indexes from there."""
+        self.orchestrator.note_detached(earliest)
+
+    @property
+    def active_model(self) -> str | None:
+        """The entry of the grant in force, None before the first binding."""
+        grant = self.grants.active
+        return None if grant is None else grant.model
+
+    def bind(self, name: str) -> ModelBind:
+        """Bind the session to entry `name` (staged while a turn runs); returns the `model/bind`
+        to record."""
+        return self.grants.bind(name)
+
+    @property
+    def pinned(self) -> tuple[tuple[str, str], ...]:
+        """The pins, (id, text) in pinning order."""
+        return self.pins.pins
+
+    @property
+    def last_prefix(self) -> PrefixView | None:
+        """What the last request repeated of the one before, as the log's figures tally it."""
+        return self.prefix_tally.last
+
+    def identity(self) -> tuple[Block, ...]:
+        """The floor's identity layer (the system prompt) as a request would carry it now."""
+        return self.builder.identity()
+
+    def step_cost(self, usage: Usage) -> Cost | None:
+        """What a step that used `usage` costs on the bound entry."""
+        return step_cost(self.binding.entry, usage)
+
+    def note_break(self, reason: BreakReason, detail: str = "") -> None:
+        """The next request's prefix breaks for `reason` (logged with that step's `prefix/break`)."""
+        self.breaks.note(reason, detail)
+
+    def take_breaks(self, *, turn: int, step: int) -> list[PrefixBreak]:
+        """The planned breaks to log before step `step` of turn `turn`; forgets them."""
+        return self.breaks.take(turn=turn, step=step)
+
+    def inherit_breaks(self, previous: Assembler) -> None:
+        """Take over the planned breaks `previous` noted and no step logged yet (a rewind
+        replaces the assembler between turns)."""
+        self.breaks = previous.breaks
+
     def next_pin_id(self) -> str:
         self._pin_serial += 1
         return f"pin{self._pin_serial}"
@@ -201,19 +262,19 @@ class Assembler:
         """Note why the new turn's floor differs from the last turn's (a planned break)."""
         if not self._floor:
             if self._stepped:
-                self.breaks.note("rebuilt", "the session's state was rebuilt from its log")
+                self.note_break("rebuilt", "the session's state was rebuilt from its log")
             return
         before = self._floor_grant
         if before is not None and before.model != grant.model:
-            self.breaks.note("model", f"{before.model} -> {grant.model}")
+            self.note_break("model", f"{before.model} -> {grant.model}")
         elif before is not None and before.epoch != grant.epoch:
-            self.breaks.note("grant", f"grant epoch {grant.epoch}")
+            self.note_break("grant", f"grant epoch {grant.epoch}")
         if _layer(self._floor, Layer.karma) != _layer(floor, Layer.karma):
-            self.breaks.note("pins", _pins_change(self._floor, floor))
+            self.note_break("pins", _pins_change(self._floor, floor))
         if _layers(self._floor, Layer.identity, Layer.codex) != _layers(
             floor, Layer.identity, Layer.codex
         ):
-            self.breaks.note("instructions", "the system prompt or an instruction file changed")
+            self.note_break("instructions", "the system prompt or an instruction file changed")
 
     def rebase_due(self) -> None:
         """A planned break happened outside a turn (a compaction): the next floor takes the pins."""
@@ -233,7 +294,7 @@ class Assembler:
         """Let the waiting pins join the floor now (a request already breaks its prefix);
         returns the floor blocks not logged before."""
         floor = _with_pins(self._floor, self.pins.pins)
-        self.breaks.note("pins", _pins_change(self._floor, floor))
+        self.note_break("pins", _pins_change(self._floor, floor))
         self._floor, self._floor_pins = floor, self.pins.pins
         return self.floor_log.new_blocks(floor)
 

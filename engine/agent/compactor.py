@@ -73,7 +73,7 @@ async def compact(
     instruction = context.codec.encode_message(
         Message(Role.user, INSTRUCTION, Source("compaction"))
     )
-    identity = rt.assembler.builder.identity()
+    identity = rt.assembler.identity()
     request = ModelRequest(
         model=rt.model_id,
         system=identity[0].text if identity else "",
@@ -88,8 +88,8 @@ async def compact(
     event = rt.record(summary)
     rt.record(CompactEnd(earliest=plan.earliest, reclaimed=plan.reclaimed, carried=plan.carried))
     rt.coop.compact(plan, summary_message(summary), summary_provenance(event.seq, summary))
-    rt.assembler.orchestrator.note_detached(plan.earliest)
-    rt.assembler.breaks.note("compaction", f"{plan.groups} earlier turn(s) summarized")
+    rt.assembler.note_detached(plan.earliest)
+    rt.assembler.note_break("compaction", f"{plan.groups} earlier turn(s) summarized")
     rt.assembler.rebase_due()
     await rt.session.flush()
     return CompactionResult(groups=plan.groups, reclaimed=len(plan.reclaimed), summary=text)

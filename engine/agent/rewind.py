@@ -176,7 +176,7 @@ async def apply_rewind(
     rewind did, `plan` what it was asked to do (its refusal and what cannot be restored are
     said with the result). `waiting`: how many outbox items were staged when the rewind was
     asked for; those are dropped, what came after stays."""
-    from engine.agent.views import PinView, area_views
+    from engine.agent.views import area_views, pin_views
 
     state = None
     rewound = rt.rewound
@@ -193,11 +193,8 @@ async def apply_rewind(
             if rt.session.next_seq == end:
                 break
     staged = rt.outbox.drain() if conversation else []
-    cleared = [s.text for s in rt.kept_steering] if conversation else []
+    cleared = [s.text for s in rt.take_kept_steering()] if conversation else []
     cleared += [i.text if isinstance(i, Steering) else i.content for i in staged[:waiting]]
-    if conversation and rt.kept_steering:
-        rt.kept_steering = []
-        rt.queued_changed()
     refused = plan.refused if plan is not None else None
     payload = SessionRewind(
         to_turn=point.to_turn,
@@ -222,12 +219,12 @@ async def apply_rewind(
     if state is not None:
         rt.rewound = rewound
         rt.adopt(state)
-        restored = rt.assembler.grants.active
-        if restored is None or restored.model != bound:
+        restored = rt.assembler.active_model
+        if restored != bound:
             # Bound again, so the log says which model the session goes on with and the store's
             # record (the session list, a fork) names it. A log whose first binding came after
             # that turn (bound when it was resumed) keeps the model in force.
-            rt.record(rt.assembler.grants.bind(bound if restored is None else restored.model))
+            rt.record(rt.assembler.bind(bound if restored is None else restored))
         for item in staged[waiting:]:  # injected while the rewind ran (steering is a send then)
             if not isinstance(item, Steering):
                 rt.append_context(item)
@@ -252,7 +249,7 @@ async def apply_rewind(
         model=rt.assembler.binding.name,
         mode=rt.permission.mode,
         mode_fell_back=fell_back,
-        pins=tuple(PinView(id=i, text=t) for i, t in rt.assembler.pins.pins),
+        pins=pin_views(rt.assembler.pinned),
         areas=area_views(rt.coop),
         unrestored_areas=tuple(f"{a.name or a.area_id}: {a.reason}" for a in rt.unrestored_areas),
         cleared=tuple(cleared),

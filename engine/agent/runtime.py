@@ -150,9 +150,9 @@ class Runtime:
             self._resume_areas(rebuilt)
         self.outbox = Outbox(self._outbox_changed)
         self.tool_hooks: list[ToolHook] = []
-        self.kept_steering: list[Steering] = []  # steering a cancel kept for the next turn
-        self.keep_inbox = False
-        self.queued: Callable[[], tuple[str, ...]] = tuple  # the sends waiting (the Agent's inbox)
+        self._kept_steering: list[Steering] = []  # steering a cancel kept for the next turn
+        self._keep_steering = False  # the turn's cancel keeps its staged steering
+        self._queued: tuple[str, ...] = ()  # the sends waiting in the Agent's inbox, as it said
         self.last_assembly: AssembledContext | None = None
         self.last_assembly_length = 0  # how many items the Context held at that assembly
         self.last_tools: tuple[ToolDefinition, ...] = ()  # the tools that request offered
@@ -179,7 +179,7 @@ class Runtime:
     def adopt(self, followers: Followers) -> None:
         """Take the state `followers` rebuilt from the log (a rewind): the grants, pins, mode
         and Context with its Areas, restored as a resume restores them. Between turns only."""
-        followers.assembler.breaks = self.assembler.breaks
+        followers.assembler.inherit_breaks(self.assembler)
         self.assembler = followers.assembler
         self.permission = followers.permission
         self._resume_areas(followers.replayer.snapshot())
@@ -202,9 +202,9 @@ class Runtime:
         """CoopContext's events go to the log; a collection re-indexes the orchestrator."""
         event = self.record(payload)
         if isinstance(payload, GcCollect):
-            self.assembler.orchestrator.note_detached(payload.earliest)
+            self.assembler.note_detached(payload.earliest)
             if self._rewrites_history(payload.earliest):
-                self.assembler.breaks.note("collection", ", ".join(payload.areas) + " collected")
+                self.assembler.note_break("collection", ", ".join(payload.areas) + " collected")
         return event
 
     def _rewrites_history(self, earliest: int) -> bool:
@@ -290,17 +290,53 @@ class Runtime:
             self.append_context(context)
         kept = False
         for steering in self.outbox.take_steering():
-            if self.keep_inbox and reason == "cancelled":
-                self.kept_steering.append(steering)
+            if self._keep_steering and reason == "cancelled":
+                self._kept_steering.append(steering)
                 kept = True
             else:
                 self.session.emit(SteerDropped(text=steering.text))
         if kept:
-            self.queued_changed()
+            self._report_queue()
 
-    def queued_changed(self) -> None:
+    def keep_steering(self, keep: bool) -> None:
+        """Whether the turn's cancel keeps its staged steering for the next turn (set by the
+        Agent when it stops a turn, cleared when the next one starts)."""
+        self._keep_steering = keep
+
+    def inbox_changed(self, messages: tuple[str, ...]) -> None:
+        """The sends waiting in the Agent's inbox changed to `messages`: reported with the kept
+        steering (`agent/queued`)."""
+        self._queued = messages
+        self._report_queue()
+
+    def restage_kept_steering(self) -> None:
+        """A turn starts: the steering a cancel kept goes into its outbox."""
+        if self._kept_steering:
+            for steering in self._kept_steering:
+                self.outbox.stage(steering)
+            self._kept_steering = []
+            self._report_queue()
+
+    def take_kept_steering(self) -> list[Steering]:
+        """The steering a cancel kept, taken away (a rewind clears it), the change reported."""
+        kept, self._kept_steering = self._kept_steering, []
+        if kept:
+            self._report_queue()
+        return kept
+
+    def drop_queue(self) -> None:
+        """The Agent is disposed with its inbox emptied: the kept steering is dropped, each
+        reported with its text, and the empty queue reported once."""
+        if not (self._queued or self._kept_steering):
+            return
+        for steering in self._kept_steering:
+            self.session.emit(SteerDropped(text=steering.text))
+        self._kept_steering, self._queued = [], ()
+        self._report_queue()
+
+    def _report_queue(self) -> None:
         self.session.emit(
-            AgentQueued(messages=self.queued(), steering=tuple(s.text for s in self.kept_steering))
+            AgentQueued(messages=self._queued, steering=tuple(s.text for s in self._kept_steering))
         )
 
     def _outbox_changed(self) -> None:
@@ -351,7 +387,7 @@ class Runtime:
             dropped = [counted(assembled.evicted, "oldest turn")] if assembled.evicted else []
             if assembled.released:
                 dropped.append(counted(assembled.released, "superseded render"))
-            assembler.breaks.note("eviction", " and ".join(dropped) + " dropped")
+            assembler.note_break("eviction", " and ".join(dropped) + " dropped")
             if assembler.pins_waiting:  # the prefix breaks after the floor anyway: pins join it
                 for block in assembler.rebase_pins():
                     self.session.append(block)
@@ -369,7 +405,7 @@ class Runtime:
         for fresh in self.assembler.tool_log.new(definitions):
             self.session.append(fresh)
         if self.last_tools and definitions != self.last_tools:
-            self.assembler.breaks.note("tools", _tools_change(self.last_tools, definitions))
+            self.assembler.note_break("tools", _tools_change(self.last_tools, definitions))
         self.last_tools = definitions
         return tuple(definition.hash for definition in definitions)
 
@@ -437,10 +473,9 @@ class Runtime:
         """Apply a model binding made since the last turn: new gateway, Context rebound. Every
         request goes through it first (a turn's, `/compact`'s), so a request never goes to the
         gateway of an entry the session is no longer bound to."""
-        grants = self.assembler.grants
         # A binding made while idle is active at once (nothing is staged), so compare the grant
         # the turn will run with to the entry the gateway was made for.
-        upcoming = grants.staged or grants.active
+        upcoming = self.assembler.upcoming
         if (
             upcoming is None
             or self.gateway_factory is None
@@ -454,7 +489,7 @@ class Runtime:
         if gateway.gateway_type != self.context.gateway_type:
             replayed = await replay_log(self.session, gateway.gateway_type, self.rewound)
             self.context.rebind(gateway.gateway_type, replayed.context.entries())
-            self.assembler.orchestrator.note_detached(0)
+            self.assembler.note_detached(0)
         await old.aclose()
 
     @property

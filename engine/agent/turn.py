@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from engine.agent.retry import with_retries
 from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
-from engine.cost import step_cost
 from engine.events import (
     AssistantMessage,
     AssistantReset,
@@ -219,11 +218,11 @@ class Turn:
             rt.render_areas(self.number)
             # 3. assemble the request (budget and egress may end the turn here)
             assembled = rt.assemble(self.number)
-            egress = rt.assembler.binding.entry.effective_egress()
+            egress = rt.assembler.egress
             tools = rt.tool_specs()
             offered = rt.offer_tools(tools)
             prefix, request_chars = rt.measure_prefix(assembled)
-            breaks = rt.assembler.breaks.take(turn=self.number, step=self.step)
+            breaks = rt.assembler.take_breaks(turn=self.number, step=self.step)
             rt.log_step_start(
                 breaks,
                 assembled.step_start(
@@ -253,7 +252,7 @@ class Turn:
                     turn=self.number,
                     step=self.step,
                     usage=reply.usage,
-                    cost=step_cost(rt.assembler.binding.entry, reply.usage),
+                    cost=rt.assembler.step_cost(reply.usage),
                 )
             )
             self._step_open = False

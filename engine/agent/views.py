@@ -8,17 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.context.area import AreaFlowState, AreaLifeState
+from engine.context.area import AreaFlowState, AreaLifeState, EffectRange
 from engine.context.budget import item_chars, item_text
 from engine.context.context import Context
 from engine.context.coop_context import CoopContext
 from engine.context.orchestrator import AssembledContext
 from engine.context.prefix import PrefixView
-from engine.context.provenance import ItemKind
-from engine.events import Figures, ToolDefinition
+from engine.context.provenance import ItemKind, Provenance
+from engine.events import Figures, FloorBlock, OutboxChanged, ToolDefinition
 from engine.message import Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
+
+if TYPE_CHECKING:
+    from engine.config import ModelEntry
+
+FLOOR_DEFAULT_LABEL = PrivatizationLabel(cls=PrivacyClass.internal)
+"""The label of a logged floor block that declared none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +156,88 @@ class ModelView:
     egress: PrivacyClass
 
 
+def outbox_view(changed: OutboxChanged) -> OutboxView:
+    """The outbox as its `outbox/changed` reports it, so a front end need not read it back (a
+    staged context always has its source)."""
+    return OutboxView(
+        contexts=tuple((c.content, c.source) for c in changed.contexts if c.source is not None),
+        steering=changed.steering,
+    )
+
+
+def model_view(
+    name: str, epoch: int, entry: ModelEntry, *, model_id: str, next_name: str
+) -> ModelView:
+    """The view of entry `name` bound at grant `epoch`, live (the gateway's model id) or as
+    replay finds it (the configured one)."""
+    return ModelView(
+        name=name,
+        model_id=model_id,
+        provider=entry.provider,
+        grant_epoch=epoch,
+        next_name=next_name,
+        egress=entry.effective_egress(),
+    )
+
+
+def pin_views(pins: Iterable[tuple[str, str]]) -> tuple[PinView, ...]:
+    """The views of `pins`, (id, text) pairs in pinning order."""
+    return tuple(PinView(id=i, text=t) for i, t in pins)
+
+
+def item_view(
+    index: int, provenance: Provenance, label: PrivatizationLabel, text: str, *, reserved: bool
+) -> RequestItemView:
+    """The view of the Context's item `index`, whose compact JSON is `text`."""
+    return RequestItemView(
+        index=index,
+        kind=provenance.kind,
+        seq=provenance.seq,
+        turn=provenance.turn,
+        source=provenance.source,
+        owner=provenance.owner,
+        label=label,
+        chars=len(text),
+        reserved=reserved,
+        text=text,
+    )
+
+
+def floor_view(block: FloorBlock) -> FloorBlockView:
+    """The view of a floor block as the log records it (`Block.payload()` for a live one)."""
+    return FloorBlockView(
+        layer=block.layer,
+        key=block.key,
+        hash=block.hash,
+        chars=len(block.text),
+        label=block.label if block.label is not None else FLOOR_DEFAULT_LABEL,
+        text=block.text,
+    )
+
+
+def area_view(
+    area_id: str,
+    name: str,
+    life: AreaLifeState,
+    flow: AreaFlowState,
+    effect: EffectRange | None,
+    *,
+    cursor: str | None,
+) -> AreaView:
+    """The view of Area `area_id`, live or as replay recorded it; `cursor` is the id of the
+    Area holding the scheduling cursor."""
+    return AreaView(
+        id=area_id,
+        kind=area_id.rpartition("#")[0],
+        name=name,
+        life=life,
+        flow=flow,
+        earliest=None if effect is None else effect.earliest,
+        latest=None if effect is None else effect.latest,
+        cursor=area_id == cursor,
+    )
+
+
 def area_views(coop: CoopContext) -> tuple[AreaView, ...]:
     ranges = coop.ranges  # by Area id
     cursor = coop.cursor_id
@@ -157,18 +246,15 @@ def area_views(coop: CoopContext) -> tuple[AreaView, ...]:
         area_id = coop.area_id(area)
         reported = coop.reported_state(area)
         life, flow = reported or (AreaLifeState.retain, AreaFlowState.yielded)
-        effect = ranges.get(area_id)
         name = getattr(area, "name", "")
         views.append(
-            AreaView(
-                id=area_id,
-                kind=area_id.rpartition("#")[0],
-                name=name if isinstance(name, str) else "",
-                life=life,
-                flow=flow,
-                earliest=None if effect is None else effect.earliest,
-                latest=None if effect is None else effect.latest,
-                cursor=area_id == cursor,
+            area_view(
+                area_id,
+                name if isinstance(name, str) else "",
+                life,
+                flow,
+                ranges.get(area_id),
+                cursor=cursor,
             )
         )
     return tuple(views)
@@ -219,18 +305,7 @@ def assembly_view(
 ) -> AssemblyView:
     reserved = frozenset(assembled.reserved_indices)
     items = tuple(
-        RequestItemView(
-            index=index,
-            kind=provenance.kind,
-            seq=provenance.seq,
-            turn=provenance.turn,
-            source=provenance.source,
-            owner=provenance.owner,
-            label=label,
-            chars=len(text),
-            reserved=index in reserved,
-            text=text,
-        )
+        item_view(index, provenance, label, text, reserved=index in reserved)
         for index, provenance, label, text in zip(
             assembled.indices,
             assembled.provenances,
@@ -239,17 +314,7 @@ def assembly_view(
             strict=True,
         )
     )
-    floor = tuple(
-        FloorBlockView(
-            layer=int(block.layer),
-            key=block.key,
-            hash=block.content_hash,
-            chars=block.chars,
-            label=block.label,
-            text=block.text,
-        )
-        for block in assembled.floor
-    )
+    floor = tuple(floor_view(block.payload()) for block in assembled.floor)
     return AssemblyView(
         turn=turn,
         figures=assembled.figures,

@@ -1,6 +1,6 @@
 """Long-lived git processes of a store, asked one request at a time over pipes.
 
-Starting a git process costs ~2.5 ms, far more than the work a checkpoint of a few changed
+Starting a git process costs far more than the work a checkpoint of a few changed
 files asks of it; each of these commands answers one request per line of input and flushes
 the answer, so a store starts each at most once and keeps it (DESIGN-NOTES, "Checkpoints").
 A process that dies, or a request cut short, ends that process: the request raises

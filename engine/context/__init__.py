@@ -1,4 +1,4 @@
-"""The working Context and the cooperative Areas that render into it (spec/context-areas.md)."""
+"""The working Context and the Areas that render into it (docs/spec/context-areas.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Context Area contract (spec/context-areas.md): states, the protocol, the effect range."""
+"""The Area contract (docs/spec/context-areas.md): states, the protocol, the effect range."""
 
 from __future__ import annotations
 

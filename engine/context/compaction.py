@@ -1,4 +1,4 @@
-"""Compaction through the collection mechanism (DESIGN.md, "Replay": compaction).
+"""Compaction through the collection mechanism (docs/spec/context-areas.md, "Compaction").
 
 The oldest complete history groups that lie before every Area's effect range are detached, the
 model's summary of them is appended, and everything else of the detached tail is carried over in

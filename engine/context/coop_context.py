@@ -1,4 +1,5 @@
-"""CoopContext: schedules Areas over one Context and reclaims retired tails (spec/context-areas.md).
+"""CoopContext: schedules Areas over one Context and reclaims retired tails
+(docs/spec/context-areas.md).
 
 Areas sit on a ring in registration order (the cursor walks it); Areas with an effect range sit in
 an insertion-ordered dict kept in order of increasing `latest`, so the Collector walks only the
@@ -49,7 +50,7 @@ Sink = Callable[[Payload], object]
 
 T = TypeVar("T")
 
-# Looking an Enum member up on its class costs 0.2 us on Python 3.11: the hot paths use this.
+# Looking an Enum member up on its class is slow (it goes through EnumType): hot paths use this.
 _RETIRED = AreaLifeState.retired
 
 
@@ -170,12 +171,12 @@ class CoopContext:
         slot = Slot(area, f"{kind}#{serial}", serial, restorable)
         # Every callback runs before anything is recorded: a failing one registers nothing. The
         # name is read only for the `area/register` event: nothing else keeps it, and without a
-        # sink register() is on a hot path (issue 10: <= 2 us).
+        # sink register() is on a hot path (tests/bench/context.py).
         sink = self._sink
         snapshot = self._snapshot(slot) if restorable else None
         name = self._name(slot) if sink is not None else ""
-        # The life, flow and notice reads of _life, _flow and _subscribe, inlined: a call each
-        # was a tenth of register().
+        # The life, flow and notice reads of _life, _flow and _subscribe, inlined: register() is
+        # on a hot path, and a call each is a share of it.
         try:
             life = area.life_state
             if type(life) is not AreaLifeState:

@@ -1,10 +1,10 @@
 """Privacy labels by provenance, and the egress gate that refuses a request above its model's class.
 
-The label table (DESIGN.md, "Orchestrator", privacy): direct user input and workspace files are
-internal; files matching the secret patterns are restricted; a tool result carries the label of what
-it read and `run_shell` output the configured shell class; injected context the class its producer
-declares (default internal); an assistant message the join of the request it answered; anything
-without provenance is restricted. Joins never lower a label.
+The label table (docs/spec/context-orchestration.md, privacy): direct user input and workspace files
+are internal; files matching the secret patterns are restricted; a tool result carries the label of
+what it read and `run_shell` output the configured shell class; injected context the class its
+producer declares (default internal); an assistant message the join of the request it answered;
+anything without provenance is restricted. Joins never lower a label.
 """
 
 from __future__ import annotations

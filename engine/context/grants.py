@@ -23,6 +23,16 @@ class Grant:
     epoch: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrantState:
+    """A tracker's whole state at one point, to take up again later (`GrantTracker.restored`)."""
+
+    latest: Grant | None
+    active: Grant | None
+    in_turn: bool
+    rewound_epoch: int
+
+
 @dataclass(slots=True)
 class GrantTracker:
     """Counts bindings; a binding made during a turn is staged and takes effect at the next turn."""
@@ -75,6 +85,20 @@ class GrantTracker:
 
     def end_turn(self) -> None:
         self._in_turn = False
+
+    def snapshot(self) -> GrantState:
+        """The state now; the tracker goes on independently of it."""
+        return GrantState(
+            latest=self._latest,
+            active=self._active,
+            in_turn=self._in_turn,
+            rewound_epoch=self._rewound_epoch,
+        )
+
+    @classmethod
+    def restored(cls, state: GrantState) -> GrantTracker:
+        """A tracker that goes on from `state` (a seek to a checkpoint)."""
+        return cls(state.latest, state.active, state.in_turn, state.rewound_epoch)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,12 +2,12 @@
 
 `assemble()` takes the Context's native items and their aligned provenance and returns the floor,
 the reserved lane, the newest complete history groups that fit, and the current turn whole
-(context-orchestration, "Governors"; DESIGN.md, "Orchestrator"). The agent loop sends exactly what it
+(docs/spec/context-orchestration.md, "Governors"). The agent loop sends exactly what it
 returns, after the egress gate.
 
-Cost stays flat as a session grows (DESIGN.md, principle 5): a `GroupIndex` is kept beside the
-Context and updated only with what changed, so a step touches the new items, the reserved lane, the
-current turn and the groups it keeps, never the whole history.
+Cost stays flat as a session grows (docs/ARCHITECTURE.md, principle 5): a `GroupIndex` is kept
+beside the Context and updated only with what changed, so a step touches the new items, the reserved
+lane, the current turn and the groups it keeps, never the whole history.
 """
 
 from __future__ import annotations

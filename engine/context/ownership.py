@@ -20,10 +20,10 @@ def holds_exclusively(life: AreaLifeState | None, flow: AreaFlowState | None) ->
 class OwnershipLedger:
     """The last reported life and flow of each Area, and the cursor.
 
-    DESIGN.md, "Ownership and carry-over": an item appended while an Area holds the cursor
-    exclusively belongs to that Area. After a render, the Area at the cursor holds it exclusively
-    exactly when its reported state is (retain, exclusive): a pass returns on such an Area, and
-    every Area a pass passes over has reported yielded or retired.
+    docs/spec/context-areas.md, "Ownership and carry-over": an item appended while an Area holds the
+    cursor exclusively belongs to that Area. After a render, the Area at the cursor holds it
+    exclusively exactly when its reported state is (retain, exclusive): a pass returns on such an
+    Area, and every Area a pass passes over has reported yielded or retired.
     """
 
     states: dict[str, tuple[AreaLifeState, AreaFlowState]] = field(default_factory=dict)

@@ -23,7 +23,7 @@ class Provenance:
     """One Context item's origin. `turn` is None for items appended between turns.
 
     `owner` is the id of the Area that owns the item: the one that rendered it, or the one that held
-    the cursor exclusively when it was appended (DESIGN.md, "Ownership and carry-over").
+    the cursor exclusively when it was appended (docs/spec/context-areas.md, carry-over).
     """
 
     kind: ItemKind

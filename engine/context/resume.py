@@ -48,8 +48,8 @@ def resume_coop_context(
 ) -> Resumed:
     """A CoopContext over the rebuilt Context with each recorded Area restored from its state.
 
-    DESIGN.md: an Area that cannot be restored (unknown kind, no recorded state, restore() raised)
-    is treated as retired from the resume on and reported.
+    docs/spec/context-areas.md, "Resume": an Area that cannot be restored (unknown kind, no recorded
+    state, restore() raised) is treated as retired from the resume on and reported.
     """
     coop = CoopContext(rebuilt.context, sink, first_serial=rebuilt.last_serial + 1)
     unrestored: list[UnrestorableArea] = []

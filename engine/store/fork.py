@@ -1,4 +1,4 @@
-"""Where a session may be forked (DESIGN.md, "Store"), and what the fork inherits."""
+"""Where a session may be forked (docs/ARCHITECTURE.md, the store), and what the fork inherits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stored rows as a log: decoding them, checking them, and the computed repair of an interrupted
-tail (DESIGN.md, "Store"); the same in every store."""
+tail (docs/ARCHITECTURE.md, the store); the same in every store."""
 
 from __future__ import annotations
 

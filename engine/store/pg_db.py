@@ -168,8 +168,8 @@ class PostgresDatabase:
     async def _acquired(self, pool: asyncpg.Pool[asyncpg.Record]) -> AsyncIterator[Connection]:
         """The store's own connection while no one else uses it, else one of the pool's.
 
-        The pool's acquire and release cost about 0.1 ms of event loop turns a statement (a
-        shielded task, timers), and a follower waits for two statements per event: the writer's
+        The pool's acquire and release cost event loop turns on every statement (a shielded
+        task, timers), and a follower waits for two statements per event: the writer's
         flush and its own range read. The own connection is opened with the store and dropped
         (opened again at its next use) when a block leaves it in doubt: a driver error, a
         cancellation, a transaction left open."""

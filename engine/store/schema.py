@@ -59,8 +59,8 @@ async def _index_turn_starts(conn: aiosqlite.Connection) -> None:
 
 
 async def _unindex_updated(conn: aiosqlite.Connection) -> None:
-    """Every flush moves its session's `updated`, and each index over it cost the flush two more
-    pages written, which took it from a third to a quarter of a raw insert's speed (issue 10).
+    """Every flush moves its session's `updated`, and each index over it costs the flush two more
+    pages written (docs/DESIGN-NOTES.md, "Store").
     A listing reads a table of one row per session and keeps the newest page of them while it
     scans, so it is cheap without them however long the logs are."""
     await conn.execute("DROP INDEX sessions_by_updated")

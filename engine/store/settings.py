@@ -7,7 +7,7 @@ refused, trusted or not), a URL carrying a password is refused (the password com
 over TLS with its certificate verified (`sslmode=verify-full`).
 
 Read with `tomllib` and no pydantic: `trellis sessions` reads this before it lists, and starting
-it stays cheap (tests/agent/test_cli_start.py).
+it stays cheap (tests/cli/test_cli_start.py).
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ class SQLiteDatabase:
         """`work` in one write transaction on the writer's thread (`SQLiteWriter.write`).
 
         A flush is a handful of statements; sent one by one, each is a round trip to a thread
-        that costs more than the statement (issue 10). Here BEGIN IMMEDIATE, the work and COMMIT
+        that costs more than the statement. Here BEGIN IMMEDIATE, the work and COMMIT
         (or ROLLBACK if `work` raises) are a single round trip. A transaction handed to the thread
         cannot be stopped half-way, so a cancelled caller still waits for its outcome: a failure
         is raised, a commit is returned and the cancellation is delivered at the caller's next

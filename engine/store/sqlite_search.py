@@ -32,8 +32,8 @@ _TOKENIZE = "tokenize = 'unicode61 remove_diacritics 2'"
 _SESSIONS_PER_BATCH = 64
 RANKED_AT_MOST = 10_000
 """Matches a search ranks at most: of a query matching more (a word in most events), the newest
-this many. Ranking costs about 2 us a match, and a word that common ranks nothing apart anyway;
-this keeps a search of 100,000 events under 100 ms (tests/bench/search.py)."""
+this many. Ranking costs time per match, and a word that common ranks nothing apart anyway;
+this bounds a search's time however common the word (tests/bench/search.py)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 `SimpleQueue`, answering each transaction with one wake-up of the event loop.
 
 A flush is a short transaction, and going through aiosqlite's thread cost more than the
-statements (issue 10: a partial, logging and its private `_execute` on every call, and the waiter
+statements (a partial, logging and its private `_execute` on every call, and the waiter
 kept when its caller was cancelled). This thread does one thing: BEGIN IMMEDIATE, the work,
 COMMIT (ROLLBACK if the work raises), then posts the outcome to the loop. The commit, which may
 wait on another process's lock, never runs on the loop.

@@ -1,5 +1,6 @@
-"""Tools from MCP servers (DESIGN.md, "Agent"): each configured stdio server is launched, asked for
-its tools, and every remote tool joins the registry as a Trellis `Tool` named `<server>__<tool>`.
+"""Tools from MCP servers (docs/ARCHITECTURE.md, tools): each configured stdio server is launched,
+asked for its tools, and every remote tool joins the registry as a Trellis `Tool` named
+`<server>__<tool>`.
 
 `McpToolset.connect` starts every server and raises `McpServerError` naming the first that fails
 (after closing the others), so a broken `[[mcp_servers]]` entry is reported instead of silently

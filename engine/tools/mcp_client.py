@@ -204,7 +204,8 @@ class McpTool(Tool[McpArguments]):
         return ToolOutput(
             bound_text(result_text(result), ctx.max_output),
             is_error=result.isError,
-            # what a server returns is internal (DESIGN.md, privacy); the parent names the server
+            # what a server returns is internal (docs/spec/context-orchestration.md); the parent
+            # names the server
             label=PrivatizationLabel.of(PrivacyClass.internal, f"mcp:{server}"),
         )
 

@@ -1,5 +1,5 @@
-"""Paths the agent's write tools refuse: Trellis's own configuration (DESIGN.md, "Data and
-configuration").
+"""Paths the agent's write tools refuse: Trellis's own configuration
+(docs/ARCHITECTURE.md, "Configuration and trust").
 
 A `.trellis/` directory holds a project's config, which can start programs once trusted; the user
 config and the trust record decide what runs. A model that could write them could give itself

@@ -68,7 +68,8 @@ class ToolContext:
             )
 
     def is_secret(self, relative_path: str) -> bool:
-        """A file is secret when its name matches a secret pattern (DESIGN.md, privacy labels)."""
+        """A file is secret when its name matches a secret pattern
+        (docs/spec/context-orchestration.md)."""
         return is_secret_path(relative_path, self.secret_patterns)
 
     def label_for(self, relative_paths: Iterable[str]) -> PrivatizationLabel:

@@ -32,14 +32,6 @@ def config(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """An empty workspace: the session's cwd and the served root."""
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def replies() -> list[list[Reply]]:
     """Each new gateway plays the next script; a test appends scripts before opening sessions."""
     return []

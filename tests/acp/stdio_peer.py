@@ -33,6 +33,7 @@ from acp.schema import (
 
 from tests.acp.schema_check import check_outgoing
 from tests.agent.harness import REPO_ROOT, trellis_env
+from tests.waiting import until
 
 MAX_LINE = 1024 * 1024
 
@@ -159,17 +160,8 @@ async def streaming_prompt(peer: StdioPeer, session_id: str) -> asyncio.Task[Pro
     prompt = asyncio.create_task(
         peer.conn.prompt(session_id=session_id, prompt=[text_block("talk")])
     )
-    await until(lambda: len(peer.text(session_id)) > 20)
+    await until(lambda: len(peer.text(session_id)) > 20, "the reply streamed past 20 characters")
     return prompt
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Wait until `condition()` holds (a process under load takes its time: up to 30 s)."""
-    for _ in range(6000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition never held")
 
 
 @asynccontextmanager

@@ -27,8 +27,9 @@ from acp.schema import (
 )
 
 from engine.events import ToolResultRecord, TurnEnd
-from tests.acp.stdio_peer import Recorder, StdioPeer, open_session, trellis_acp, until
+from tests.acp.stdio_peer import Recorder, StdioPeer, open_session, trellis_acp
 from tests.acp.test_stdio import _stored
+from tests.waiting import until
 
 DISK = "remember the milk\n"
 BUFFER = "remember the eggs (unsaved)\n"
@@ -118,11 +119,10 @@ class Editor(Recorder):
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    (path / "notes.txt").write_text(DISK)
-    return path.resolve()
+def workspace(workspace: Path) -> Path:
+    """The workspace with the file on disk the editor's copy differs from."""
+    (workspace / "notes.txt").write_text(DISK)
+    return workspace
 
 
 def script(tmp_path: Path, *calls: tuple[str, dict[str, Any]]) -> list[str]:
@@ -267,11 +267,12 @@ async def test_cancel_mid_terminal_kills_and_releases_it(
             lambda: any(
                 u.get("toolCallId") == "c1" and "term-1" in json.dumps(u.get("content"))
                 for u in peer.updates(session_id)
-            )
+            ),
+            "the tool call shows the terminal",
         )
         await peer.conn.cancel(session_id=session_id)
         assert await running == "cancelled"
-        await until(lambda: ("release", "term-1") in editor.terminal_calls)
+        await until(lambda: ("release", "term-1") in editor.terminal_calls, "the terminal released")
     calls = [call for call, _ in editor.terminal_calls]
     assert calls[0] == "create"
     assert calls[-2:] == ["kill", "release"]

@@ -20,11 +20,10 @@ from tests.agent.conftest import call
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    (path / "hello.txt").write_text("hello there\n")
-    return path
+def workspace(workspace: Path) -> Path:
+    """The workspace with a file to read."""
+    (workspace / "hello.txt").write_text("hello there\n")
+    return workspace
 
 
 async def _new(peer: Peer, workspace: Path) -> str:

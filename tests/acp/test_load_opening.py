@@ -5,7 +5,6 @@ client, and a connection that goes while it opens gives the lease back."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from engine.store.errors import StoreError
 from engine.store.sqlite import SQLiteStore
 from tests.acp.peer import Peer
 from tests.acp.test_core import _new, _prompt, workspace
+from tests.waiting import until
 
 __all__ = ["workspace"]
 
@@ -70,14 +70,6 @@ async def load(peer: Peer, session_id: str, workspace: Path) -> dict[str, Any]:
     return await asyncio.wait_for(peer.request("session/load", params), BOUND)
 
 
-async def until(predicate: Callable[[], bool]) -> None:
-    for _ in range(int(BOUND / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the condition never held")
-
-
 def kinds(peer: Peer, session_id: str) -> list[str]:
     return [u["sessionUpdate"] for u in peer.updates(session_id)]
 
@@ -91,7 +83,9 @@ async def test_load_answers_before_the_agent_opens_and_a_prompt_sent_at_once_wai
     answer = await load(peer, session_id, workspace)
     assert answer["result"].keys() == {"modes"}
     assert peer.text(session_id, "user_message_chunk") == "hi"  # replayed from the store
-    await until(lambda: gate.waiting == 1)  # the opening started after the answer, and waits
+    await until(
+        lambda: gate.waiting == 1, "the turn waits at the gate"
+    )  # the opening started after the answer, and waits
     prompt = await peer.start("session/prompt", _prompt(session_id, "and now?"))
     await asyncio.sleep(0.05)
     assert not prompt.done()
@@ -121,7 +115,9 @@ async def test_a_cancel_while_the_agent_opens_answers_the_waiting_prompt_cancell
     prompt = await peer.start("session/prompt", _prompt(session_id, "stop this"))
     session = server.sessions.get(session_id)
     assert session is not None
-    await until(lambda: gate.waiting == 1 and session.prompting is not None)  # it waits
+    await until(
+        lambda: gate.waiting == 1 and session.prompting is not None, "the prompt waits at the gate"
+    )  # it waits
     await peer.cancel(session_id)
     gate.open()
     assert (await asyncio.wait_for(prompt, BOUND))["result"]["stopReason"] == "cancelled"
@@ -155,7 +151,7 @@ async def test_an_agent_that_cannot_open_is_told_to_the_client_and_refuses_promp
     peer = Peer(server)
     assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
     assert peer.text(session_id, "user_message_chunk") == "hi"
-    await until(lambda: "could not be opened" in peer.text(session_id))
+    await until(lambda: "could not be opened" in peer.text(session_id), "the failed opening said")
     assert "is corrupt: seq 3 out of order" in peer.text(session_id)
     refused = await peer.request("session/prompt", _prompt(session_id, "still there?"))
     assert refused["error"]["code"] == rpc.REFUSED
@@ -173,7 +169,7 @@ async def test_a_connection_that_goes_while_the_agent_opens_gives_the_lease_back
     session_id = await stored_session(server, workspace)
     peer = Peer(server)
     assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
-    await until(lambda: gate.waiting == 1)
+    await until(lambda: gate.waiting == 1, "the turn waits at the gate")
     await peer.connection.close()
     assert server.sessions.get(session_id) is None
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as other:

@@ -13,7 +13,8 @@ import pytest
 from acp import text_block
 from acp.exceptions import RequestError
 
-from tests.acp.stdio_peer import StdioPeer, script_args, trellis_acp, until
+from tests.acp.stdio_peer import StdioPeer, script_args, trellis_acp
+from tests.waiting import until
 
 WRITE = {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x"}}]}
 
@@ -88,7 +89,7 @@ async def test_modes_over_acp_and_a_load_that_drops_approve_all(
         # the whole history, in order, and the fallback said in words
         # the whole history replayed, then the fallback as the Agent opens, said in words, and
         # the opening notes' mode
-        await until(lambda: len(modes_sent(again, session_id)) == 5)
+        await until(lambda: len(modes_sent(again, session_id)) == 5, "five mode updates sent")
         assert modes_sent(again, session_id) == [
             "read-only",
             "accept-edits",
@@ -114,7 +115,9 @@ async def test_a_command_that_changes_an_option_sends_the_options(
     async with trellis_acp(home=home, config=config, cwd=workspace) as peer:
         await peer.conn.initialize(protocol_version=1)
         session_id = (await peer.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-        await until(lambda: len(option_updates(peer, session_id)) == 1)  # the opening notes
+        await until(
+            lambda: len(option_updates(peer, session_id)) == 1, "one option update"
+        )  # the opening notes
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("/pin keep it short")])
         await peer.conn.prompt(session_id=session_id, prompt=[text_block("/mode read-only")])
         sent = option_updates(peer, session_id)

@@ -34,10 +34,10 @@ from tests.acp.stdio_peer import (
     script_args,
     streaming_prompt,
     trellis_acp,
-    until,
 )
 from tests.agent.harness import trellis_env
 from tests.tools.test_mcp import FIXTURE
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -186,7 +186,8 @@ async def test_cancel_mid_tool_and_while_permission_is_unanswered(
             lambda: any(
                 u.get("toolCallId") == "s1" and u.get("status") == "in_progress"
                 for u in peer.updates(session_id)
-            )
+            ),
+            "the tool call in progress",
         )
         await peer.conn.cancel(session_id=session_id)
         assert (await running).stop_reason == "cancelled"
@@ -198,7 +199,7 @@ async def test_cancel_mid_tool_and_while_permission_is_unanswered(
         waiting = asyncio.create_task(
             peer.conn.prompt(session_id=session_id, prompt=[text_block("again")])
         )
-        await until(lambda: len(peer.client.asked) == 2)
+        await until(lambda: len(peer.client.asked) == 2, "both permissions asked")
         await peer.conn.cancel(session_id=session_id)
         assert (await waiting).stop_reason == "cancelled"
         for never in peer.client.unanswered:
@@ -421,7 +422,7 @@ async def _streaming(peer: StdioPeer, workspace: Path) -> tuple[str, asyncio.Tas
     """A new session whose prompt `go` has started streaming its reply."""
     session_id = await open_session(peer, workspace)
     prompt = asyncio.create_task(peer.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
-    await until(lambda: bool(peer.text(session_id)))
+    await until(lambda: bool(peer.text(session_id)), "some reply text")
     return session_id, prompt
 
 

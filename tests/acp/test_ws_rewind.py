@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -20,7 +20,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities
 from acp.ws import create_websocket_stream
 
 from tests.acp.ws_peer import WAIT, RecordingClient, bearer, serving
-from tests.processes import POLL, POLLS
+from tests.waiting import until
 
 PLAN = {
     "sessionUpdate": "plan",
@@ -51,14 +51,6 @@ async def connected(
         yield connection
     finally:
         await connection.close()
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    for _ in range(POLLS):
-        if check():
-            return
-        await asyncio.sleep(POLL)
-    raise AssertionError(f"never: {what}")
 
 
 def since(client: RecordingClient, session_id: str, start: int) -> list[dict[str, Any]]:

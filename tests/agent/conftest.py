@@ -368,17 +368,3 @@ def context(text: str, kind: str = "plugin", name: str = "") -> AdditionalContex
 def call(name: str, call_id: str = "", **arguments: Any) -> ToolCall:
     """A scripted tool call; an empty id lets the scripted model number it."""
     return ToolCall(call_id, name, dict(arguments))
-
-
-async def until(predicate: Callable[[], bool], *, polls: int = 20_000) -> None:
-    """Wait until `predicate()` holds, polling between loop iterations.
-
-    The store and the floor do work in threads, so polling sleeps briefly rather than only
-    yielding; `polls` bounds the wait so a broken condition fails instead of hanging. This is a
-    safety net, never a timing assertion.
-    """
-    for poll in range(polls):
-        if predicate():
-            return
-        await asyncio.sleep(0 if poll < 100 else 0.001)
-    raise AssertionError("the condition never held")

@@ -1,6 +1,7 @@
 """Prompt admission: the waterfall of listeners that runs before a turn opens.
 
-spec: context-injection, "Extension and caller semantics"; DESIGN.md, "Agent".
+spec: context-injection, "Extension and caller semantics" (docs/spec/context-injection.md,
+"Admission").
 """
 
 from __future__ import annotations

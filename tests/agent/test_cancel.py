@@ -1,9 +1,9 @@
 """Ending a turn early: cancel in every phase of a turn, and dispose while running.
 
-DESIGN.md, "Agent": a cancelled turn ends `cancelled`; tool calls that never ran get synthetic error
-results; a pending permission request resolves as cancelled; staged contexts are appended as
-out-of-turn user/messages after turn/end; staged steering is kept (keep_inbox) or dropped with a
-steer/dropped live event carrying the text.
+docs/spec/context-injection.md, the injection lifecycle: a cancelled turn ends `cancelled`; tool
+calls that never ran get synthetic error results; a pending permission request resolves as
+cancelled; staged contexts are appended as out-of-turn user/messages after turn/end; staged steering
+is kept (keep_inbox) or dropped with a steer/dropped live event carrying the text.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from tests.agent.conftest import (
     scripted,
     stored_log,
     turn_shape,
-    until,
     user_texts,
 )
+from tests.waiting import until
 
 LONG = " ".join(f"word{i}" for i in range(200))
 
@@ -82,7 +82,7 @@ async def opening(make_agent: MakeAgent, store: FlakyStore) -> Running:
 
     unsubscribe = agent.subscribe(cancel_at_start)
     agent.send("go")
-    await until(lambda: bool(of_type(agent.log, TurnEnd)))
+    await until(lambda: bool(of_type(agent.log, TurnEnd)), "the opening turn ended")
     return Running(agent, "opening")
 
 
@@ -90,7 +90,7 @@ async def opened(make_agent: MakeAgent, store: FlakyStore) -> Running:
     """The turn is open but its loop has not taken its first step yet."""
     agent = await make_agent([Reply(text="never asked")])
     agent.send("go")
-    await until(lambda: agent.turn_open)
+    await until(lambda: agent.turn_open, "a turn opened")
     return Running(agent, "opened")
 
 
@@ -113,7 +113,7 @@ async def streaming(make_agent: MakeAgent, store: FlakyStore) -> Running:
     agent = await make_agent([Reply(text=LONG, chunk_delay=0.01)])
     recorder = record(agent)
     agent.send("go")
-    await until(lambda: "assistant/delta" in recorder.types())
+    await until(lambda: "assistant/delta" in recorder.types(), "the reply streams")
     return Running(agent, "streaming")
 
 
@@ -143,7 +143,7 @@ async def retry_backoff(make_agent: MakeAgent, store: FlakyStore) -> Running:
         options=AgentOptions(retry_backoff=3600),
     )
     agent.send("go")
-    await until(lambda: bool(of_type(agent.log, Retry)))
+    await until(lambda: bool(of_type(agent.log, Retry)), "a retry")
     return Running(agent, "retry")
 
 
@@ -226,7 +226,7 @@ async def test_cancel_while_a_tool_runs_gives_synthetic_results(
     )
     agent.send("go")
     await gate.started.wait()
-    await until(lambda: done.calls == 2)
+    await until(lambda: done.calls == 2, "the second call")
     agent.cancel()
     await agent.when_idle()
 
@@ -313,7 +313,7 @@ async def test_cancel_resolves_a_pending_permission_request_as_cancelled(
     await responder.asked.wait()
     agent.cancel()
     await agent.when_idle()
-    await until(lambda: responder.withdrawn)
+    await until(lambda: responder.withdrawn, "the question withdrawn")
 
     assert tool.calls == 0
     assert runtime_of(agent).permission.pending == 0

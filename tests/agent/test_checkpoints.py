@@ -1,9 +1,9 @@
 """The durability checkpoints of a turn, and which of them share one flush (issue 10).
 
-DESIGN.md "Store": flush before a model request, before a tool runs, at step and turn end. A step's
-end is always followed, with no await between, by the next step's flush before its model request
-or by the turn end's flush; so it rides on that one, and a turn with one tool call costs four
-flush transactions instead of six.
+docs/ARCHITECTURE.md, the store: flush before a model request, before a tool runs, at step and turn
+end. A step's end is always followed, with no await between, by the next step's flush before its
+model request or by the turn end's flush; so it rides on that one, and a turn with one tool call
+costs four flush transactions instead of six.
 """
 
 from __future__ import annotations

@@ -44,11 +44,10 @@ def turn_replies() -> list[Reply]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir(exist_ok=True)
-    (root / "keep.txt").write_text("kept\n")
-    return root
+def workspace(workspace: Path) -> Path:
+    """The workspace with a file no turn touches."""
+    (workspace / "keep.txt").write_text("kept\n")
+    return workspace
 
 
 async def three_turns(

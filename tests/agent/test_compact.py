@@ -15,8 +15,8 @@ from tests.agent.conftest import (
     requests_of,
     scripted,
     stored_log,
-    until,
 )
+from tests.waiting import until
 
 
 async def three_turns(agent: Agent) -> None:
@@ -118,7 +118,7 @@ async def test_nothing_to_compact_and_bad_arguments(make_agent: MakeAgent) -> No
 async def test_compaction_is_refused_while_a_turn_runs(make_agent: MakeAgent) -> None:
     agent = await make_agent([Reply(text="a slow reply, word by word", chunk_delay=0.05)])
     agent.send("q1")
-    await until(lambda: agent.turn_open)
+    await until(lambda: agent.turn_open, "a turn opened")
     result = await REGISTRY.run(agent, "/compact 0")
     assert not result.ok
     assert "while a turn is running" in result.text

@@ -1,7 +1,7 @@
 """Errors: a failing model ends the turn `error`; transient failures are retried with backoff.
 
-DESIGN.md, "Agent" and "Events": `agent/error` is live-only, `retry {turn, step, attempt, reason}` is
-durable; a failed save is reported and retried by the next flush, never lost.
+docs/ARCHITECTURE.md, the one event log: `agent/error` is live-only, `retry {turn, step, attempt,
+reason}` is durable; a failed save is reported and retried by the next flush, never lost.
 """
 
 from __future__ import annotations

@@ -19,16 +19,8 @@ from engine.events import (
 )
 from engine.gateway.scripted import Reply
 from engine.tools import ToolRegistry
-from tests.agent.conftest import (
-    FixedTool,
-    GateTool,
-    MakeAgent,
-    Recorder,
-    call,
-    of_type,
-    record,
-    until,
-)
+from tests.agent.conftest import FixedTool, GateTool, MakeAgent, Recorder, call, of_type, record
+from tests.waiting import until
 
 
 async def _scenario(make_agent: MakeAgent, recorder: Recorder) -> Agent:
@@ -111,7 +103,7 @@ async def test_the_async_stream_from_zero_equals_the_log_and_follows_live(
                 return
 
     consumer = asyncio.create_task(consume())
-    await until(lambda: len(received) >= before)
+    await until(lambda: len(received) >= before, "the first turn's events received")
     agent.send("second")
     await asyncio.wait_for(consumer, 10)
     durable = [e for e in received if isinstance(e, Event)]
@@ -168,7 +160,9 @@ async def test_batches_hand_a_consumer_that_fell_behind_what_waited_in_one_go(
             await behind.wait()  # takes nothing more until the turn is over
 
     consumer = asyncio.create_task(consume())
-    await until(lambda: bool(batches))  # the stored model binding: following from here on
+    await until(
+        lambda: bool(batches), "the first batch"
+    )  # the stored model binding: following from here on
     agent.send("go")
     await agent.when_idle()
     behind.set()

@@ -35,9 +35,9 @@ from tests.agent.conftest import (
     requests_of,
     stored_log,
     turn_shape,
-    until,
     user_texts,
 )
+from tests.waiting import until
 
 # --- idle -----------------------------------------------------------------------------------------
 
@@ -314,7 +314,7 @@ async def test_contexts_of_two_tools_follow_both_results(
     )
     agent.send("go")
     await slow.started.wait()
-    await until(lambda: fast.calls == 1)
+    await until(lambda: fast.calls == 1, "the fast tool called")
     slow.gate.set()
     await agent.when_idle()
 
@@ -386,7 +386,7 @@ async def test_inject_while_the_model_streams_its_answer_does_not_start_another_
     agent = await make_agent([Reply(text="one two three four five six", chunk_delay=0.01)])
     recorder = record(agent)
     agent.send("go")
-    await until(lambda: "assistant/delta" in recorder.types())
+    await until(lambda: "assistant/delta" in recorder.types(), "the reply streams")
     agent.inject(context("late news"))
     await agent.when_idle()
 

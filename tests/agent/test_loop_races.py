@@ -1,9 +1,10 @@
 """Races at the edges of a turn, and what each durability checkpoint has made safe.
 
-spec: context-injection (no accepted input lost); DESIGN.md "Agent" (cancel, dispose, steer) and
-"Store" (flush before a model request, before a tool runs, at step and turn end; what a flush
-acknowledged survives `kill -9`). A crash is simulated by reading the store with `inspect` (the
-repaired view a reloading process would get) while the loop is held after a checkpoint.
+spec: context-injection (no accepted input lost); docs/spec/context-injection.md (cancel, dispose,
+steer) and docs/ARCHITECTURE.md, the store (flush before a model request, before a tool runs, at
+step and turn end; what a flush acknowledged survives `kill -9`). A crash is simulated by reading
+the store with `inspect` (the repaired view a reloading process would get) while the loop is held
+after a checkpoint.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A session reopened from the store: out-of-turn context is committed history, turns go on.
 
 spec: context-injection ("Persistence, recovery, resume ... treat a valid out-of-turn user/message as
-committed session history"); DESIGN.md, "Store".
+committed session history"); docs/ARCHITECTURE.md, the store.
 """
 
 from __future__ import annotations

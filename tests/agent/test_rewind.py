@@ -34,9 +34,9 @@ from tests.agent.conftest import (
     requests_of,
     scripted,
     stored_log,
-    until,
 )
 from tests.store.conftest import full_turn
+from tests.waiting import until
 
 TWO_MODELS = Config(models={"other": ModelEntry(provider="scripted")})
 
@@ -286,7 +286,7 @@ async def test_a_rewind_and_a_compaction_do_not_run_at_once(
     for n in (1, 2, 3):
         await agent.send(f"q{n}")
     compaction = asyncio.create_task(agent.compact(keep_groups=1))
-    await until(lambda: len(scripted(agent).requests) == 4)
+    await until(lambda: len(scripted(agent).requests) == 4, "four requests")
     with pytest.raises(RewindError, match="while a compaction is under way"):
         await agent.rewind(1)
     with pytest.raises(CompactionError, match="while a compaction is under way"):

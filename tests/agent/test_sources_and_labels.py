@@ -1,6 +1,7 @@
 """Where context came from, as the egress gate reads it: a tool result is sourced `tool:<name>`
 (so a refusal names the tool and `run_shell` output takes the configured shell class), and
-injected context carries the class its producer declares (DESIGN.md, "Orchestrator", privacy)."""
+injected context carries the class its producer declares (docs/spec/context-orchestration.md,
+privacy)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import pytest
 from engine.agent import Allow, PromptDecision, PromptSubmission, Reject
 from engine.agent.admission import Next
 from engine.agent.send import Blocked, Dropped, TurnOutcome
+from engine.agent.views import outbox_view
 from engine.config import Config, ModelEntry
 from engine.context.area import AreaFlowState, AreaLifeState
 from engine.context.areas import NoticeArea, SubtaskArea
@@ -19,6 +20,7 @@ from engine.errors import TrellisError
 from engine.events import (
     AgentStatus,
     Event,
+    OutboxChanged,
     PermissionRequest,
     SessionTitle,
     StepStart,
@@ -41,8 +43,8 @@ from tests.agent.conftest import (
     call,
     of_type,
     record,
-    until,
 )
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -240,6 +242,8 @@ async def test_the_outbox_view_shows_what_waits_for_the_boundary(make_agent: Mak
     agent = await make_agent(
         [Reply(tool_calls=[call("gate")]), Reply(text="ok")], tools=ToolRegistry([gate])
     )
+    changes: list[OutboxChanged] = []
+    agent.subscribe(lambda e: changes.append(e.data) if type(e.data) is OutboxChanged else None)
     handle = agent.send("wait")
     await gate.started.wait()
     agent.inject(AdditionalContext("ci is green", Source("plugin", "ci")))
@@ -247,6 +251,7 @@ async def test_the_outbox_view_shows_what_waits_for_the_boundary(make_agent: Mak
     view = agent.outbox
     assert view.contexts == (("ci is green", Source("plugin", "ci")),)
     assert view.steering == ("hurry",)
+    assert outbox_view(changes[-1]) == view  # the event carries what the view shows
     gate.gate.set()
     await handle
     assert agent.outbox.contexts == ()
@@ -357,6 +362,6 @@ async def test_a_held_admission_still_gives_the_handle_its_turn(make_agent: Make
 async def test_an_event_from_the_log_is_placeable(make_agent: MakeAgent) -> None:
     agent = await make_agent([Reply(text="ok")])
     await agent.send("hi")
-    await until(lambda: agent.unflushed == 0)
+    await until(lambda: agent.unflushed == 0, "everything flushed")
     assert all(isinstance(e, Event) for e in agent.log)
     assert [e.seq for e in agent.log] == list(range(len(agent.log)))

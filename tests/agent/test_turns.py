@@ -1,6 +1,7 @@
 """Turns: one send is one run of the model loop; steps, tools, steering and the step limit.
 
-spec: context-injection ("a turn is exclusively one execution of the model loop"); DESIGN.md, "Agent".
+spec: context-injection ("a turn is exclusively one execution of the model loop");
+docs/spec/context-injection.md.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from tests.agent.conftest import (
     scripted,
     stored_log,
     turn_shape,
-    until,
     user_texts,
 )
+from tests.waiting import until
 
 
 async def test_one_send_is_one_turn(make_agent: MakeAgent, store: FlakyStore) -> None:
@@ -150,7 +151,7 @@ async def test_steering_during_a_final_answer_makes_another_step(
     )
     recorder = record(agent)
     agent.send("go")
-    await until(lambda: "assistant/delta" in recorder.types())
+    await until(lambda: "assistant/delta" in recorder.types(), "the reply streams")
     agent.steer("shorter please")
     await agent.when_idle()
 

@@ -1,5 +1,6 @@
 """Assembly cost against session length: it should depend on what is kept, not on how long the
-session is (DESIGN.md, principle 5). Run `python -m tests.bench.orchestrator`; prints JSON.
+session is (docs/ARCHITECTURE.md, principle 5). Run `python -m tests.bench.orchestrator`; prints
+JSON.
 
 For each size the session's past turns are indexed once (as on resume), then turns are played the
 way the agent loop plays them: append the query, assemble, append the model's tool call and its

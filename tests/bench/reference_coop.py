@@ -1,12 +1,13 @@
 """The BASELINE of tests/bench/context.py: the spec's reference CoopContext algorithm, not Trellis.
 
-Written from spec/context-areas.md alone, as plainly as the spec describes it: Areas in a list, a
-cursor index, an `Area -> EffectRange` dict kept in the order of `latest` (an Area that renders
-is re-inserted), a Collector that follows overlaps backward from the last range, the collected
-Areas filtered out of the list in one pass (linear, as Trellis is). Plus the one rule Trellis adds that the benchmark exercises: an Area that retires without
-ever rendering is removed at the next collection. No events, ownership, labels or error
-wrapping: it is the least a spec-conforming render must do, so Trellis is measured against it on
-the same Areas. Each observe() gets a fresh snapshot of the range, as the spec words it.
+Written from the spec alone (docs/spec/context-areas.md without the Trellis parts), as plainly as
+the spec describes it: Areas in a list, a cursor index, an `Area -> EffectRange` dict kept in the
+order of `latest` (an Area that renders is re-inserted), a Collector that follows overlaps backward
+from the last range, the collected Areas filtered out of the list in one pass (linear, as Trellis
+is). Plus the one rule Trellis adds that the benchmark exercises: an Area that retires without ever
+rendering is removed at the next collection. No events, ownership, labels or error wrapping: it is
+the least a spec-conforming render must do, so Trellis is measured against it on the same Areas.
+Each observe() gets a fresh snapshot of the range, as the spec words it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Collector and GC rules of spec/context-areas.md and DESIGN.md, one test per rule."""
+"""The Collector and GC rules of docs/spec/context-areas.md, one test per rule."""
 
 from __future__ import annotations
 

@@ -112,8 +112,9 @@ def test_an_area_that_cannot_be_restored_is_retired_and_reported() -> None:
 
 
 def test_an_unrestorable_exclusive_area_takes_nothing_appended_after_the_resume() -> None:
-    # DESIGN.md: an Area that cannot be restored is retired from the resume on, so it no longer
-    # holds the cursor exclusively: the first prompt after the resume is not its chatter.
+    # docs/spec/context-areas.md, "Resume": an Area that cannot be restored is retired from the
+    # resume on, so it no longer holds the cursor exclusively: the first prompt after the resume is
+    # not its chatter.
     loop = LoggedLoop()
     loop.open_turn()
     loop.coop.register(FakeArea([], "custom", flow=AreaFlowState.exclusive, renders=[["goal"]]))

@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from engine.gateway.base import Gateway
 from tests.gateway.fake_http import FakeServer
 from tests.gateway.providers import KEY, KEY_ENV, PROVIDERS, Provider
 
@@ -32,9 +33,29 @@ async def server() -> AsyncIterator[FakeServer]:
     await fake.close()
 
 
-@pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes `provider` (or the `gateway` built on it) runs once per network
+    provider, or only for the one its module names in `PROVIDER` (a module that reads one
+    provider's wire format)."""
+    if "provider" in metafunc.fixturenames:
+        name = getattr(metafunc.module, "PROVIDER", None)
+        chosen = [p for p in PROVIDERS if name in (None, p.name)]
+        assert chosen, f"no provider named {name!r}"
+        metafunc.parametrize("provider", chosen, ids=lambda p: p.name, indirect=True)
+
+
+@pytest.fixture
 def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
     """Each network provider in turn, with its key variable set to `KEY`."""
     monkeypatch.setenv(KEY_ENV, KEY)
     assert isinstance(request.param, Provider)
     return request.param
+
+
+@pytest.fixture
+async def gateway(provider: Provider, server: FakeServer) -> AsyncIterator[Gateway]:
+    """`provider`'s gateway on the fake server, under the path its real base URL has, its key
+    read from `KEY_ENV` at each request."""
+    made = provider.make(base_url=server.base_url + provider.version, api_key_env=KEY_ENV)
+    yield made
+    await made.aclose()

@@ -26,6 +26,7 @@ class Provider:
     error: Callable[[int, str], Any]  # the provider's error body
     partial: list[bytes]  # a valid start of a stream that never finishes
     stream_error: Callable[[str], dict[str, Any]]  # an error inside a 200 stream: "overloaded"
+    version: str  # the path its real base URL ends with
 
 
 PROVIDERS = [
@@ -37,6 +38,7 @@ PROVIDERS = [
         },
         sse({"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}),
         lambda message: {"error": {"message": message, "code": 503}},
+        "/v1",
     ),
     Provider(
         "gemini",
@@ -46,6 +48,7 @@ PROVIDERS = [
         ],
         sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}),
         lambda message: {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}},
+        "/v1beta",
     ),
     Provider(
         "anthropic",
@@ -66,6 +69,7 @@ PROVIDERS = [
             "type": "error",
             "error": {"type": "overloaded_error", "message": message},
         },
+        "/v1",
     ),
 ]
 REQUEST = ModelRequest(model="test-model", system="s")
@@ -74,6 +78,11 @@ REQUEST = ModelRequest(model="test-model", system="s")
 async def drain(gateway: Gateway, request: ModelRequest, into: list[StreamDelta]) -> None:
     async for delta in gateway.stream(request):
         into.append(delta)
+
+
+async def collect(gateway: Gateway, request: ModelRequest) -> list[StreamDelta]:
+    """Every delta of one stream."""
+    return [delta async for delta in gateway.stream(request)]
 
 
 async def failure(

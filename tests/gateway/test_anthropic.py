@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from engine.events import Usage
-from engine.gateway.anthropic import AnthropicGateway
 from engine.gateway.base import (
     FinishDelta,
+    Gateway,
     GatewayType,
     ModelRequest,
     ProviderStateDelta,
     ReasoningDelta,
-    StreamDelta,
     TextDelta,
     ToolCallDelta,
     ToolSpec,
@@ -24,6 +23,7 @@ from engine.gateway.base import (
 from engine.gateway.codecs import codec_for
 from engine.message import Message, Role, Source, ToolCall, ToolResult
 from tests.gateway.fake_http import Canned, FakeServer, sse
+from tests.gateway.providers import KEY_ENV, collect
 
 LIST_FILES = ToolSpec(
     "list_files",
@@ -94,54 +94,37 @@ RECORDED = events(
 )
 
 
-@pytest.fixture
-async def gateway(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[AnthropicGateway]:
-    monkeypatch.setenv("TRELLIS_TEST_ANTHROPIC_KEY", "sk-ant-test")
-    gw = AnthropicGateway(
-        base_url=server.base_url + "/v1", api_key_env="TRELLIS_TEST_ANTHROPIC_KEY"
-    )
-    yield gw
-    await gw.aclose()
-
-
-def request(**overrides: Any) -> ModelRequest:
-    codec = codec_for(GatewayType.anthropic)
-    items = (
-        codec.encode_message(
+PROVIDER = "anthropic"
+"""The one provider these tests run with (tests/gateway/conftest.py)."""
+CODEC = codec_for(GatewayType.anthropic)
+REQUEST = ModelRequest(
+    model="claude-test",
+    system="Be brief.",
+    tools=(LIST_FILES,),
+    items=(
+        CODEC.encode_message(
             Message(Role.user, "Context from a plugin.", Source("plugin", "notes"))
         ),
-        codec.encode_message(Message(Role.user, "What is here?", Source("user"))),
-        codec.encode_assistant(
+        CODEC.encode_message(Message(Role.user, "What is here?", Source("user"))),
+        CODEC.encode_assistant(
             "",
             [ToolCall("toolu_00", "list_files", {"path": "."})],
             reasoning="Earlier thought.",
             provider_state={"thinking": [THINKING]},
         ),
-        codec.encode_tool_result(ToolResult("toolu_00", "README.md"), name="list_files"),
-        codec.encode_message(Message(Role.user, "Injected after the result.", Source("plugin"))),
-    )
-    fields: dict[str, Any] = {
-        "model": "claude-test",
-        "system": "Be brief.",
-        "items": items,
-        "tools": (LIST_FILES,),
-    }
-    fields.update(overrides)
-    return ModelRequest(**fields)
-
-
-async def collect(gateway: AnthropicGateway, req: ModelRequest) -> list[StreamDelta]:
-    return [delta async for delta in gateway.stream(req)]
+        CODEC.encode_tool_result(ToolResult("toolu_00", "README.md"), name="list_files"),
+        CODEC.encode_message(Message(Role.user, "Injected after the result.", Source("plugin"))),
+    ),
+)
+"""The conversation each test sends unless it says otherwise."""
 
 
 async def test_streams_thinking_text_tool_calls_signature_usage_finish(
-    server: FakeServer, gateway: AnthropicGateway
+    server: FakeServer, gateway: Gateway
 ) -> None:
     server.queue(Canned(chunks=RECORDED))
 
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
 
     assert deltas == [
         ReasoningDelta("Which directory? "),
@@ -170,10 +153,11 @@ async def test_streams_thinking_text_tool_calls_signature_usage_finish(
 
 
 async def test_request_merges_adjacent_items_and_sends_thinking_back(
-    server: FakeServer, gateway: AnthropicGateway
+    server: FakeServer, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-ant-test")
     server.queue(Canned(chunks=RECORDED))
-    await collect(gateway, request())
+    await collect(gateway, REQUEST)
 
     [seen] = server.seen
     assert seen.target == "/v1/messages"
@@ -228,9 +212,7 @@ async def test_request_merges_adjacent_items_and_sends_thinking_back(
     }
 
 
-async def test_max_output_tokens_and_stop_reasons(
-    server: FakeServer, gateway: AnthropicGateway
-) -> None:
+async def test_max_output_tokens_and_stop_reasons(server: FakeServer, gateway: Gateway) -> None:
     start = {"type": "message_start", "message": {"usage": {"input_tokens": 3}}}
     text = [
         {
@@ -247,7 +229,7 @@ async def test_max_output_tokens_and_stop_reasons(
     }
     server.queue(Canned(chunks=events(start, *text, stop, {"type": "message_stop"})))
 
-    deltas = await collect(gateway, request(system="", tools=(), max_output_tokens=16))
+    deltas = await collect(gateway, replace(REQUEST, system="", tools=(), max_output_tokens=16))
 
     assert deltas == [
         TextDelta("Hi"),
@@ -261,7 +243,7 @@ async def test_max_output_tokens_and_stop_reasons(
 
 
 async def test_redacted_thinking_is_kept_for_the_next_request(
-    server: FakeServer, gateway: AnthropicGateway
+    server: FakeServer, gateway: Gateway
 ) -> None:
     server.queue(
         Canned(
@@ -278,7 +260,7 @@ async def test_redacted_thinking_is_kept_for_the_next_request(
             )
         )
     )
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
     assert deltas[0] == ProviderStateDelta(
         {"thinking": [{"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}]}
     )

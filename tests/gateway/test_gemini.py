@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,20 +11,20 @@ import pytest
 from engine.events import Usage
 from engine.gateway.base import (
     FinishDelta,
+    Gateway,
     GatewayType,
     ModelRequest,
     ProviderStateDelta,
     ReasoningDelta,
-    StreamDelta,
     TextDelta,
     ToolCallDelta,
     ToolSpec,
     UsageDelta,
 )
 from engine.gateway.codecs import codec_for
-from engine.gateway.gemini import GeminiGateway
 from engine.message import Message, Role, Source, ToolCall, ToolResult
 from tests.gateway.fake_http import Canned, FakeServer, sse
+from tests.gateway.providers import KEY_ENV, collect
 
 READ_FILE = ToolSpec(
     "read_file",
@@ -76,49 +76,34 @@ RECORDED = sse(
 )
 
 
-@pytest.fixture
-async def gateway(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[GeminiGateway]:
-    monkeypatch.setenv("TRELLIS_TEST_GEMINI_KEY", "AIza-test")
-    gw = GeminiGateway(base_url=server.base_url + "/v1beta", api_key_env="TRELLIS_TEST_GEMINI_KEY")
-    yield gw
-    await gw.aclose()
-
-
-def request(**overrides: Any) -> ModelRequest:
-    codec = codec_for(GatewayType.gemini)
-    items = (
-        codec.encode_message(Message(Role.user, "Show me a.py", Source("user"))),
-        codec.encode_message(Message(Role.user, "a.py is new.", Source("plugin", "watch"))),
-        codec.encode_assistant(
+PROVIDER = "gemini"
+"""The one provider these tests run with (tests/gateway/conftest.py)."""
+CODEC = codec_for(GatewayType.gemini)
+REQUEST = ModelRequest(
+    model="gemini-test",
+    system="Be brief.",
+    tools=(READ_FILE,),
+    items=(
+        CODEC.encode_message(Message(Role.user, "Show me a.py", Source("user"))),
+        CODEC.encode_message(Message(Role.user, "a.py is new.", Source("plugin", "watch"))),
+        CODEC.encode_assistant(
             "",
             [ToolCall("call_x", "read_file", {"path": "a.py"})],
             provider_state={"thought_signatures": {"call_x": "b2xkLXNpZw=="}},
         ),
-        codec.encode_tool_result(ToolResult("call_x", "print(1)"), name="read_file"),
-        codec.encode_message(Message(Role.user, "Steering: be quick.", Source("user"))),
-    )
-    fields: dict[str, Any] = {
-        "model": "gemini-test",
-        "system": "Be brief.",
-        "items": items,
-        "tools": (READ_FILE,),
-    }
-    fields.update(overrides)
-    return ModelRequest(**fields)
-
-
-async def collect(gateway: GeminiGateway, req: ModelRequest) -> list[StreamDelta]:
-    return [delta async for delta in gateway.stream(req)]
+        CODEC.encode_tool_result(ToolResult("call_x", "print(1)"), name="read_file"),
+        CODEC.encode_message(Message(Role.user, "Steering: be quick.", Source("user"))),
+    ),
+)
+"""The conversation each test sends unless it says otherwise."""
 
 
 async def test_streams_thoughts_text_calls_signatures_usage_finish(
-    server: FakeServer, gateway: GeminiGateway
+    server: FakeServer, gateway: Gateway
 ) -> None:
     server.queue(Canned(chunks=RECORDED))
 
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
 
     first_call = deltas[3]
     assert isinstance(first_call, ToolCallDelta)
@@ -140,10 +125,10 @@ async def test_streams_thoughts_text_calls_signatures_usage_finish(
 
 
 async def test_signatures_round_trip_through_the_codec(
-    server: FakeServer, gateway: GeminiGateway
+    server: FakeServer, gateway: Gateway
 ) -> None:
     server.queue(Canned(chunks=RECORDED))
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
     call = next(d for d in deltas if isinstance(d, ToolCallDelta))
     state = next(d.state for d in deltas if isinstance(d, ProviderStateDelta))
 
@@ -157,9 +142,12 @@ async def test_signatures_round_trip_through_the_codec(
     assert item["parts"][1]["thoughtSignature"] == "Y2FsbC1zaWc="
 
 
-async def test_request_merges_adjacent_contents(server: FakeServer, gateway: GeminiGateway) -> None:
+async def test_request_merges_adjacent_contents(
+    server: FakeServer, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "AIza-test")
     server.queue(Canned(chunks=RECORDED))
-    await collect(gateway, request(max_output_tokens=100))
+    await collect(gateway, replace(REQUEST, max_output_tokens=100))
 
     [seen] = server.seen
     assert seen.target == "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
@@ -210,13 +198,15 @@ async def test_request_merges_adjacent_contents(server: FakeServer, gateway: Gem
     }
 
 
-async def test_blocked_prompt_and_max_tokens(server: FakeServer, gateway: GeminiGateway) -> None:
+async def test_blocked_prompt_and_max_tokens(server: FakeServer, gateway: Gateway) -> None:
     server.queue(
         Canned(chunks=sse({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}})),
         Canned(chunks=sse(response([{"text": "cut"}], candidate={"finishReason": "MAX_TOKENS"}))),
     )
-    assert (await collect(gateway, request()))[-1] == FinishDelta("refusal")
-    deltas = await collect(gateway, request(model="models/gemini-test", system="", tools=()))
+    assert (await collect(gateway, REQUEST))[-1] == FinishDelta("refusal")
+    deltas = await collect(
+        gateway, replace(REQUEST, model="models/gemini-test", system="", tools=())
+    )
     assert deltas == [TextDelta("cut"), UsageDelta(Usage()), FinishDelta("length")]
     body = server.seen[1].body
     assert "systemInstruction" not in body

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,10 +11,10 @@ import pytest
 from engine.events import Usage
 from engine.gateway.base import (
     FinishDelta,
+    Gateway,
     GatewayType,
     ModelRequest,
     ReasoningDelta,
-    StreamDelta,
     TextDelta,
     ToolCallDelta,
     ToolSpec,
@@ -24,6 +24,7 @@ from engine.gateway.codecs import codec_for
 from engine.gateway.openai import OpenAIGateway
 from engine.message import Message, Role, Source, ToolCall, ToolResult
 from tests.gateway.fake_http import Canned, FakeServer, sse
+from tests.gateway.providers import KEY_ENV, collect
 
 READ_FILE = ToolSpec(
     "read_file",
@@ -76,41 +77,29 @@ RECORDED = sse(
 )
 
 
-@pytest.fixture
-async def gateway(server: FakeServer) -> AsyncIterator[OpenAIGateway]:
-    gw = OpenAIGateway(base_url=server.base_url + "/v1", api_key_env="TRELLIS_TEST_OPENAI_KEY")
-    yield gw
-    await gw.aclose()
-
-
-def request(**overrides: Any) -> ModelRequest:
-    codec = codec_for(GatewayType.openai)
-    items = (
-        codec.encode_message(Message(Role.user, "Read the readme.", Source("user"))),
-        codec.encode_assistant("", [ToolCall("call_1", "read_file", {"path": "README.md"})]),
-        codec.encode_tool_result(ToolResult("call_1", "# Trellis"), name="read_file"),
-    )
-    fields: dict[str, Any] = {
-        "model": "gpt-test",
-        "system": "You are terse.",
-        "items": items,
-        "tools": (READ_FILE,),
-    }
-    fields.update(overrides)
-    return ModelRequest(**fields)
-
-
-async def collect(gateway: OpenAIGateway, req: ModelRequest) -> list[StreamDelta]:
-    return [delta async for delta in gateway.stream(req)]
+PROVIDER = "openai"
+"""The one provider these tests run with (tests/gateway/conftest.py)."""
+CODEC = codec_for(GatewayType.openai)
+REQUEST = ModelRequest(
+    model="gpt-test",
+    system="You are terse.",
+    tools=(READ_FILE,),
+    items=(
+        CODEC.encode_message(Message(Role.user, "Read the readme.", Source("user"))),
+        CODEC.encode_assistant("", [ToolCall("call_1", "read_file", {"path": "README.md"})]),
+        CODEC.encode_tool_result(ToolResult("call_1", "# Trellis"), name="read_file"),
+    ),
+)
+"""The conversation each test sends unless it says otherwise."""
 
 
 async def test_streams_text_reasoning_tool_call_usage_and_finish(
-    server: FakeServer, gateway: OpenAIGateway, monkeypatch: pytest.MonkeyPatch
+    server: FakeServer, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TRELLIS_TEST_OPENAI_KEY", "sk-test-123")
+    monkeypatch.setenv(KEY_ENV, "sk-test-123")
     server.queue(Canned(chunks=RECORDED))
 
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
 
     assert deltas == [
         ReasoningDelta("The user wants "),
@@ -132,7 +121,7 @@ async def test_streams_text_reasoning_tool_call_usage_and_finish(
         "model": "gpt-test",
         "messages": [
             {"role": "system", "content": "You are terse."},
-            *codec_for(gateway.gateway_type).serialize(request().items),
+            *codec_for(gateway.gateway_type).serialize(REQUEST.items),
         ],
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -157,7 +146,7 @@ async def test_no_key_variable_sends_no_authorization(
     gateway = OpenAIGateway(base_url=server.base_url)
     server.queue(Canned(chunks=sse(chunk({"content": "hi"}, finish="stop"), "[DONE]")))
     try:
-        deltas = await collect(gateway, request(system="", tools=(), max_output_tokens=64))
+        deltas = await collect(gateway, replace(REQUEST, system="", tools=(), max_output_tokens=64))
     finally:
         await gateway.aclose()
     assert deltas == [TextDelta("hi"), UsageDelta(Usage()), FinishDelta("stop")]
@@ -169,11 +158,11 @@ async def test_no_key_variable_sends_no_authorization(
 
 
 async def test_servers_that_repeat_index_zero_give_separate_calls(
-    server: FakeServer, gateway: OpenAIGateway, monkeypatch: pytest.MonkeyPatch
+    server: FakeServer, gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Ollama style: every call complete in one chunk, "stop" as the finish reason, reasoning
     # under `reasoning`, no usage chunk.
-    monkeypatch.setenv("TRELLIS_TEST_OPENAI_KEY", "k")
+    monkeypatch.setenv(KEY_ENV, "k")
     calls = [
         {"index": 0, "id": f"call_{n}", "function": {"name": "list_files", "arguments": "{}"}}
         for n in (1, 2)
@@ -189,7 +178,7 @@ async def test_servers_that_repeat_index_zero_give_separate_calls(
             )
         )
     )
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
     assert deltas == [
         ReasoningDelta("hmm"),
         ToolCallDelta(index=0, id="call_1", name="list_files", arguments="{}"),
@@ -204,17 +193,17 @@ async def test_servers_that_repeat_index_zero_give_separate_calls(
 )
 async def test_finish_reasons_map_to_finish(
     server: FakeServer,
-    gateway: OpenAIGateway,
+    gateway: Gateway,
     monkeypatch: pytest.MonkeyPatch,
     reason: str,
     finish: str,
 ) -> None:
-    monkeypatch.setenv("TRELLIS_TEST_OPENAI_KEY", "k")
+    monkeypatch.setenv(KEY_ENV, "k")
     server.queue(Canned(chunks=sse(chunk({"content": "x"}, finish=reason), "[DONE]")))
-    deltas = await collect(gateway, request())
+    deltas = await collect(gateway, REQUEST)
     assert deltas[-1] == FinishDelta(finish)  # type: ignore[arg-type]
 
 
 def test_request_body_is_plain_json() -> None:
-    body = OpenAIGateway().request_body(request())
+    body = OpenAIGateway().request_body(REQUEST)
     assert json.loads(json.dumps(body)) == body

@@ -1,4 +1,4 @@
-"""Assembly and governors (context-orchestration, "Governors"; DESIGN.md, "Orchestrator")."""
+"""Assembly and governors (docs/spec/context-orchestration.md, "Governors")."""
 
 from __future__ import annotations
 
@@ -94,7 +94,8 @@ def test_default_window_keeps_twenty_groups() -> None:
     assert (result.groups_kept, result.groups_dropped) == (20, 5)
     assert result.indices[0] == 10  # turn 6's prompt: turns 6..25 are kept whole
     assert result.figures.chars == 16 + 20 * PLAIN_TURN + NOW
-    # issue 31: evicting a batch (a quarter of the window) leaves room for as many new turns
+    # Trellis's eviction batches (docs/spec/context-orchestration.md): evicting a batch (a
+    # quarter of the window) leaves room for as many new turns
     batched = ContextOrchestrator().assemble(
         session.items,
         session.provenances,
@@ -251,7 +252,8 @@ def test_the_reserved_lane_survives_past_the_turn_window() -> None:
         floor=FLOOR,
         budget=Budget(turn_window=1),
     )
-    # issue 31: sent before the history, it stays until the next eviction batch (or collection)
+    # held renders (docs/spec/context-orchestration.md): sent before the history, it stays
+    # until the next eviction batch (or collection)
     assert held.indices == retained.indices
     retired = ContextOrchestrator().assemble(
         session.items,

@@ -123,3 +123,21 @@ def test_a_thousand_bindings_leave_one_live_snapshot() -> None:
     assert snapshots.live == 1
     assert builds.count == 1_000
     assert tracker.epoch == 1_000
+
+
+def test_a_restored_tracker_goes_on_from_the_snapshot_independently() -> None:
+    tracker = GrantTracker()
+    tracker.bind("remote")
+    tracker.begin_turn()
+    tracker.bind("local")  # staged during the turn
+    tracker.skip(ModelBind(model="gone", grant_epoch=7))
+    state = tracker.snapshot()
+    tracker.end_turn()
+    tracker.begin_turn()  # the original moves on; the snapshot does not
+    restored = GrantTracker.restored(state)
+    assert restored.active == Grant(model="remote", epoch=1)
+    assert restored.staged == Grant(model="local", epoch=2)
+    assert restored.epoch == 7  # the rewound epoch stays taken
+    assert restored.bind("other").grant_epoch == 8
+    assert restored.staged == Grant(model="other", epoch=8)  # still in the turn: staged
+    assert tracker.active == Grant(model="local", epoch=2)

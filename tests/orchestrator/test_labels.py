@@ -1,4 +1,4 @@
-"""Privacy labels by provenance and the egress gate (DESIGN.md, "Orchestrator", privacy)."""
+"""Privacy labels by provenance, the egress gate (docs/spec/context-orchestration.md, privacy)."""
 
 from __future__ import annotations
 

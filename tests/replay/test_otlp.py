@@ -192,6 +192,15 @@ def test_content_goes_only_when_opted_in_and_within_the_endpoints_class(
     assert tool.attributes["gen_ai.tool.call.result"] == "buy milk\n"
     second = max(named["chat"], key=lambda s: s.start_ns)
     inputs = json.loads(str(second.attributes["gen_ai.input.messages"]))
+    # the whole request the model was given, not only what came since the call before
+    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
+    assert inputs[0]["parts"] == [{"type": "text", "content": "what do my notes say?"}]
+    assert inputs[1]["parts"][-1] == {
+        "type": "tool_call",
+        "id": "call_1",
+        "name": "read_file",
+        "arguments": {"path": "notes.txt"},
+    }
     assert inputs[-1] == {
         "role": "tool",
         "parts": [{"type": "tool_call_response", "id": "call_1", "response": "buy milk\n"}],
@@ -214,13 +223,17 @@ def test_content_goes_only_when_opted_in_and_within_the_endpoints_class(
     assert tool.attributes["gen_ai.tool.name"] == "read_file"  # names and ids are no content
 
 
+@pytest.mark.parametrize("content", [False, True])
 def test_the_export_of_a_stored_session_sends_the_spans_the_live_run_sent(
-    run: Run, otlp: Collector
+    run: Run, otlp: Collector, content: bool
 ) -> None:
-    run.configure(telemetry(otlp.url))
+    """Live, a request comes from the Agent's view of it; exported, from the replayed log: the
+    same spans, content included."""
+    with_content = ("capture_content = true",) if content else ()
+    run.configure(telemetry(otlp.url, *with_content))
     session_id = run.turn()
     live = sorted(otlp.wait_for(4), key=lambda s: s.span_id)
-    run.configure("")  # the export names its endpoint itself
+    run.configure("[telemetry]\n" + "\n".join(with_content) + "\n")  # the endpoint: --endpoint
     with collector() as later:
         code, out, err = run.main(
             "export", session_id[:8], "--format", "otlp", "--endpoint", later.url

@@ -4,7 +4,6 @@ out only what is near the viewport), line for line, and shows again before the v
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,23 +23,12 @@ from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened, stored_turns
 from tests.tui.test_streaming import caught_up, layout_of, long_reply
+from tests.waiting import until
 
 
 def shown(widget: Widget) -> bool:
     """Displayed, and so is every widget it lies in."""
     return all(node.display for node in (widget, *widget.ancestors) if isinstance(node, Widget))
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], message: str) -> None:
-    """A fold pass follows the frame that grew the reply; under load, some frames later (waited
-    for by the clock, not a count of pauses: on a loaded machine a hundred pauses pass in less
-    than the frames it takes)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.01)
-    assert condition(), message
 
 
 def folded_most(blocks: Sequence[Widget]) -> Callable[[], bool]:
@@ -71,7 +59,7 @@ async def test_a_long_reply_folds_what_lies_far_above_and_unfolds_before_the_vie
         await caught_up(app, reply)
         view = app.main.query_one(TranscriptView)
         blocks = list(reply.query(MarkdownBlock))
-        await until(pilot, folded_most(blocks), "the blocks far above are folded")
+        await until(folded_most(blocks), "the blocks far above are folded", pilot=pilot)
         entries = view.entry_widgets()
         assert not all(map(shown, entries)), "so are the entries above the reply"
         assert shown(blocks[-1])
@@ -111,7 +99,7 @@ async def replied_long(
     await caught_up(app, app.main.query_one(AssistantMessage))
     view = app.main.query_one(TranscriptView)
     first = view.entry_widgets()[0]
-    await until(pilot, hidden(first), "the first entry is folded")
+    await until(hidden(first), "the first entry is folded", pilot=pilot)
     return view, first
 
 
@@ -148,7 +136,7 @@ async def test_a_fold_pass_due_while_the_widgets_change_runs_once_they_have(
             await view._fold_above()
             await pilot.pause()
             assert all(map(shown, blocks)), "nothing folds under the flush"
-        await until(pilot, folded_most(blocks), "the pass ran after it")
+        await until(folded_most(blocks), "the pass ran after it", pilot=pilot)
 
 
 async def test_an_entry_folded_above_that_changes_folds_again(workspace: Path, data: Path) -> None:
@@ -162,8 +150,8 @@ async def test_an_entry_folded_above_that_changes_folds_again(workspace: Path, d
         entry = view.transcript.get(first.key)
         assert entry is not None
         view.apply(view.transcript._replace(copy.copy(entry)))  # as an event that updates it
-        await until(pilot, lambda: first.entry is not entry, "the flush showed the change")
-        await until(pilot, hidden(first), "folded again")
+        await until(lambda: first.entry is not entry, "the flush showed the change", pilot=pilot)
+        await until(hidden(first), "folded again", pilot=pilot)
         await pilot.pause()
         assert view.virtual_size.height == height, (
             "every line once: the reply's folded part was laid out first"

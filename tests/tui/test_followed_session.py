@@ -5,12 +5,11 @@ when the writer lets go; on SQLite it refuses with one line that says what shows
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 
 from app.tui.widgets.entries import AssistantMessage, UserMessage
 from app.tui.widgets.prompt_input import PromptInput
@@ -26,17 +25,7 @@ from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_store_copy import PASSWORD_VAR, new_database
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
-
-PAUSES = 2000
-"""Pauses before a wait for the console fails the test (a hang, not a speed)."""
-
-
-async def until(pilot: Pilot[None], shown: Callable[[], bool]) -> None:
-    for _ in range(PAUSES):
-        if shown():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the console never showed it")
+from tests.waiting import until
 
 
 @asynccontextmanager
@@ -92,7 +81,7 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
             )
             async with app.run_test(size=(120, 30)) as pilot:
                 status = app.main.query_one(StatusLine)
-                await until(pilot, lambda: status.status == "following")
+                await until(lambda: status.status == "following", "following", pilot=pilot)
                 prompt = app.main.query_one(PromptInput)
                 assert prompt.disabled
                 assert app.agent is None
@@ -104,14 +93,20 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
                 assert words(app) == ["first", "one"]  # the stored tail, as a resume shows it
 
                 await held.send("second")  # the other process's turn, committed there
-                await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
+                await until(
+                    lambda: words(app) == ["first", "one", "second", "two"],
+                    "both turns shown",
+                    pilot=pilot,
+                )
                 assert prompt.disabled
 
                 await held.dispose()  # it lets go of the session
-                await until(pilot, lambda: status.status == "let go")
+                await until(lambda: status.status == "let go", "let go", pilot=pilot)
                 assert "Ctrl+O" in status.note
                 await pilot.press("ctrl+o")
-                await until(pilot, lambda: app.agent is not None)
+                await until(
+                    lambda: app.agent is not None, "the session opened for writing", pilot=pilot
+                )
                 await pilot.pause()
                 assert not app.main.query_one(PromptInput).disabled
                 await send(app, pilot, "third")
@@ -151,18 +146,22 @@ async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_
         app = ConsoleTestApp(workspace, data, session_id=held.session_id, store=settings)
         async with app.run_test(size=(120, 30)) as pilot:
             status = app.main.query_one(StatusLine)
-            await until(pilot, lambda: status.status == "following")
+            await until(lambda: status.status == "following", "following", pilot=pilot)
             await held.dispose()
-            await until(pilot, lambda: status.status == "let go")
+            await until(lambda: status.status == "let go", "let go", pilot=pilot)
             assert app.main.check_action("open_for_writing", ())
             # another process takes it before this console does: it is followed again,
             # naming the new holder, and Ctrl+O is gone
             async with writer(second, workspace, ["two"], held.session_id) as taken:
-                await until(pilot, lambda: status.status == "following")
+                await until(lambda: status.status == "following", "following again", pilot=pilot)
                 assert status.note.startswith("read-only: ")
                 assert not app.main.check_action("open_for_writing", ())
                 prompt = app.main.query_one(PromptInput)
                 assert str(prompt.placeholder).startswith("Read-only while ")
                 await taken.send("second")
-                await until(pilot, lambda: words(app) == ["first", "one", "second", "two"])
-            await until(pilot, lambda: status.status == "let go")
+                await until(
+                    lambda: words(app) == ["first", "one", "second", "two"],
+                    "both turns shown",
+                    pilot=pilot,
+                )
+            await until(lambda: status.status == "let go", "let go", pilot=pilot)

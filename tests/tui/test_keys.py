@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +26,7 @@ from tests.tui.test_long_session import opened
 from tests.tui.test_replay import stored_session
 from tests.tui.test_sessions import until_screen
 from tests.tui.test_streaming import long_reply
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool]) -> None:
-    for _ in range(200):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    assert condition()
+from tests.waiting import until
 
 
 async def test_page_keys_in_the_prompt_scroll_the_conversation(workspace: Path, data: Path) -> None:
@@ -73,11 +65,11 @@ async def test_a_burst_of_page_keys_moves_a_page_for_each(workspace: Path, data:
         assert bottom > 4 * page
         for _ in range(3):
             app.post_message(events.Key("pageup", None))
-        await until(pilot, lambda: view.scroll_y < bottom - 2 * page)
+        await until(lambda: view.scroll_y < bottom - 2 * page, "scrolled up two pages", pilot=pilot)
         assert view.scroll_y == bottom - 3 * page
         for _ in range(4):  # one more than it takes: at the bottom, the view follows again
             app.post_message(events.Key("pagedown", None))
-        await until(pilot, lambda: view.scroll_y == bottom)
+        await until(lambda: view.scroll_y == bottom, "back at the bottom", pilot=pilot)
         await send(app, pilot, "and more")
         await settle(app, pilot)
         await pilot.pause(0.1)
@@ -91,7 +83,9 @@ async def test_edits_that_arrive_together_apply_in_order(workspace: Path, data: 
     app = ConsoleTestApp(workspace, data)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(
-            pilot, lambda: app.agent is not None and not app.main.query_one(PromptInput).disabled
+            lambda: app.agent is not None and not app.main.query_one(PromptInput).disabled,
+            "the prompt ready",
+            pilot=pilot,
         )
         prompt = app.main.query_one(PromptInput)
         for key, character in [
@@ -105,7 +99,7 @@ async def test_edits_that_arrive_together_apply_in_order(workspace: Path, data: 
             ("y", "y"),
         ]:
             app.post_message(events.Key(key, character))
-        await until(pilot, lambda: len(prompt.text) >= 4)
+        await until(lambda: len(prompt.text) >= 4, "the keys typed", pilot=pilot)
         await pilot.pause()
         assert prompt.text == "axcy"
 
@@ -157,7 +151,11 @@ async def test_escape_is_offered_and_cancels_while_the_prompt_is_still_admitted(
         await admitting.wait()
         assert not agent.turn_open
         footer = app.main.query_one(KeyFooter)
-        await until(pilot, lambda: "escape" in {key.item.key for key in footer.query(FooterKey)})
+        await until(
+            lambda: "escape" in {key.item.key for key in footer.query(FooterKey)},
+            "Esc in the footer",
+            pilot=pilot,
+        )
         await pilot.press("escape")
         admit.set()
         await settle(app, pilot)
@@ -165,7 +163,9 @@ async def test_escape_is_offered_and_cancels_while_the_prompt_is_still_admitted(
         assert [(turn.status, turn.reason) for turn in turns] == [("ended", "cancelled")]
         assert not [e for e in app.main.transcript.entries if isinstance(e, AssistantEntry)]
         await until(
-            pilot, lambda: "escape" not in {key.item.key for key in footer.query(FooterKey)}
+            lambda: "escape" not in {key.item.key for key in footer.query(FooterKey)},
+            "Esc gone from the footer",
+            pilot=pilot,
         )
 
 
@@ -188,7 +188,7 @@ async def styles_across_widths(pilot: Pilot[None]) -> set[tuple[bool, bool]]:
     styles: set[tuple[bool, bool]] = set()
     for width in (160, 130, 110, 100, 90, 80):
         await pilot.resize_terminal(width, 30)
-        await until(pilot, lambda: footer_fits(screen))
+        await until(lambda: footer_fits(screen), "the footer fits", pilot=pilot)
         await pilot.pause()
         style = footer_style(screen)
         where = (type(screen).__name__, width, style, footer.left_out)
@@ -235,10 +235,14 @@ async def test_at_80_columns_every_key_of_a_running_turn_fits_the_footer(
         await pilot.pause()
         await send(app, pilot, "wait for it")
         await gate.started.wait()
-        await until(pilot, lambda: "escape" in app.screen.active_bindings)
+        await until(lambda: "escape" in app.screen.active_bindings, "Esc bound", pilot=pilot)
         footer = app.main.query_one(KeyFooter)
         # the footer recomposes on the bindings' change, in a later frame when the machine is busy
-        await until(pilot, lambda: "escape" in {key.item.key for key in footer.query(FooterKey)})
+        await until(
+            lambda: "escape" in {key.item.key for key in footer.query(FooterKey)},
+            "Esc in the footer",
+            pilot=pilot,
+        )
         await pilot.pause()
         keys = list(footer.query(FooterKey))
         assert {key.item.key for key in keys} >= {"escape", "f1", "f2", "f3", "f4", "ctrl+q"}

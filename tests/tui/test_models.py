@@ -4,7 +4,6 @@ here is the test's own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,7 @@ from engine.local_servers import SERVERS_ENV
 from tests.local_model_server import ModelListServer
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_long_session import opened
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
-    """Wait (a bound on a hung test, not a measurement) until `condition` holds."""
-    for _ in range(1000):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"never: {what}")
+from tests.waiting import until
 
 
 async def send(app: ConsoleTestApp, pilot: Pilot[None], text: str) -> None:
@@ -43,7 +34,7 @@ async def send(app: ConsoleTestApp, pilot: Pilot[None], text: str) -> None:
 
 async def picker(app: ConsoleTestApp, pilot: Pilot[None]) -> ModelPicker:
     await send(app, pilot, "/model")
-    await until(pilot, lambda: isinstance(app.screen, ModelPicker), "the picker opened")
+    await until(lambda: isinstance(app.screen, ModelPicker), "the picker opened", pilot=pilot)
     await pilot.pause()
     assert isinstance(app.screen, ModelPicker)
     return app.screen
@@ -102,14 +93,14 @@ async def test_local_servers_asked_at_start_join_the_welcome_and_the_session(
         app = ConsoleTestApp(workspace, data, [], local_servers=servers)
         async with app.run_test(size=(100, 30)) as pilot:
             await opened(app, pilot)
-            await until(pilot, lambda: "ollama/qwen3:8b" in welcome_text(app), "found shown")
+            await until(lambda: "ollama/qwen3:8b" in welcome_text(app), "found shown", pilot=pilot)
             assert "nothing is sent anywhere until you do" in welcome_text(app)
             assert "ollama/qwen3:8b" in app.live.model_names()
             assert app.live.model.name == "scripted"  # nothing runs there until picked
             assert later.paths == []  # asked only when the picker opens
             shown = await picker(app, pilot)
-            await until(pilot, lambda: later.paths == ["/v1/models"], "the picker asked all")
-            await until(pilot, lambda: "vllm/big-model" in _rows(shown), "listed")
+            await until(lambda: later.paths == ["/v1/models"], "the picker asked all", pilot=pilot)
+            await until(lambda: "vllm/big-model" in _rows(shown), "listed", pilot=pilot)
             assert f"vllm at 127.0.0.1:{later.port}: 1 model" in _label(shown, "#servers")
 
 
@@ -125,7 +116,7 @@ async def test_a_default_local_model_is_named_in_the_welcome_once_found(
         async with app.run_test(size=(120, 30)) as pilot:
             await opened(app, pilot)
             assert app.live.model.name == "ollama/qwen3:8b"
-            await until(pilot, lambda: "from ollama at" in welcome_text(app), "named")
+            await until(lambda: "from ollama at" in welcome_text(app), "named", pilot=pilot)
             shown = welcome_text(app)
             assert (
                 f"ollama/qwen3:8b · openai qwen3:8b · from ollama at 127.0.0.1:{ollama.port}"
@@ -144,7 +135,7 @@ async def test_the_picker_lists_every_entry_and_enter_switches_from_the_next_tur
         async with app.run_test(size=(100, 30)) as pilot:
             await opened(app, pilot)
             shown = await picker(app, pilot)
-            await until(pilot, lambda: "ollama/qwen3:8b" in _rows(shown), "listed")
+            await until(lambda: "ollama/qwen3:8b" in _rows(shown), "listed", pilot=pilot)
             table = shown.query_one(DataTable)
             assert [str(c) for c in table.get_row_at(0)[:2]] == ["●", "scripted"]
             assert [str(c) for c in table.get_row_at(1)] == [
@@ -157,8 +148,10 @@ async def test_the_picker_lists_every_entry_and_enter_switches_from_the_next_tur
             ]
             await pilot.press("down")
             await pilot.press("enter")
-            await until(pilot, lambda: not isinstance(app.screen, ModelPicker), "closed")
-            await until(pilot, lambda: app.live.model.next_name == "ollama/qwen3:8b", "switched")
+            await until(lambda: not isinstance(app.screen, ModelPicker), "closed", pilot=pilot)
+            await until(
+                lambda: app.live.model.next_name == "ollama/qwen3:8b", "switched", pilot=pilot
+            )
             binds = [e.data.model for e in app.live.log if isinstance(e.data, ModelBind)]
             assert binds == ["scripted", "ollama/qwen3:8b"]
 
@@ -169,7 +162,7 @@ async def test_escape_closes_the_picker_and_changes_nothing(workspace: Path, dat
         await opened(app, pilot)
         await picker(app, pilot)
         await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, ModelPicker), "closed")
+        await until(lambda: not isinstance(app.screen, ModelPicker), "closed", pilot=pilot)
         assert app.live.model.next_name == "scripted"
 
 
@@ -185,17 +178,19 @@ async def test_s_saves_the_default_after_one_confirmation(
         async with app.run_test(size=(100, 30)) as pilot:
             await opened(app, pilot)
             shown = await picker(app, pilot)
-            await until(pilot, lambda: "ollama/qwen3:8b" in _rows(shown), "listed")
+            await until(lambda: "ollama/qwen3:8b" in _rows(shown), "listed", pilot=pilot)
             await pilot.press("down", "s")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmDefault), "asked")
+            await until(lambda: isinstance(app.screen, ConfirmDefault), "asked", pilot=pilot)
             await pilot.press("n")  # not saved: the picker is still there
             await pilot.pause()
             assert isinstance(app.screen, ModelPicker)
             assert user.read_text(encoding="utf-8") == "# mine\n[context]\nchar_cap = 90000\n"
             await pilot.press("s")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmDefault), "asked again")
+            await until(lambda: isinstance(app.screen, ConfirmDefault), "asked again", pilot=pilot)
             await pilot.press("y")
-            await until(pilot, lambda: app.live.model.next_name == "ollama/qwen3:8b", "switched")
+            await until(
+                lambda: app.live.model.next_name == "ollama/qwen3:8b", "switched", pilot=pilot
+            )
     assert user.read_text(encoding="utf-8") == (
         '# mine\ndefault_model = "ollama/qwen3:8b"\n\n[context]\nchar_cap = 90000\n'
     )

@@ -22,8 +22,9 @@ from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.conftest import full_turn
 from tests.store.test_pg_lease import Writer
 from tests.store.test_store_copy import new_database
-from tests.tui.test_followed_session import pg_settings, until
+from tests.tui.test_followed_session import pg_settings
 from tests.tui.test_replay import bar, opened, replay_app
+from tests.waiting import until
 
 
 def users(screen: ReplayScreen) -> list[str]:
@@ -41,7 +42,7 @@ async def test_the_replay_follows_a_session_another_process_writes(
         app = replay_app(workspace, data, session_id, settings)
         async with app.run_test(size=(150, 30)) as pilot:
             screen = await opened(pilot)
-            await until(pilot, lambda: "following: " in bar(screen))
+            await until(lambda: "following: " in bar(screen), "following", pilot=pilot)
             # the open turn is the writer's, not a crash: shown as written, not repaired
             assert [e.seq for e in screen.log_events] == stored
             assert f"following: pg_writer.py (process {writer.ready['pid']} on " in bar(screen)
@@ -52,26 +53,32 @@ async def test_the_replay_follows_a_session_another_process_writes(
                 "ok"
             ]  # paused: the end grows, the position stays
             total = len(stored) + len(more)
-            await until(pilot, lambda: len(screen.log_events) == total)
+            await until(lambda: len(screen.log_events) == total, "every event shown", pilot=pilot)
             assert [e.seq for e in screen.log_events] == list(range(total))
             assert screen.player.position == 2
             assert f"seq 1/{total - 1} " in bar(screen)
 
             await pilot.press("end")  # to the end, live: each new event is played as it comes
-            await until(pilot, lambda: screen.live)
+            await until(lambda: screen.live, "live", pilot=pilot)
             assert "● live" in bar(screen)
             more = (await asyncio.to_thread(writer.ask, "turn"))["ok"]
             total += len(more)
-            await until(pilot, lambda: screen.player.position == total)
+            await until(lambda: screen.player.position == total, "at the end", pilot=pilot)
             assert screen.live
             await pilot.pause()
             assert users(screen).count("from the writer") == 2
 
             await asyncio.to_thread(writer.ask, "release")  # the writer lets go
-            await until(pilot, lambda: "its writer let go" in bar(screen))
+            await until(
+                lambda: "its writer let go" in bar(screen), "its writer let go", pilot=pilot
+            )
             async with PostgresStore(database, password=PASSWORD) as other:
                 await other.load(session_id)  # another process takes it: the bar names it
-                await until(pilot, lambda: f"(process {os.getpid()} on " in bar(screen))
+                await until(
+                    lambda: f"(process {os.getpid()} on " in bar(screen),
+                    "the bar names the process",
+                    pilot=pilot,
+                )
                 assert "following: " in bar(screen)
         assert app.return_code in (None, 0)
     finally:
@@ -88,7 +95,11 @@ async def test_a_crashed_writers_session_is_followed_from_its_computed_repair(
     app = replay_app(workspace, data, session_id, settings)
     async with app.run_test(size=(150, 30)) as pilot:
         screen = await opened(pilot)
-        await until(pilot, lambda: "following: no one writes it now" in bar(screen))
+        await until(
+            lambda: "following: no one writes it now" in bar(screen),
+            "no one writes it now",
+            pilot=pilot,
+        )
         shown = len(screen.log_events)
         assert shown > len(writer.ready["seqs"])  # the open turn closed by the computed repair
         assert screen.log_events[-1].type == "turn/end"
@@ -99,7 +110,11 @@ async def test_a_crashed_writers_session_is_followed_from_its_computed_repair(
             full_turn(session, "after the crash")
             await session.flush()
             stored = await other.read(session_id)
-            await until(pilot, lambda: len(screen.log_events) == len(stored))
+            await until(
+                lambda: len(screen.log_events) == len(stored),
+                "every stored event shown",
+                pilot=pilot,
+            )
             assert screen.log_events[shown:] == stored[shown:]
             assert f"(process {os.getpid()} on " in bar(screen)
 

@@ -24,9 +24,9 @@ from replay.entries import CheckpointsOffEntry, CommandEntry, RewindEntry, ToolE
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
 from tests.tui.test_long_session import opened
-from tests.tui.test_models import until
 from tests.tui.test_replay import opened as replay_opened
 from tests.tui.test_replay import replay_app
+from tests.waiting import until
 
 
 def shell_turns() -> list[Reply]:
@@ -57,7 +57,7 @@ async def two_turns(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
     await send(app, pilot, "now run the command")
     await settle(app, pilot)
     await until(
-        pilot, lambda: turn_of(rules(app)[-1]).changes is not None, "turn 2's changes shown"
+        lambda: turn_of(rules(app)[-1]).changes is not None, "turn 2's changes shown", pilot=pilot
     )
 
 
@@ -83,7 +83,7 @@ def shown(widget: LineEntry | ToolCard) -> str:
 
 
 async def open_list(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindList:
-    await until(pilot, lambda: isinstance(app.screen, RewindList), "the rewind list opened")
+    await until(lambda: isinstance(app.screen, RewindList), "the rewind list opened", pilot=pilot)
     await pilot.pause()
     assert isinstance(app.screen, RewindList)
     return app.screen
@@ -91,7 +91,7 @@ async def open_list(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindList:
 
 async def open_dialog(app: ConsoleTestApp, pilot: Pilot[None]) -> RewindDialog:
     await pilot.press("enter")
-    await until(pilot, lambda: isinstance(app.screen, RewindDialog), "the choice opened")
+    await until(lambda: isinstance(app.screen, RewindDialog), "the choice opened", pilot=pilot)
     await pilot.pause()
     assert isinstance(app.screen, RewindDialog)
     return app.screen
@@ -133,8 +133,8 @@ async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
         assert (workspace / "b.txt").exists()  # nothing touched before the choice
 
         await pilot.press("enter")  # Code and conversation
-        await until(pilot, lambda: app.screen is app.main, "back on the main screen")
-        await until(pilot, lambda: not (workspace / "b.txt").exists(), "b.txt removed")
+        await until(lambda: app.screen is app.main, "back on the main screen", pilot=pilot)
+        await until(lambda: not (workspace / "b.txt").exists(), "b.txt removed", pilot=pilot)
         await pilot.pause()
         assert (workspace / "a.txt").read_text(encoding="utf-8") == "one\n"
         assert app.main.query_one(PromptInput).text == "now run the command"
@@ -154,7 +154,7 @@ async def test_rewind_lists_the_prompts_and_takes_back_code_and_conversation(
         dialog = await open_dialog(app, pilot)
         assert dialog.undo
         await pilot.press("enter")
-        await until(pilot, lambda: (workspace / "b.txt").exists(), "b.txt back")
+        await until(lambda: (workspace / "b.txt").exists(), "b.txt back", pilot=pilot)
         assert (workspace / "a.txt").read_text(encoding="utf-8") == "one\ntwo\n"
         await pilot.pause()
         entries = [w for w in app.main.query(LineEntry) if isinstance(w.entry, RewindEntry)]
@@ -176,8 +176,10 @@ async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
         box = dialog.query_one(Checkbox)
         assert not box.value
         await pilot.press("down", "down", "enter")  # Code only, overwrite not ticked
-        await until(pilot, lambda: app.screen is app.main, "back on the main screen")
-        await until(pilot, lambda: (workspace / "a.txt").read_text() == "one\n", "a.txt restored")
+        await until(lambda: app.screen is app.main, "back on the main screen", pilot=pilot)
+        await until(
+            lambda: (workspace / "a.txt").read_text() == "one\n", "a.txt restored", pilot=pilot
+        )
         assert (workspace / "b.txt").read_text(encoding="utf-8") == "mine\n"
         assert app.main.query_one(PromptInput).text == ""  # the conversation stays
         notices = [n.message for n in app._notifications]
@@ -196,7 +198,7 @@ async def test_a_file_changed_since_is_listed_and_kept_unless_overwritten(
         assert dialog.query_one(Checkbox).value
         assert "Changed since by someone else, overwritten (1):" in dialog_text(dialog)
         await pilot.press("enter")
-        await until(pilot, lambda: not (workspace / "b.txt").exists(), "b.txt overwritten")
+        await until(lambda: not (workspace / "b.txt").exists(), "b.txt overwritten", pilot=pilot)
 
 
 async def test_esc_twice_on_an_empty_idle_prompt_opens_the_list_and_once_does_not(
@@ -322,14 +324,14 @@ async def test_the_completed_command_opens_the_list_and_one_with_arguments_is_th
         await pilot.press("enter")
         await open_list(app, pilot)
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is app.main, "the list closed")
+        await until(lambda: app.screen is app.main, "the list closed", pilot=pilot)
         prompt.clear()
         await send(app, pilot, "/rewind 1 conversation")
         await settle(app, pilot)
         await until(
-            pilot,
             lambda: any(isinstance(w.entry, RewindEntry) for w in app.main.query(LineEntry)),
             "the rewind shown",
+            pilot=pilot,
         )
         assert not isinstance(app.screen, RewindList)
         answer = [w for w in app.main.query(LineEntry) if isinstance(w.entry, CommandEntry)][-1]

@@ -15,8 +15,8 @@ from textual.pilot import Pilot
 
 from app.tui.screens.rewind import RewindDialog, RewindList
 from tests.tui.conftest import ConsoleTestApp
-from tests.tui.test_models import until
 from tests.tui.test_rewind import rules, shell_turns, two_turns
+from tests.waiting import until
 
 SnapCompare = Callable[..., bool]
 SIZE = (110, 34)
@@ -48,7 +48,7 @@ async def ran(pilot: Pilot[None]) -> ConsoleTestApp:
 async def rewind_list(pilot: Pilot[None]) -> ConsoleTestApp:
     app = await ran(pilot)
     await pilot.press("escape", "escape")
-    await until(pilot, lambda: isinstance(app.screen, RewindList), "the list")
+    await until(lambda: isinstance(app.screen, RewindList), "the list", pilot=pilot)
     await pilot.pause()
     return app
 
@@ -64,10 +64,10 @@ def test_the_rewind_choice_with_a_conflict(
         await ran(pilot)
         (workspace / "b.txt").write_text("mine\n", encoding="utf-8")  # someone else's edit
         await pilot.press("escape", "escape")
-        await until(pilot, lambda: isinstance(app.screen, RewindList), "the list")
+        await until(lambda: isinstance(app.screen, RewindList), "the list", pilot=pilot)
         await pilot.pause()
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, RewindDialog), "the choice")
+        await until(lambda: isinstance(app.screen, RewindDialog), "the choice", pilot=pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run)

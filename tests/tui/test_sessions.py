@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,11 @@ from engine.store.sqlite import SQLiteStore
 from tests.checkpoints.conftest import checkpoint_refs
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_replay import stored_session
+from tests.waiting import until
 
 
 async def until_screen(pilot: Pilot[None], kind: type) -> None:
-    for _ in range(500):
-        if isinstance(pilot.app.screen, kind):
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"{kind.__name__} never showed; the screen is {pilot.app.screen}")
+    await until(lambda: isinstance(pilot.app.screen, kind), f"{kind.__name__} shown", pilot=pilot)
 
 
 async def browse(pilot: Pilot[None]) -> SessionBrowser:
@@ -245,14 +242,6 @@ async def test_every_workspace_has_a_workspace_column(
         assert "workspace" not in [c.label.plain for c in table.ordered_columns]
 
 
-async def until(pilot: Pilot[None], done: Callable[[], bool], what: str) -> None:
-    for _ in range(500):
-        if done():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"{what} never happened")
-
-
 async def test_typing_searches_the_text_and_a_match_opens_the_replay_there(
     workspace: Path, data: Path
 ) -> None:
@@ -262,7 +251,7 @@ async def test_typing_searches_the_text_and_a_match_opens_the_replay_there(
         browser = await browse(pilot)
         await pilot.press(*"says hello")  # the reply's words: no title has them
         assert browser.query_one("#sessions", DataTable).row_count == 0
-        await until(pilot, lambda: bool(browser.hits), "a text match")
+        await until(lambda: bool(browser.hits), "a text match", pilot=pilot)
         (hit,) = browser.hits
         assert (hit.session_id, hit.kind, hit.turn) == (stored, "assistant", 1)
         hits = browser.query_one("#hits", DataTable)
@@ -273,7 +262,7 @@ async def test_typing_searches_the_text_and_a_match_opens_the_replay_there(
         await until_screen(pilot, ReplayScreen)
         replay = pilot.app.screen
         assert isinstance(replay, ReplayScreen)
-        await until(pilot, lambda: replay.player.seq == hit.seq, "the replay at the match")
+        await until(lambda: replay.player.seq == hit.seq, "the replay at the match", pilot=pilot)
 
 
 async def test_a_query_being_typed_says_what_is_wrong_and_clearing_it_hides_the_matches(
@@ -285,12 +274,12 @@ async def test_a_query_being_typed_says_what_is_wrong_and_clearing_it_hides_the_
         browser = await browse(pilot)
         head = browser.query_one("#matches-head", Label)
         await pilot.press(*'"says hel')
-        await until(pilot, lambda: "not closed" in str(head.render()), "the syntax note")
+        await until(lambda: "not closed" in str(head.render()), "the syntax note", pilot=pilot)
         assert browser.hits == []
         await pilot.press(*'lo"')
-        await until(pilot, lambda: len(browser.hits) == 1, "the phrase's match")
+        await until(lambda: len(browser.hits) == 1, "the phrase's match", pilot=pilot)
         browser.query_one(Input).value = ""
-        await until(pilot, lambda: head.has_class("idle"), "the matches hidden")
+        await until(lambda: head.has_class("idle"), "the matches hidden", pilot=pilot)
         assert browser.hits == []
         assert browser.query_one("#hits", DataTable).has_class("idle")
 
@@ -315,5 +304,5 @@ async def test_searching_waits_for_typing_to_pause(
 
         browser.search = counting
         await pilot.press(*"notes.txt")
-        await until(pilot, lambda: bool(browser.hits), "a text match")
+        await until(lambda: bool(browser.hits), "a text match", pilot=pilot)
         assert asked == ["notes.txt"]

@@ -3,10 +3,12 @@ fields that never run together, and one fixed order in which they drop at narrow
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from rich.text import Text
+from textual.pilot import Pilot
 
 from app.tui.screens.inspector import ContextInspector
 from app.tui.widgets.entries import TurnRule, turn_rule
@@ -361,3 +363,70 @@ def test_a_narrow_turn_rule_cuts_its_tokens_and_keeps_its_cost() -> None:
     assert narrow.startswith("turn 3 · completed · 2 steps · 3.4 s · 0.0042 USD · in 1.2k")
     unpriced = TurnEntry(key="turn:1", seq=0, number=1, status="running", steps=0, start=0.0)
     assert turn_rule(unpriced).plain == "── turn 1 · running · 0 steps ──"
+
+
+PRICE = ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+CACHED_STEP = Usage(
+    input_tokens=200, cache_read_tokens=9_800, cache_write_tokens=512, output_tokens=51
+)
+
+
+def every_field(workspace: Path, data: Path) -> ConsoleTestApp:
+    """A console whose status line has every field the issues before 32 added: a mode other than
+    ask (set with F5), a priced step with cache parts, the session's tokens and cost."""
+    config = Config(
+        default_model="claude",
+        models={"claude": ModelEntry(provider="scripted", context_window=200_000, price=PRICE)},
+    )
+    return ConsoleTestApp(
+        workspace, data, [Reply(text="hello there", usage=CACHED_STEP)], config=config
+    )
+
+
+async def every_field_shown(app: ConsoleTestApp, pilot: Pilot[None]) -> None:
+    await opened(app, pilot)
+    await pilot.press("f5")
+    await send(app, pilot, "hi")
+    await settle(app, pilot)
+
+
+@pytest.mark.parametrize(
+    ("width", "line"),
+    [
+        (
+            160,
+            "● idle │ mode accept edits │ claude │ egress restricted │ ctx 10k/200k tok │ "
+            "cap 195k │ in 200 read 9.8k write 512 out 51 │ session 10k tok │ cost 0.0062 USD",
+        ),
+        (
+            100,
+            "● idle │ mode accept edits │ claude │ ctx 10k/200k tok │ session 10k tok │ "
+            "cost 0.0062 USD",
+        ),
+        (80, "● idle │ mode accept edits │ claude │ ctx 10k/200k tok │ session 10k tok"),
+        (60, "● idle │ mode accept edits │ claude │ ctx 10k/200k tok"),
+        (40, "● idle │ mode accept edits │ claude"),
+        (30, "● idle │ mode accept edits"),
+    ],
+)
+async def test_the_console_drops_the_fields_in_the_documented_order(
+    workspace: Path, data: Path, width: int, line: str
+) -> None:
+    """The order in status_line.py's docstring and the README, on the running console: the
+    meter, cap, egress and step's tokens go first, then the cost, the session's tokens, the
+    context, the model; a mode other than ask stays beside the status."""
+    app = every_field(workspace, data)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await every_field_shown(app, pilot)
+        assert await status_text(app) == line
+
+
+def test_the_status_line_at_80_columns(
+    snap_compare: Callable[..., bool], workspace: Path, data: Path
+) -> None:
+    app = every_field(workspace, data)
+
+    async def run(pilot: Pilot[None]) -> None:
+        await every_field_shown(app, pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run)

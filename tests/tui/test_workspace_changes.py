@@ -12,9 +12,9 @@ from app.tui.widgets.prompt_input import PromptInput
 from replay.entries import RewindEntry, ToolEntry, TurnEntry
 from replay.transcript import transcript_of
 from tests.tui.conftest import ConsoleTestApp
-from tests.tui.test_models import until
 from tests.tui.test_replay import replay_app
 from tests.tui.test_rewind import rules, shell_card, shell_turns, shown, turn_of, two_turns
+from tests.waiting import until
 
 
 async def test_the_shell_card_and_the_turn_rule_show_the_files_changed(
@@ -56,7 +56,7 @@ async def test_the_replay_opens_the_changes_at_its_position(workspace: Path, dat
         session_id = app.live.session_id
     replay = replay_app(workspace, data, session_id)
     async with replay.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(replay.screen, ReplayScreen), "the replay")
+        await until(lambda: isinstance(replay.screen, ReplayScreen), "the replay", pilot=pilot)
         screen = replay.screen
         assert isinstance(screen, ReplayScreen)
         await pilot.pause()
@@ -91,7 +91,7 @@ async def test_the_live_transcript_is_the_stored_logs(workspace: Path, data: Pat
         await pilot.pause()
         log = await app.live.read_log()
         await until(
-            pilot, lambda: app.main.transcript.last_seq == log[-1].seq, "the rewind projected"
+            lambda: app.main.transcript.last_seq == log[-1].seq, "the rewind projected", pilot=pilot
         )
         live = app.main.transcript.durable_entries()
         # rewound by the engine's own call (as `/rewind 2 code` or ACP do): the prompt is back

@@ -49,7 +49,7 @@ from app.tui.widgets.window_breakdown import BreakdownView
 from engine.agent import Agent
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint
-from engine.agent.views import AssemblyView
+from engine.agent.views import AssemblyView, outbox_view
 from engine.commands import REGISTRY
 from engine.config import Config
 from engine.context.budget import CHARS_PER_TOKEN
@@ -259,8 +259,22 @@ class MainScreen(Screen[None]):
 
     @on(EngineEvents)
     def _engine_events(self, message: EngineEvents) -> None:
+        """The events that came since the last message; what they change of the Agent's views
+        (its Areas, its last request) is read once for all of them."""
+        stepped = areas_changed = False
         for event in message.take():
             self._engine_event(event)
+            stepped = stepped or type(event.data) is StepStart
+            areas_changed = areas_changed or (
+                isinstance(event, Event) and event.type in PANEL_EVENTS
+            )
+        agent = self.agent
+        if agent is None:  # a followed session: no Agent holds its Areas or its requests
+            return
+        if stepped:
+            self._note_assembly()
+        if areas_changed:
+            self._panel.areas = agent.areas
 
     def _engine_event(self, event: Event | LiveEvent) -> None:
         """One event of the Agent, or of the followed session (stored events only, no Agent:
@@ -288,8 +302,6 @@ class MainScreen(Screen[None]):
                         PROMPT_PLACEHOLDER if state == "idle" else STEER_PLACEHOLDER
                     )
                 self.refresh_bindings()  # Esc cancels only while a turn is open
-            case StepStart() if agent is not None:
-                self._note_assembly()
             case PermissionModeSet(mode=mode):
                 status.mode = mode
             case ModelBind(model=model):
@@ -297,8 +309,8 @@ class MainScreen(Screen[None]):
                 if agent is not None:
                     status.egress = agent.model.egress.name
                     self._rebase_usage(agent)
-            case OutboxChanged() if agent is not None:
-                panel.outbox = agent.outbox
+            case OutboxChanged() as changed if agent is not None:
+                panel.outbox = outbox_view(changed)
             case SteerDropped(text=text):
                 self.query_one(PromptInput).give_back(text)
                 self.notify("Steering not delivered; it is back in the prompt.", severity="warning")
@@ -308,8 +320,6 @@ class MainScreen(Screen[None]):
                 self._rewound(agent, rewind)
             case _:
                 pass
-        if agent is not None and isinstance(event, Event) and event.type in PANEL_EVENTS:
-            panel.areas = agent.areas
 
     def _show_usage(self) -> None:
         status, tally = self._status, self._tally

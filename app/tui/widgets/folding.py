@@ -25,8 +25,7 @@ from textual.widget import Widget
 
 KEEP_SCREENS = 1
 """What lies within this many viewports of the end stays unfolded: the one on screen (everything
-unfolds before the view moves, so more is laid out every frame for nothing; 2 cost a frame about
-a fifth more)."""
+unfolds before the view moves, so more would be laid out every frame for nothing)."""
 
 
 @dataclass(eq=False)
@@ -51,8 +50,8 @@ _unfolded_at: WeakKeyDictionary[Widget, int] = WeakKeyDictionary()
 def laid_out(widget: Widget) -> bool:
     """False while a layout has yet to follow an unfold: `widget` shown again is not in the
     screen's map (an empty region), or unfolded it still has the height it had folded with
-    other parts. A pass measured in between hid entries with lines the view still held, and the
-    conversation grew by a reply's length of blank lines."""
+    other parts. A pass that measured in between would hide entries with lines the view still
+    holds, and the conversation would grow by a reply's length of blank lines."""
     if not widget.virtual_region.width:
         return False
     lines = _unfolded_at.get(widget)

@@ -1,11 +1,11 @@
 """A finished reply's Markdown: composed with its widget, and, when long, in parts of which only
 those near the view are composed.
 
-A resumed session whose last reply was 91 KB composed, styled and laid out some 5,000 widgets
-before its first paint: 18 s of a blank screen (the entry window bounds entries, not what one
-holds). A long finished reply is cut into parts of about `PART_CHARS`; the part the view opens on
-is composed, and the parts on either side wait behind a one-line `Deferred` marker until the view
-scrolls near it (`TranscriptView` composes the next one, keeping what the user reads still).
+Composed whole, a long reply composes, styles and lays out thousands of widgets before the first
+paint, a blank screen meanwhile (the entry window bounds entries, not what one holds). So a long
+finished reply is cut into parts of about `PART_CHARS`; the part the view opens on is composed,
+and the parts on either side wait behind a one-line `Deferred` marker until the view scrolls near
+it (`TranscriptView` composes the next one, keeping what the user reads still).
 """
 
 from __future__ import annotations

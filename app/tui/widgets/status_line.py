@@ -5,6 +5,12 @@ Every figure carries its label and the fields are separated, so no two words run
 width. The line is laid out by `status_layout`, a pure function of the fields and the width: each
 field has a need (`Need`), and when the line is too narrow the least needed fields go first, in
 one fixed order, so a new field (a mode, a cost) only has to say how much it is needed.
+
+The order in which fields drop as the line narrows (`Need`, lowest first): the context meter,
+the history cap, egress, the mode when it is the usual `ask`, the last step's tokens (with their
+cache parts), the session's cost, the session's tokens, the context figure, the note, the model,
+a mode other than `ask` (it decides calls without asking, or refuses them), and the status last.
+The README's console section says the same.
 """
 
 from __future__ import annotations

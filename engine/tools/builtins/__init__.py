@@ -1,4 +1,5 @@
-"""The built-in tools of DESIGN.md: file reading, listing, search, writing, editing and a shell."""
+"""The built-in tools (docs/ARCHITECTURE.md): file reading, listing, search, writing, editing and a
+shell."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 
 from app import cli
 from engine.store.sqlite import SQLiteStore
-from tests.agent.test_cli_start import EVENT_MODELS, loaded_after
+from tests.cli.test_cli_start import EVENT_MODELS, loaded_after
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pytest
 
 from engine.events import SessionRewind
 from tests.agent.harness import CliRun, payloads, trellis_argv, trellis_env
-from tests.agent.test_cli import Env, session_of, write_script
+from tests.cli.test_cli import Env, session_of, write_script
 
 
 @dataclass(frozen=True, slots=True)

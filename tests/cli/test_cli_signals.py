@@ -45,13 +45,6 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def running(tmp_path: Path, home: Path, workspace: Path) -> Iterator[Running]:
     config = tmp_path / "config.toml"
     config.write_text("")

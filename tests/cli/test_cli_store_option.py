@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_cli_sessions import Cli
 from tests.pg_cluster import PASSWORD, Cluster
-from tests.replay.test_cli_sessions import Cli
 from tests.store.test_store_copy import PASSWORD_VAR, new_database
 
 BAD_URLS = ("postgresql://me:hunter2@127.0.0.1/db", "mysql://127.0.0.1/db")
