@@ -15,7 +15,7 @@ Beneath it:
 - `engine.context.egress.EgressRefusedError`: a request would carry material above its model's class.
 - `engine.agent.agent.AgentClosedError`: the agent was disposed.
 - `engine.context.areas.AreaLoadError`: an Area named in the configuration cannot be loaded.
-- `engine.tools.mcp.McpServerError`: a configured MCP server cannot be started.
+- `engine.tools.mcp_server.McpServerError`: a configured MCP server cannot be started.
 """
 
 from __future__ import annotations

@@ -171,7 +171,6 @@ class ToolEntry:
     asking: bool = False  # a permission question is open
     permission: Decision | None = None
     label: PrivatizationLabel | None = None  # of the call (the reply that made it)
-    result_label: PrivatizationLabel | None = None
     change: FileChangeRecord | None = None  # the file the call changed, as its result records
     files: tuple[WorkspaceFileChange, ...] = ()
     """What a call no file record covers (a shell command, an MCP tool) changed in the workspace,

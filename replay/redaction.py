@@ -9,7 +9,6 @@ another hides.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from engine.events import (
@@ -111,11 +110,6 @@ def _file_within(change: WorkspaceFileChange, max_class: PrivacyClass) -> Worksp
     if change.diff is None or cls <= max_class:
         return change
     return change.model_copy(update={"diff": redacted_text(cls)})
-
-
-def redact_all(events: Iterable[Event], max_class: PrivacyClass | None) -> Iterator[Event]:
-    for event in events:
-        yield redact(event, max_class)
 
 
 def _message(message: MessageData, marker: str) -> MessageData:

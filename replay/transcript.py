@@ -511,7 +511,6 @@ class Transcript:
                 asking=False,
                 result=content,
                 is_error=is_error,
-                result_label=values["label"],
                 change=values["change"],
             )
         )

@@ -21,7 +21,7 @@ from engine.gateway.scripted import ScriptError
 from engine.store import StoreError
 from engine.store.errors import ForkPointError, UnknownSessionError
 from engine.store.sqlite import SQLiteStore
-from engine.tools.mcp import McpServerError
+from engine.tools.mcp_server import McpServerError
 
 
 @pytest.mark.parametrize(

@@ -6,19 +6,20 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
-from engine.agent.checkpointing import StoreOpener
 from engine.agent.followers import Followers, rebuild_state
 from engine.agent.options import AgentOptions
 from engine.agent.runtime import Runtime, replay_log
-from engine.config import Config, ConfigError
-from engine.context.area import ContextAreaImplementation
+from engine.config import CheckpointsConfig, Config, ConfigError
+from engine.context.area import ContextAreaImplementation, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
 from engine.events import Event, PermissionModeSet, SessionRewind
 from engine.gateway.base import Gateway, GatewayType
@@ -100,183 +101,295 @@ async def open_agent(
     to start (a broken server is reported, not silently dropped).
     """
 
-    secrets = held_secrets(config).with_secrets(*extra_secrets)
-
-    def gateway_for(name: str, known: Config | None = None) -> tuple[Gateway, str]:
-        _, entry = (config if known is None else known).model(name)
-        made = make_gateway(
-            name,
-            entry,
-            script=script if entry.provider == "scripted" else None,
-            redactor=secrets,
-        )
-        return made, entry.model or name
-
+    gateways = _Gateways(script, held_secrets(config).with_secrets(*extra_secrets))
     # What opening has taken so far (the writer lease, MCP servers) is given back if a later step
     # fails or the opening is cancelled; once the Agent exists, its dispose does that.
     async with AsyncExitStack() as opened:
-        made: tuple[str, Gateway, str] | None = None
-        areas: list[ContextAreaImplementation] = []
-        create: Callable[[], Awaitable[object]] | None = None
-        stored_model = ""
-        if session_id is not None:
+        if session_id is None:
+            state = await _open_new(
+                opened, config, cwd, store, model, gateways, gateway, local_servers, clock
+            )
+        else:
             if store is None:
                 raise ValueError("resuming a session needs a store")
-            info = await store.acquire(session_id)  # the log itself is streamed below
-            opened.push_async_callback(store.release, session_id)
-            stored_model = info.model
-            config = await _with_local_model(config, model or stored_model or None, local_servers)
-            workspace = await asyncio.to_thread(stored_os_path, info.cwd)
-            kinds = restorable_kinds(entry.path for entry in config.areas)
-            mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
-            opened.push_async_callback(mcp.aclose)
-        else:
-            workspace = await asyncio.to_thread(cwd.resolve)
-            config = await _with_local_model(config, model or config.default_model, local_servers)
-            name, _ = config.model(model)
-            if gateway is None:
-                made = (name, *gateway_for(name))
-            areas = [load_area(entry.path, entry.args) for entry in config.areas]
-            kinds = BUILTIN_KINDS
-            mcp = await McpToolset.connect(config.mcp_servers)  # MCP: raises McpServerError
-            opened.push_async_callback(mcp.aclose)
-            session_id = uuid.uuid4().hex
-            if store is not None:
-                # stored at its first user/message, so a session left without a word (a failed
-                # slash command) leaves nothing behind; a directory name that is not UTF-8 is escaped
-                created, cwd_text = store, storable_os_text(str(workspace))
-
-                async def create_session() -> object:
-                    return await created.create(cwd=cwd_text, model=name, session_id=session.id)
-
-                create = create_session
-        assembler = Assembler(config=config, session_id=session_id, workspace=workspace)
-        rewound = RewoundIntervals()
-        permission = PermissionBroker(responder if responder is not None else HeadlessPolicy())
-        replayer: ContextReplayer | None = None
-        if store is not None and create is None:
-            # Resume streams the stored log once through what rebuilds the working state. The
-            # Context is replayed in the format of the model the session will be bound to, which
-            # the store's record names (a second pass follows in the rare case it guessed wrong).
-            if gateway is None:
-                guess = model if model is not None else stored_model or None
-                with suppress(ConfigError):
-                    name, _ = config.model(guess)
-                    made = (name, *gateway_for(name))
-            guessed = gateway if made is None else made[1]
-            from engine.context import ContextReplayer
-
-            replayer = ContextReplayer(
-                GatewayType.scripted if guessed is None else guessed.gateway_type
+            state = await _open_stored(
+                opened, config, store, session_id, model, gateways, gateway, local_servers, clock
             )
-            context = replayer
-
-            def follow(event: Event) -> None:
-                data = event.data
-                assembler.follow(data)
-                permission.follow(data)
-                context.apply(event)
-                if type(data) is SessionRewind:  # by exact class (see `Payload`)
-                    rewound.note(event)
-
-            session = await Session.reopen(session_id, store, follow=follow, clock=clock)
-            if rewound:
-                # A rewind takes earlier events out of the history: the state is built again,
-                # from the whole log, once every rewind is known (a log without one pays nothing).
-                start = Followers.starting(assembler, permission, replayer.context.gateway_type)
-                again = await rebuild_state(session, rewound, start)
-                assembler, permission, replayer = again.assembler, again.permission, again.replayer
-        else:
-            session = Session(session_id, store, clock=clock, create=create)
-        grant = assembler.grants.active
-        if grant is None or (model is not None and model != grant.model):
-            name, _ = config.model(model if model is not None else None)
-            payload = assembler.grants.bind(name)
-            session.append(payload)
-        if mode is not None and (mode != permission.mode or mode == "approve-all"):
-            # asked for at opening: approve-all too, which a reopening would not keep
-            permission.follow(session.append(PermissionModeSet(mode=mode)).data)
-        elif permission.mode == "approve-all":
-            fallback = PermissionModeSet(mode="ask", resumed=True)
-            permission.follow(session.append(fallback).data)
-        binding = assembler.binding
-        model_id = binding.entry.model or binding.name
+        state.permission = PermissionBroker(
+            responder if responder is not None else HeadlessPolicy()
+        )
+        await state.follow_log()
+        _bind(state, model, mode)
         if gateway is None:
-            if made is not None and made[0] == binding.name:
-                _, gateway, model_id = made
-            else:
-                if made is not None:
-                    await made[1].aclose()
-                gateway, model_id = gateway_for(binding.name)
-        rebuilt: RebuiltContext | None = None
-        if replayer is not None and session.held_from > 0:
-            if replayer.context.gateway_type is not gateway.gateway_type:
-                replayer = await replay_log(session, gateway.gateway_type, rewound)
-            rebuilt = replayer.snapshot()
-
-        releases: list[Callable[[], Awaitable[None]]] = []
-        if store is not None:
-            stored = store
-
-            async def release() -> None:
-                await stored.release(session.id)
-
-            releases.append(release)
-
-        async def fork(at_seq: int) -> str:
-            assert store is not None
-            return (await store.fork(session.id, at_seq)).id
-
-        checkpoints: StoreOpener | None = None
-        if store is not None:
-            settings, patterns = config.checkpoints, assembler.secret_patterns
-
-            async def open_checkpoints() -> CheckpointStore | Unavailable:
-                from engine.checkpoints import CheckpointStore
-
-                return await CheckpointStore.open(
-                    workspace,
-                    data_dir(),
-                    settings,
-                    session.id,
-                    secret_patterns=patterns,
-                    clock=clock,
-                )
-
-            checkpoints = open_checkpoints
-
+            gateway, model_id = await _bound_gateway(state, gateways)
+        else:
+            binding = state.assembler.binding
+            model_id = binding.entry.model or binding.name
+        rebuilt = await state.rebuilt(gateway.gateway_type)
+        session, assembler, config = state.session, state.assembler, state.config
         runtime = Runtime(
             session=session,
             gateway=gateway,
             model_id=model_id,
-            workspace=workspace,
-            tools=mcp.register_into(tools if tools is not None else default_registry()),
-            permission=permission,
+            workspace=state.workspace,
+            tools=state.mcp.register_into(tools if tools is not None else default_registry()),
+            permission=state.permission,
             assembler=assembler,
             rebuilt=rebuilt,
-            area_kinds=kinds,
+            area_kinds=state.kinds,
             # models found after opening (a local server's, `Agent.add_models`) are the
             # assembler's: a switch to one makes its gateway from there
-            gateway_factory=lambda name: gateway_for(name, runtime.assembler.config),
-            redact=secrets,
+            gateway_factory=lambda name: gateways.make(name, runtime.assembler.config),
+            redact=gateways.secrets,
             front_end=front_end,
             options=options or agent_options(config),
-            checkpoints=checkpoints,
-            rewound=rewound,
+            checkpoints=None
+            if store is None
+            else partial(
+                _open_checkpoints,
+                state.workspace,
+                config.checkpoints,
+                session.id,
+                assembler.secret_patterns,
+                clock,
+            ),
+            rewound=state.rewound,
         )
         agent = Agent(
             runtime,
-            fork=fork if store is not None else None,
+            fork=None if store is None else partial(_fork, store, session.id),
             # run in reverse: servers close first, the writer lease is given back last
-            on_dispose=(*releases, mcp.aclose),
+            on_dispose=(
+                *(() if store is None else (partial(store.release, session.id),)),
+                state.mcp.aclose,
+            ),
         )
         opened.pop_all()  # the Agent's dispose gives them back from here on
         opened.push_async_callback(agent.dispose)
-        for area in areas:
+        for area in state.areas:
             agent.register_area(area)
         await session.flush()
         opened.pop_all()
         return agent
+
+
+@dataclass(frozen=True, slots=True)
+class _Gateways:
+    """Makes a model entry's gateway: a scripted one plays `script`, every one redacts `secrets`."""
+
+    script: Path | None
+    secrets: Redactor
+
+    def make(self, name: str, config: Config) -> tuple[Gateway, str]:
+        """The gateway for `name` and the model id it asks for."""
+        _, entry = config.model(name)
+        script = self.script if entry.provider == "scripted" else None
+        return make_gateway(name, entry, script=script, redactor=self.secrets), entry.model or name
+
+
+class _Prepared(NamedTuple):
+    """A gateway made before the session's model is bound: kept when the binding names it."""
+
+    name: str
+    gateway: Gateway
+    model_id: str
+
+
+@dataclass(slots=True, kw_only=True)
+class _Opening:
+    """What opening a new or a stored session gives the steps both share."""
+
+    config: Config
+    workspace: Path
+    session_id: str
+    store: SessionStore | None
+    clock: Callable[[], float]
+    assembler: Assembler
+    mcp: McpToolset
+    kinds: Mapping[str, type[RestorableArea]]
+    areas: list[ContextAreaImplementation] = field(default_factory=list)
+    prepared: _Prepared | None = None
+    create: Callable[[], Awaitable[object]] | None = None  # a new session enters the store by it
+    replayer: ContextReplayer | None = None  # resume: the Context, in the prepared gateway's format
+    rewound: RewoundIntervals = field(default_factory=RewoundIntervals)
+    permission: PermissionBroker = field(init=False)
+    session: Session = field(init=False)
+
+    async def follow_log(self) -> None:
+        """A new session starts empty; a stored one's log is streamed once through what rebuilds
+        the working state (and again, whole, in the rare log with a rewind)."""
+        replayer = self.replayer
+        if replayer is None:
+            self.session = Session(
+                self.session_id, self.store, clock=self.clock, create=self.create
+            )
+            return
+        assert self.store is not None
+        assembler, permission, rewound = self.assembler, self.permission, self.rewound
+
+        def follow(event: Event) -> None:
+            data = event.data
+            assembler.follow(data)
+            permission.follow(data)
+            replayer.apply(event)
+            if type(data) is SessionRewind:  # by exact class (see `Payload`)
+                rewound.note(event)
+
+        self.session = await Session.reopen(
+            self.session_id, self.store, follow=follow, clock=self.clock
+        )
+        if rewound:
+            # A rewind takes earlier events out of the history: the state is built again,
+            # from the whole log, once every rewind is known (a log without one pays nothing).
+            start = Followers.starting(assembler, permission, replayer.context.gateway_type)
+            again = await rebuild_state(self.session, rewound, start)
+            self.assembler, self.permission, self.replayer = (
+                again.assembler,
+                again.permission,
+                again.replayer,
+            )
+
+    async def rebuilt(self, gateway_type: GatewayType) -> RebuiltContext | None:
+        """The stored Context in the bound gateway's format (replayed again if it guessed wrong)."""
+        replayer = self.replayer
+        if replayer is None or self.session.held_from <= 0:
+            return None
+        if replayer.context.gateway_type is not gateway_type:
+            replayer = await replay_log(self.session, gateway_type, self.rewound)
+        return replayer.snapshot()
+
+
+async def _open_new(
+    opened: AsyncExitStack,
+    config: Config,
+    cwd: Path,
+    store: SessionStore | None,
+    model: str | None,
+    gateways: _Gateways,
+    gateway: Gateway | None,
+    local_servers: Sequence[LocalServer] | None,
+    clock: Callable[[], float],
+) -> _Opening:
+    """A new session: its gateway made and its configured Areas loaded before anything starts."""
+    workspace = await asyncio.to_thread(cwd.resolve)
+    config = await _with_local_model(config, model or config.default_model, local_servers)
+    name, _ = config.model(model)
+    prepared = None if gateway is not None else _Prepared(name, *gateways.make(name, config))
+    areas = [load_area(entry.path, entry.args) for entry in config.areas]
+    mcp = await _connect(opened, config)
+    session_id = uuid.uuid4().hex
+    create = None
+    if store is not None:
+        # stored at its first user/message, so a session left without a word (a failed
+        # slash command) leaves nothing behind; a directory name that is not UTF-8 is escaped
+        cwd_text = storable_os_text(str(workspace))
+        create = partial(store.create, cwd=cwd_text, model=name, session_id=session_id)
+    return _Opening(
+        config=config,
+        workspace=workspace,
+        session_id=session_id,
+        store=store,
+        clock=clock,
+        assembler=Assembler(config=config, session_id=session_id, workspace=workspace),
+        mcp=mcp,
+        kinds=BUILTIN_KINDS,
+        areas=areas,
+        prepared=prepared,
+        create=create,
+    )
+
+
+async def _open_stored(
+    opened: AsyncExitStack,
+    config: Config,
+    store: SessionStore,
+    session_id: str,
+    model: str | None,
+    gateways: _Gateways,
+    gateway: Gateway | None,
+    local_servers: Sequence[LocalServer] | None,
+    clock: Callable[[], float],
+) -> _Opening:
+    """A stored session: its writer lease taken, and a gateway guessed from the model it names
+    (`model` or the store's record), so the Context is replayed in that gateway's format."""
+    info = await store.acquire(session_id)  # the log itself is streamed by `follow_log`
+    opened.push_async_callback(store.release, session_id)
+    config = await _with_local_model(config, model or info.model or None, local_servers)
+    workspace = await asyncio.to_thread(stored_os_path, info.cwd)
+    kinds = restorable_kinds(entry.path for entry in config.areas)
+    mcp = await _connect(opened, config)
+    prepared = None
+    if gateway is None:
+        guess = model if model is not None else info.model or None
+        with suppress(ConfigError):
+            name, _ = config.model(guess)
+            prepared = _Prepared(name, *gateways.make(name, config))
+    guessed = gateway if prepared is None else prepared.gateway
+    from engine.context import ContextReplayer
+
+    return _Opening(
+        config=config,
+        workspace=workspace,
+        session_id=session_id,
+        store=store,
+        clock=clock,
+        assembler=Assembler(config=config, session_id=session_id, workspace=workspace),
+        mcp=mcp,
+        kinds=kinds,
+        prepared=prepared,
+        replayer=ContextReplayer(GatewayType.scripted if guessed is None else guessed.gateway_type),
+    )
+
+
+async def _connect(opened: AsyncExitStack, config: Config) -> McpToolset:
+    """The configured MCP servers, closed if the opening fails (raises McpServerError)."""
+    mcp = await McpToolset.connect(config.mcp_servers)
+    opened.push_async_callback(mcp.aclose)
+    return mcp
+
+
+def _bind(state: _Opening, model: str | None, mode: PermissionMode | None) -> None:
+    """Bind the session's model (`model`, else what it had) and its permission mode."""
+    session, permission, grants = state.session, state.permission, state.assembler.grants
+    grant = grants.active
+    if grant is None or (model is not None and model != grant.model):
+        name, _ = state.config.model(model if model is not None else None)
+        session.append(grants.bind(name))
+    if mode is not None and (mode != permission.mode or mode == "approve-all"):
+        # asked for at opening: approve-all too, which a reopening would not keep
+        permission.follow(session.append(PermissionModeSet(mode=mode)).data)
+    elif permission.mode == "approve-all":
+        fallback = PermissionModeSet(mode="ask", resumed=True)
+        permission.follow(session.append(fallback).data)
+
+
+async def _bound_gateway(state: _Opening, gateways: _Gateways) -> tuple[Gateway, str]:
+    """The gateway of the bound model: the prepared one when it is that model's, else a new one
+    (the prepared one closed)."""
+    binding, prepared = state.assembler.binding, state.prepared
+    if prepared is not None:
+        if prepared.name == binding.name:
+            return prepared.gateway, prepared.model_id
+        await prepared.gateway.aclose()
+    return gateways.make(binding.name, state.config)
+
+
+async def _fork(store: SessionStore, session_id: str, at_seq: int) -> str:
+    return (await store.fork(session_id, at_seq)).id
+
+
+async def _open_checkpoints(
+    workspace: Path,
+    settings: CheckpointsConfig,
+    session_id: str,
+    patterns: Sequence[str],
+    clock: Callable[[], float],
+) -> CheckpointStore | Unavailable:
+    from engine.checkpoints import CheckpointStore
+
+    return await CheckpointStore.open(
+        workspace, data_dir(), settings, session_id, secret_patterns=patterns, clock=clock
+    )
 
 
 async def _with_local_model(

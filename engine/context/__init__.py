@@ -8,6 +8,7 @@ from engine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from engine.context.area import (
+        Area,
         AreaFlowState,
         AreaLifeState,
         ContextAreaImplementation,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from engine.gateway.base import NativeContent
 
 __all__ = [
+    "Area",
     "AreaCallbackError",
     "AreaFlowState",
     "AreaLifeState",
@@ -59,6 +61,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
+        "Area": "engine.context.area",
         "AreaCallbackError": "engine.context.errors",
         "AreaFlowState": "engine.context.area",
         "AreaLifeState": "engine.context.area",

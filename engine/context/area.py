@@ -44,6 +44,26 @@ class ContextAreaImplementation(Protocol):
     def gc_prologue(self) -> None: ...
 
 
+class Area:
+    """The defaults most Areas share: yielded, blind to the Context, promoting nothing, nothing
+    to release. Inherit it to write only what differs (the protocol stays structural)."""
+
+    __slots__ = ()
+
+    @property
+    def flow_state(self) -> AreaFlowState:
+        return AreaFlowState.yielded
+
+    def observe(self, context: Sequence[NativeContent]) -> None:
+        _ = context
+
+    def promote(self) -> tuple[Message, ...]:
+        return ()
+
+    def gc_prologue(self) -> None:
+        pass
+
+
 @runtime_checkable
 class RestorableArea(Protocol):
     """The optional members: an Area that has them is rebuilt on resume from its recorded state."""

@@ -269,8 +269,7 @@ class CoopContext:
         if self._cursor is None:
             self._move_cursor(self._ring.head)
         assert self._cursor is not None
-        # The hot path: every Area read inline (a try costs nothing until it raises), and the
-        # Context's length kept here, changed only by what this pass appends.
+        # The hot path: the Context's length kept here, changed only by what this pass appends.
         retain, retired = AreaLifeState.retain, AreaLifeState.retired
         exclusive, yielded = AreaFlowState.exclusive, AreaFlowState.yielded
         context = self._context
@@ -284,6 +283,8 @@ class CoopContext:
         start = slot = self._cursor
         while True:
             area = slot.area
+            # Life is read on arrival; after observe() and render() an Area that took the
+            # retirement notice is known from it (it promised to send it), any other read again.
             try:
                 life = area.life_state
                 if life is not retain and life is not retired:
@@ -303,18 +304,10 @@ class CoopContext:
                     except Exception as exc:
                         raise self._failed(slot, "observe", exc, length) from exc
                     notice = slot.notice
-                    if notice is not None:
-                        # it promised a notice when it retires: no second read of its state
-                        if notice:
-                            life = retired
-                    else:
-                        try:
-                            life = area.life_state
-                            if life is not retain and life is not retired:
-                                life = AreaLifeState(life)
-                        except Exception as exc:
-                            raise self._failed(slot, "life_state", exc, length) from exc
-            if life is retain:
+                    life = self._life(slot) if notice is None else retired if notice else retain
+            if life is not retain:
+                self._note(slot, life, self._flow(slot))
+            else:
                 # spec: an Area that retires inside observe() is not rendered in this pass.
                 try:
                     result = area.render()
@@ -327,18 +320,9 @@ class CoopContext:
                 if rendered:
                     length = len(context)
                 # spec: flow_state is read after render(); exclusive keeps the cursor. Life is
-                # read again for the log's `area/state` (or known from a notice).
+                # known again for the log's `area/state`.
                 notice = slot.notice
-                if notice is not None:
-                    if notice:
-                        life = retired
-                else:
-                    try:
-                        life = area.life_state
-                        if life is not retain and life is not retired:
-                            life = AreaLifeState(life)
-                    except Exception as exc:
-                        raise self._failed(slot, "life_state", exc, length) from exc
+                life = self._life(slot) if notice is None else retired if notice else retain
                 try:
                     flow = area.flow_state
                     if flow is not yielded and flow is not exclusive:
@@ -350,8 +334,6 @@ class CoopContext:
                 if flow is exclusive:
                     self._move_cursor(slot)
                     return
-            else:
-                self._note(slot, life, self._flow(slot))
             slot = slot.next
             if slot is start:
                 # spec: after a pass in which every Area yielded, the cursor is where it started.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from engine.context.area import (
-    AreaFlowState,
+    Area,
     AreaLifeState,
     ContextAreaImplementation,
     RestorableArea,
@@ -18,7 +18,7 @@ from engine.message import Message
 
 
 @dataclass(eq=False, slots=True)
-class UnrestorableArea:
+class UnrestorableArea(Area):
     """Stands in for an Area that could not be restored: retired, so its component can go."""
 
     area_id: str
@@ -30,21 +30,8 @@ class UnrestorableArea:
     def life_state(self) -> AreaLifeState:
         return AreaLifeState.retired
 
-    @property
-    def flow_state(self) -> AreaFlowState:
-        return AreaFlowState.yielded
-
-    def observe(self, context: object) -> None:
-        _ = context
-
     def render(self) -> list[Message]:
         return []
-
-    def promote(self) -> tuple[Message, ...]:
-        return ()
-
-    def gc_prologue(self) -> None:
-        pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from engine.gateway.factory import ModelEntryLike, UnknownProviderError, make_gateway
     from engine.gateway.gemini import GeminiGateway
     from engine.gateway.openai import OpenAIGateway
-    from engine.gateway.scripted import Reply, ScriptedGateway, ScriptError, load_script
+    from engine.gateway.script_file import load_script
+    from engine.gateway.scripted import Reply, ScriptedGateway, ScriptError
 
 __all__ = [
     "AnthropicGateway",
@@ -72,6 +73,6 @@ __getattr__ = lazy_exports(
         "Reply": "engine.gateway.scripted",
         "ScriptError": "engine.gateway.scripted",
         "ScriptedGateway": "engine.gateway.scripted",
-        "load_script": "engine.gateway.scripted",
+        "load_script": "engine.gateway.script_file",
     },
 )

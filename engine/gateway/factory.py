@@ -104,7 +104,11 @@ def make_gateway(
             f"model {entry_name!r}: a script plays only on the scripted provider, not {provider.value}"
         )
     if provider is GatewayType.scripted:
-        return ScriptedGateway.from_file(script_path) if script_path else ScriptedGateway()
+        if not script_path:
+            return ScriptedGateway()
+        from engine.gateway.script_file import load_script
+
+        return ScriptedGateway(load_script(script_path))
     if provider is GatewayType.anthropic:
         from engine.gateway.anthropic import AnthropicGateway
 

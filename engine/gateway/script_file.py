@@ -58,8 +58,12 @@ class _ScriptSpec(BaseModel):
     replies: list[_ReplySpec]
 
 
-def read_script(path: Path) -> list[Reply]:
-    """`engine.gateway.scripted.load_script`: the replies of a JSON or TOML script file."""
+def load_script(path: str | Path) -> list[Reply]:
+    """The replies of a script file: JSON (`{"replies": [...]}` or a list) or TOML (`[[replies]]`).
+
+    Raises `ScriptError` naming the file, and the reply and key at fault.
+    """
+    path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
         raise ScriptError(f"{path}: a script must be a .json or .toml file")

@@ -18,7 +18,6 @@ import re
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engine.counts import counted
@@ -78,17 +77,6 @@ class ScriptError(TrellisError, ValueError):
     """A script file that cannot be played; the message names the file and what is wrong."""
 
 
-def load_script(path: str | Path) -> list[Reply]:
-    """The replies of a script file: JSON (`{"replies": [...]}` or a list) or TOML (`[[replies]]`).
-
-    Raises `ScriptError` naming the file, and the reply and key at fault. The file's models are
-    imported here, by the runs that read a script.
-    """
-    from engine.gateway.script_file import read_script
-
-    return read_script(Path(path))
-
-
 class ScriptedGateway:
     """Plays `replies` in order, then answers by the default behaviour (or raises if `strict`)."""
 
@@ -106,12 +94,6 @@ class ScriptedGateway:
         self._call_ids = 0
         self.played = 0
         self.requests: list[ModelRequest] = []
-
-    @classmethod
-    def from_file(
-        cls, path: str | Path, *, record_requests: bool = True, strict: bool = False
-    ) -> ScriptedGateway:
-        return cls(load_script(path), record_requests=record_requests, strict=strict)
 
     @property
     def gateway_type(self) -> GatewayType:

@@ -21,7 +21,6 @@ from typing import ClassVar, Self
 from engine.events import Event
 from engine.invariants import LogState
 from engine.store.base import LoadedSession, SessionInfo, SessionPage
-from engine.store.catalog import list_sessions
 from engine.store.errors import LeaseError, StoreError
 from engine.store.fork import check_fork_point, value_at
 from engine.store.indexing import BATCH, BackgroundIndex
@@ -37,6 +36,7 @@ from engine.store.queries import (
 )
 from engine.store.search import SEARCH_LIMIT, SearchHit
 from engine.store.search_query import SearchQuery, parse_query
+from engine.store.session_list import list_sessions
 from engine.store.staging import Batch, Row, StagedLog, rows_of
 
 Taken = Sequence[tuple[StagedLog, Batch]]

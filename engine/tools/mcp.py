@@ -18,29 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.config import McpServer
-from engine.errors import TrellisError
+from engine.tools.mcp_server import DEFAULT_STARTUP_TIMEOUT
 from engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from engine.tools.mcp_client import McpConnection, McpTool
 
 log = logging.getLogger(__name__)
-
-DEFAULT_STARTUP_TIMEOUT = 30.0
-"""Seconds a server has to start, answer `initialize` and list its tools."""
-
-
-class McpServerError(TrellisError):
-    """An MCP server could not be started, initialized or listed; names the server and the cause."""
-
-    def __init__(self, server: str, cause: str, *, stderr: str = "") -> None:
-        self.server = server
-        self.cause = cause
-        self.stderr = stderr
-        message = f"MCP server {server!r}: {cause}"
-        if stderr.strip():
-            message += f"\nits stderr ended with:\n{stderr.rstrip()}"
-        super().__init__(message)
 
 
 class McpToolset:

@@ -25,13 +25,13 @@ from pydantic import RootModel
 from engine.config import McpServer
 from engine.gateway.base import ToolSpec
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.tools.mcp import DEFAULT_STARTUP_TIMEOUT, McpServerError
 from engine.tools.mcp_schema import (
     argument_problems,
     describe_parameters,
     input_schema,
     tool_name,
 )
+from engine.tools.mcp_server import DEFAULT_STARTUP_TIMEOUT, McpServerError
 from engine.tools.tool import Tool, ToolContext, ToolKind, ToolOutput, bound_text
 
 log = logging.getLogger(__name__)

@@ -103,9 +103,6 @@ class PermissionBroker:
         """How many requests are waiting for the responder."""
         return len(self._pending)
 
-    def set_rule(self, tool: str, decision: RuleDecision) -> None:
-        self._rules[tool] = decision
-
     def load_rules(self, events: Iterable[Event | Payload]) -> None:
         """Restore standing rules from a session's events (later rules for a tool win)."""
         for item in events:

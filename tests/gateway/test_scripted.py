@@ -24,7 +24,8 @@ from engine.gateway.base import (
     UsageDelta,
 )
 from engine.gateway.codecs import codec_for
-from engine.gateway.scripted import Reply, ScriptedGateway, ScriptError, load_script
+from engine.gateway.script_file import load_script
+from engine.gateway.scripted import Reply, ScriptedGateway, ScriptError
 from engine.message import USER, Message, Role, Source, ToolCall, ToolResult
 
 CODEC = codec_for(GatewayType.scripted)
@@ -224,7 +225,7 @@ async def test_json_script_with_replies_key(tmp_path: Path) -> None:
     assert replies[1] == Reply(error="flaky", transient=True)
     assert replies[2] == Reply("Done.", reasoning="ok")
 
-    gateway = ScriptedGateway.from_file(path)
+    gateway = ScriptedGateway(load_script(path))
     assert calls_of(await play(gateway)) == [("call_1", "read_file", {"path": "a"})]
 
 

@@ -20,9 +20,10 @@ from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.privacy import PrivacyClass
 from engine.store.sqlite import SQLiteStore
 from engine.tools import ToolContext, ToolKind, ToolRegistry
-from engine.tools.mcp import McpServerError, McpToolset
+from engine.tools.mcp import McpToolset
 from engine.tools.mcp_client import McpTool, result_text
 from engine.tools.mcp_schema import MAX_TOOL_NAME, argument_problems, tool_name
+from engine.tools.mcp_server import McpServerError
 from tests.agent.conftest import runtime_of
 
 FIXTURE = Path(__file__).with_name("mcp_server_fixture.py")

@@ -203,13 +203,13 @@ async def test_read_only_refusal_says_why() -> None:
     assert refused.decision == "deny"
     assert "write_file was refused: the session is in read-only mode" in refused.message
     # a standing "allow" does not open a read-only session
-    broker.set_rule("write_file", "allow")
+    broker.follow(PermissionRule(tool="write_file", decision="allow"))
     assert (await broker.decide(EDIT)).decision == "deny"
 
 
 async def test_a_standing_deny_outlasts_approve_all() -> None:
     broker = PermissionBroker(Scripted(), mode="approve-all")
-    broker.set_rule("run_shell", "deny")
+    broker.follow(PermissionRule(tool="run_shell", decision="deny"))
     assert (await broker.decide(SHELL)).decision == "deny"
     assert (await broker.decide(EDIT)).message == "write_file is allowed by approve all mode"
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Self
 
-from engine.context.area import AreaFlowState, AreaLifeState
-from engine.gateway.base import NativeContent
+from engine.context.area import Area, AreaLifeState
 from engine.message import Message, Role, Source
 
 NOTICE_SOURCE = Source("area", "notice")
 
 
-class NoticeArea:
+class NoticeArea(Area):
     """One-shot and yielded: renders its text, retires, promotes nothing."""
 
     kind = "notice"
@@ -32,24 +30,11 @@ class NoticeArea:
     def life_state(self) -> AreaLifeState:
         return AreaLifeState.retired if self._rendered else AreaLifeState.retain
 
-    @property
-    def flow_state(self) -> AreaFlowState:
-        return AreaFlowState.yielded
-
-    def observe(self, context: Sequence[NativeContent]) -> None:
-        _ = context
-
     def render(self) -> list[Message]:
         if self._rendered:
             return []
         self._rendered = True
         return [Message(Role.user, self.text, self.source)]
-
-    def promote(self) -> tuple[Message, ...]:
-        return ()
-
-    def gc_prologue(self) -> None:
-        pass
 
     def snapshot(self) -> dict[str, Any]:
         return {"text": self.text, "source": str(self.source), "rendered": self._rendered}

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
-from engine.context.area import AreaFlowState, AreaLifeState
-from engine.gateway.base import NativeContent
+from engine.context.area import Area, AreaLifeState
 from engine.message import Message, Role, Source
 
 PLAN_SOURCE = Source("area", "plan")
@@ -22,7 +21,7 @@ class PlanItem:
     done: bool = False
 
 
-class PlanArea:
+class PlanArea(Area):
     """Yielded; renders the checklist after each change, retires on `close()`."""
 
     kind = "plan"
@@ -76,24 +75,11 @@ class PlanArea:
     def life_state(self) -> AreaLifeState:
         return AreaLifeState.retired if self._closed else AreaLifeState.retain
 
-    @property
-    def flow_state(self) -> AreaFlowState:
-        return AreaFlowState.yielded
-
-    def observe(self, context: Sequence[NativeContent]) -> None:
-        _ = context
-
     def render(self) -> list[Message]:
         if not self._dirty:
             return []
         self._dirty = False
         return [Message(Role.user, self.text(), PLAN_SOURCE)]
-
-    def promote(self) -> tuple[Message, ...]:
-        return ()
-
-    def gc_prologue(self) -> None:
-        pass
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -7,11 +7,10 @@ render reclaims everything appended while it held the cursor and keeps that one 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Self
 
-from engine.context.area import AreaFlowState, AreaLifeState
-from engine.gateway.base import NativeContent, ToolSpec
+from engine.context.area import Area, AreaFlowState, AreaLifeState
+from engine.gateway.base import ToolSpec
 from engine.message import Message, Role, Source
 
 SUBTASK_SOURCE = Source("area", "subtask")
@@ -27,7 +26,7 @@ SUBTASK_DONE_TOOL = ToolSpec(
 )
 
 
-class SubtaskArea:
+class SubtaskArea(Area):
     """Exclusive while the model works the goal; renders the goal once, then nothing."""
 
     kind = "subtask"
@@ -64,9 +63,6 @@ class SubtaskArea:
             raise RuntimeError(f"subtask {self.goal!r} is already complete")
         self.result = result
 
-    def observe(self, context: Sequence[NativeContent]) -> None:
-        _ = context
-
     def render(self) -> list[Message]:
         if self._rendered:
             return []
@@ -82,9 +78,6 @@ class SubtaskArea:
         if self.result is None:
             return ()
         return (Message(Role.user, f"Subtask {self.goal}: {self.result}", SUBTASK_SOURCE),)
-
-    def gc_prologue(self) -> None:
-        pass
 
     def snapshot(self) -> dict[str, Any]:
         return {"goal": self.goal, "result": self.result, "rendered": self._rendered}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from engine.context.area import AreaFlowState, AreaLifeState
+from engine.context.area import Area, AreaLifeState
 from engine.context.egress import DEFAULT_SECRET_PATTERNS, secret_label
 from engine.gateway.base import NativeContent
 from engine.message import Message, Role, Source
@@ -24,7 +24,7 @@ from engine.tools.workspace import NotRegularFileError, open_regular
 DEFAULT_MAX_BYTES = 64 * 1024
 
 
-class WatchArea:
+class WatchArea(Area):
     """Yielded; renders the file on first render and again after observe() sees a change."""
 
     kind = "watch"
@@ -64,10 +64,6 @@ class WatchArea:
     @property
     def life_state(self) -> AreaLifeState:
         return AreaLifeState.retired if self._unwatched else AreaLifeState.retain
-
-    @property
-    def flow_state(self) -> AreaFlowState:
-        return AreaFlowState.yielded
 
     def observe(self, context: Sequence[NativeContent]) -> None:
         """Mark the file changed when its stat differs and its bytes hash differently."""
@@ -110,12 +106,6 @@ class WatchArea:
             note = f"\n[truncated: showing {len(data)} of {size} bytes]"
         text = f"Watched file {self.path}:\n```\n{shown}\n```{note}"
         return [Message(Role.user, text, self.source)]
-
-    def promote(self) -> tuple[Message, ...]:
-        return ()
-
-    def gc_prologue(self) -> None:
-        pass
 
     @property
     def label(self) -> PrivatizationLabel:
