@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.counts import counted
+from engine.text_lines import first_line
 
 if TYPE_CHECKING:
     from engine.agent.code_rewind import CodePlan
@@ -18,12 +19,9 @@ if TYPE_CHECKING:
 FIRST_LINE_WIDTH = 60
 
 
-def first_line(text: str, width: int = FIRST_LINE_WIDTH) -> str:
-    """A prompt's first line, cut to `width` with an ellipsis."""
-    line, _, rest = text.strip().partition("\n")
-    if len(line) > width:
-        return line[: width - 1] + "…"
-    return f"{line} …" if rest else line
+def prompt_line(text: str, width: int = FIRST_LINE_WIDTH) -> str:
+    """A prompt's first line, cut to `width`; ` …` says more lines follow."""
+    return first_line(text, width, more=True)
 
 
 def files_summary(files: Sequence[WorkspaceFileChange]) -> str:
@@ -43,7 +41,7 @@ def points_text(turns: Sequence[RewoundTurn], usage: str) -> str:
     for turn in turns:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(turn.time)) if turn.time else ""
         lines.append(
-            f"{turn.turn:>4}  {when}  {first_line(turn.prompt) or '(no prompt)'}"
+            f"{turn.turn:>4}  {when}  {prompt_line(turn.prompt) or '(no prompt)'}"
             f"  [{files_summary(turn.files)}]"
         )
     lines.append(f"usage: {usage}")
@@ -66,7 +64,7 @@ def plan_text(point: RewindPoint, plan: CodePlan | None, *, conversation: bool) 
     )
     lines = [f"{where}: {parts}"]
     if point.prompt and point.undoes is None:
-        lines.append(f"prompt of turn {point.to_turn}: {first_line(point.prompt)}")
+        lines.append(f"prompt of turn {point.to_turn}: {prompt_line(point.prompt)}")
     if plan is not None:
         lines += _code_plan_lines(plan)
     return "\n".join(lines)
@@ -114,8 +112,8 @@ def result_text(result: RewindResult, *, code_asked: bool) -> str:
                 "areas: " + ", ".join(f"{a.name or a.id} ({a.kind})" for a in result.areas)
             )
         lines += [f"area not restored: {what}" for what in result.unrestored_areas]
-        lines += [f"dropped, waiting to be sent: {first_line(text)}" for text in result.cleared]
+        lines += [f"dropped, waiting to be sent: {prompt_line(text)}" for text in result.cleared]
         if result.prompt and result.undid is None:
-            lines.append(f"prompt of turn {result.to_turn}: {first_line(result.prompt)}")
+            lines.append(f"prompt of turn {result.to_turn}: {prompt_line(result.prompt)}")
     lines += [f"not restored: {what}" for what in result.not_restored]
     return "\n".join(lines)

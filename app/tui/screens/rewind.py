@@ -24,12 +24,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Checkbox, DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from app.tui.widgets.entries import first_line
 from app.tui.widgets.key_footer import KeyFooter
 from engine.agent.code_rewind import CodePlan
 from engine.agent.rewind import RewindPoint, RewindResult, RewoundTurn
 from engine.errors import TrellisError
 from engine.rewind_report import files_summary
+from engine.text_lines import first_line
 from replay.wording import rewind_words
 
 UNDO_KEY = "undo"

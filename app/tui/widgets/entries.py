@@ -35,6 +35,7 @@ from app.tui.widgets.status_line import compact_number
 from engine.events import WorkspaceFileChange
 from engine.money import cost_text
 from engine.rewind_report import files_summary
+from engine.text_lines import first_line
 from replay.entries import (
     AreaEntry,
     AssistantEntry,
@@ -84,9 +85,8 @@ line's `text-overflow` cuts it again, with an ellipsis, to the width it has (a w
 content can be megabytes)."""
 
 
-def first_line(text: str, width: int = 70) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= width else line[: width - 1] + "…"
+ORIGINAL_CHARS = 70
+"""How much of a rewritten prompt's original its entry quotes."""
 
 
 class EntryWidget(Widget, can_focus=True):
@@ -312,7 +312,7 @@ class UserMessage(EntryWidget):
         notes = []
         if entry.original is not None:
             notes.append(
-                f"rewritten by a prompt listener; originally: {first_line(entry.original)}"
+                f"rewritten by a prompt listener; originally: {first_line(entry.original, ORIGINAL_CHARS)}"
             )
         if names:
             notes.append(f"attached: {names}")

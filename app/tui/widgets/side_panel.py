@@ -24,6 +24,7 @@ from engine.agent.views import AreaView, AssemblyView, OutboxView
 from engine.agent.window_breakdown import window_breakdown
 from engine.context.usage import ContextUsage
 from engine.events import GcCollect
+from engine.text_lines import first_line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +47,10 @@ class GcRow:
             promoted=len(gc.promoted),
             carried=len(gc.carried),
         )
+
+
+QUEUED_CHARS = 60
+"""How much of a queued message or a steering note the Outbox tab shows."""
 
 
 def _range(view: AreaView) -> str:
@@ -241,10 +246,10 @@ class SidePanel(Widget):
         text = Text()
         for content, source in outbox.contexts:
             text.append(f"[{source}] ", style="bold cyan")
-            text.append(_first_line(content) + "\n")
+            text.append(first_line(content, QUEUED_CHARS) + "\n")
         for steering in outbox.steering:
             text.append("[steer] ", style="bold yellow")
-            text.append(_first_line(steering) + "\n")
+            text.append(first_line(steering, QUEUED_CHARS) + "\n")
         self.query_one("#outbox-text", Static).update(text)
 
     def watch_assembly(self, assembly: AssemblyView | None) -> None:
@@ -278,8 +283,3 @@ class SidePanel(Widget):
         self.query_one(BreakdownView).show(
             None if assembly is None else window_breakdown(assembly, usage=self.usage)
         )
-
-
-def _first_line(text: str, width: int = 60) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
