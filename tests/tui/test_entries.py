@@ -4,6 +4,8 @@ stands without a margin above its first block or below its last."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Collapsible, Markdown
@@ -15,7 +17,7 @@ from engine.events import AssistantMessage as AssistantPayload
 from engine.events import StepEnd, StepStart, TurnEnd, TurnStart
 from engine.events import UserMessage as UserPayload
 from engine.session import Session
-from replay.entries import GcEntry, RetryEntry
+from replay.entries import AssistantEntry, GcEntry, RetryEntry
 from replay.transcript import Transcript, transcript_of
 from replay.wording import gc_line, retry_line
 from tests.bench.store import make_events
@@ -144,3 +146,20 @@ async def test_a_reply_drops_the_margin_above_its_first_block_and_below_its_last
         reply = app.query_one(AssistantMessage)
         blocks = [b for b in reply.query(MarkdownBlock) if isinstance(b.parent, Markdown)]
         assert [(b.styles.margin.top, b.styles.margin.bottom) for b in blocks] == margins
+
+
+async def test_a_reply_taken_off_the_screen_mid_write_stops_writing() -> None:
+    """Text that streams in while the reply's Markdown is being removed (a cancelled turn's entry
+    redrawn) ends the writer quietly; it had failed the app with `NoMatches` under load."""
+    app = EntriesApp(a_reply("First."))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        reply = app.query_one(AssistantMessage)
+        await reply.query_children(Markdown).remove()
+        entry = reply.entry
+        assert isinstance(entry, AssistantEntry)
+        reply.show(dataclasses.replace(entry, content="First. Then more."))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.return_code is None  # the app did not fail
+        assert not reply.query_children(Markdown)

@@ -557,7 +557,10 @@ class AssistantMessage(EntryWidget):
         once the widgets are caught up."""
         try:
             while (wanted := self._wanted) != self._written:
-                live = self.query_children(Markdown).last()
+                markdowns = self.query_children(Markdown)
+                if not markdowns:
+                    break  # the entry is being taken off the screen: nothing left to write to
+                live = markdowns.last()
                 if self._written and wanted.startswith(self._written):
                     await live.append(wanted[len(self._written) :])
                     self._written = wanted
