@@ -256,3 +256,21 @@ def test_replay_paused(snap_compare: object, workspace: Path, data: Path) -> Non
     assert snap_compare(
         replay_app(workspace, data, session_id), terminal_size=(110, 30), run_before=run
     )  # type: ignore[operator]
+
+
+async def test_a_writer_change_while_the_screen_is_taken_down_is_let_pass(
+    workspace: Path, data: Path
+) -> None:
+    """A followed log's writer can change while the replay screen's widgets are already gone
+    (the screen closing); the bar is not there to update, and the app does not fail (seen once
+    in CI as `NoMatches` from the feed)."""
+    session_id = await stored_session(workspace, data)
+    app = replay_app(workspace, data, session_id)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await opened(pilot)
+        await screen.query_one(PositionBar).remove()
+        screen.writer_is("another process")
+        screen.extend(screen.log_events[-1])
+        await pilot.pause()
+        assert screen.writer == "another process"
+    assert app.return_code in (None, 0)

@@ -309,7 +309,8 @@ class ReplayScreen(Screen[None]):
         self._show_position()
 
     def _show_position(self) -> None:
-        if not self.is_mounted:
+        bars = self.query(PositionBar)
+        if not bars:  # not mounted yet, or taken down while a followed log's writer changed
             return
         seq = self.player.seq
         total = len(self.log_events)
@@ -324,7 +325,7 @@ class ReplayScreen(Screen[None]):
             (f"  {self.title_text}" if self.title_text else "", "dim"),
             (f"  {self._following()}" if self.followed is not None else "", "italic"),
         )
-        self.query_one(PositionBar).update(bar)
+        bars.first().update(bar)
 
     def _following(self) -> str:
         """What the bar says of a followed log's writer."""
