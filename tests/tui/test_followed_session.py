@@ -25,6 +25,7 @@ from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_store_copy import PASSWORD_VAR, new_database
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_console import send, settle
+from tests.tui.test_long_session import opened
 from tests.waiting import until
 
 
@@ -165,3 +166,19 @@ async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_
                     pilot=pilot,
                 )
             await until(lambda: status.status == "let go", "let go", pilot=pilot)
+
+
+async def test_a_writer_change_while_the_console_is_taken_down_is_let_pass(
+    workspace: Path, data: Path
+) -> None:
+    """The writer's watch can report while the main screen's widgets are already gone (the
+    console closing): there is no prompt to tell, and the app does not fail."""
+    app = ConsoleTestApp(workspace, data, [Reply(text="hello")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await opened(app, pilot)
+        await app.main.query_children().remove()
+        app.main.writer_is("another process")
+        app.main.writer_let_go()
+        await pilot.pause()
+        assert not app.main.query(PromptInput)
+    assert app.return_code in (None, 0)

@@ -210,7 +210,7 @@ class MainScreen(Screen[None]):
         self._let_go = False
         self._status.status = "following"
         self._status.note = f"read-only: {holder} writes it"
-        self.query_one(PromptInput).placeholder = Content(f"Read-only while {holder} writes it")
+        self._placeholder(Content(f"Read-only while {holder} writes it"))
         self.refresh_bindings()
 
     def writer_let_go(self) -> None:
@@ -218,8 +218,13 @@ class MainScreen(Screen[None]):
         self._let_go = True
         self._status.status = "let go"
         self._status.note = "its writer let go: Ctrl+O opens it for writing here"
-        self.query_one(PromptInput).placeholder = "Its writer let go: Ctrl+O to write here"
+        self._placeholder(Content("Its writer let go: Ctrl+O to write here"))
         self.refresh_bindings()
+
+    def _placeholder(self, text: Content) -> None:
+        # the writer's watch can report while the screen is being taken down: no prompt to tell
+        for prompt in self.query(PromptInput):
+            prompt.placeholder = text
 
     async def _catch_up(
         self, read: Callable[[int, int], Awaitable[Sequence[Event]]], end: int
