@@ -520,7 +520,7 @@ def _log_to_file() -> RedactingLogFilter | None:
 
 
 async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
-    from engine.collector import importing
+    from engine.gc_policy import importing
 
     with importing():
         from app.printers import JsonPrinter, TextPrinter

@@ -20,7 +20,7 @@ def main() -> int:
         return 0
     if PLUGINS_ENV not in os.environ:
         _without_pydantic_plugins()
-    from engine.collector import freeze_at_exit, importing
+    from engine.gc_policy import freeze_at_exit, importing
 
     freeze_at_exit()
     with importing():

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.collector import collector_paused
 from engine.events import (
     Event,
     Payload,
@@ -23,6 +22,7 @@ from engine.events import (
     TurnStart,
     encode_data,
 )
+from engine.gc_policy import gc_paused
 
 INTERRUPTED_TOOL_RESULT = (
     "Interrupted: the session ended before this tool call finished "
@@ -82,7 +82,7 @@ class LogState:
     @classmethod
     def of(cls, events: Iterable[Event]) -> LogState:
         state = cls()
-        with collector_paused():  # a whole log is checked on load and resume
+        with gc_paused():  # a whole log is checked on load and resume
             for event in events:
                 state.check_payload(event.seq, event.data)
                 state.apply(event)

@@ -23,7 +23,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
-from engine.collector import collector_paused
 from engine.events import (
     Event,
     LiveEvent,
@@ -35,6 +34,7 @@ from engine.events import (
     make_event,
     make_live_event,
 )
+from engine.gc_policy import gc_paused
 from engine.invariants import InvariantError, LogState, check_storable
 from engine.store.base import SessionStore
 from engine.store.errors import StoreError
@@ -114,9 +114,9 @@ class Session:
         end = (await store.info(session_id)).event_count
 
         # The collector stays paused for the whole replay (bulk work that makes no cycles,
-        # engine/collector.py): re-enabled between chunks it would walk the growing Context
+        # engine/gc_policy.py): re-enabled between chunks it would walk the growing Context
         # again and again.
-        with collector_paused():
+        with gc_paused():
             while state.next_seq < end:
                 last = min(end, state.next_seq + READ_CHUNK) - 1
                 chunk = await store.read(session_id, state.next_seq, last)

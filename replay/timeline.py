@@ -7,7 +7,7 @@ last step's request (`request_at`), as the same frozen views the Agent gives liv
 
 It is a projection (`replay/projection.py`): fed one event at a time it follows a live session,
 built from a stored log it replays it, with the same result. Seeking is cheap: every `every`
-events a checkpoint keeps the replayer's small state and only the Context items that changed since
+events a checkpoint keeps the rebuilder's small state and only the Context items that changed since
 the previous checkpoint (the items themselves are shared), so a seek restores the nearest
 checkpoint and replays at most `every` events, and the checkpoints cost pointers, not items.
 """
@@ -34,14 +34,14 @@ from engine.agent.views import (
     tool_views,
 )
 from engine.config import Config
-from engine.context import Context, ContextReplayer, Provenance, ReplayMark
+from engine.context import Context, ContextRebuilder, Provenance, RebuildMark
 from engine.context.budget import item_text
 from engine.context.egress import label_for_provenance
 from engine.context.floor import PinBoard
 from engine.context.grants import GrantState, GrantTracker
 from engine.context.orchestrator import GroupIndex
 from engine.context.prefix import PrefixTally, PrefixView
-from engine.context.replayer import GarbageEntry
+from engine.context.rebuilder import GarbageEntry
 from engine.context.usage import ContextUsage, TokenRate, context_usage
 from engine.errors import TrellisError
 from engine.events import (
@@ -110,15 +110,15 @@ class TimelineState:
 
 @dataclass(slots=True)
 class _Cursor:
-    """The replaying state at one seq: the Context replayer and what the views need beside it."""
+    """The replaying state at one seq: the Context rebuilder and what the views need beside it."""
 
-    replayer: ContextReplayer
+    rebuilder: ContextRebuilder
     grants: GrantTracker = field(default_factory=GrantTracker)
     pins: PinBoard = field(default_factory=PinBoard)
     last_step: tuple[int, StepStart] | None = None
 
     def apply(self, event: Event) -> None:
-        self.replayer.apply(event)
+        self.rebuilder.apply(event)
         # by exact class (see `engine.events.Payload`)
         data = event.data
         if type(data) is TurnStart:
@@ -134,7 +134,7 @@ class _Cursor:
 
     def skip(self, event: Event) -> None:
         """An event a rewind took out of the history (`engine.rewind_intervals`)."""
-        self.replayer.skip(event)
+        self.rebuilder.skip(event)
         if type(event.data) is ModelBind:
             self.grants.skip(event.data)
 
@@ -145,7 +145,7 @@ class _Checkpoint:
     followed by `items`/`provenances`."""
 
     seq: int
-    mark: ReplayMark
+    mark: RebuildMark
     grants: GrantState
     pins: tuple[tuple[str, str], ...]
     last_step: tuple[int, StepStart] | None
@@ -175,7 +175,7 @@ class Timeline:
         self._shell_class = self._config.context.shell_privacy_class()
         self._every = every
         self._events: list[Event] = []
-        self._head = _Cursor(ContextReplayer(gateway_type))
+        self._head = _Cursor(ContextRebuilder(gateway_type))
         self._low = 0  # the shortest the head's Context was since the last checkpoint
         self._checkpoints: list[_Checkpoint] = []
         self._checkpoint_seqs: list[int] = []
@@ -218,7 +218,7 @@ class Timeline:
     @property
     def seq(self) -> int:
         """The seq of the last event applied (-1 before the first)."""
-        return self._head.replayer.seq
+        return self._head.rebuilder.seq
 
     @property
     def first_seq(self) -> int:
@@ -232,7 +232,7 @@ class Timeline:
 
     def apply(self, event: Event) -> None:
         """Follow the next event of the log (live or stored)."""
-        garbage = self._head.replayer.garbage_count
+        garbage = self._head.rebuilder.garbage_count
         self._events.append(event)
         self._head = self._advance(self._head, event)
         data = event.data  # by exact class, as in `_Cursor.apply`
@@ -281,10 +281,10 @@ class Timeline:
         cursor = self._cursor_at(step_seq)
         assert cursor.last_step is not None
         step = cursor.last_step[1]
-        replayer = cursor.replayer
-        context = replayer.context
+        rebuilder = cursor.rebuilder
+        context = rebuilder.context
         retained = frozenset(
-            area_id for area_id, record in replayer.areas.items() if record.life.value == "retain"
+            area_id for area_id, record in rebuilder.areas.items() if record.life.value == "retain"
         )
         index = GroupIndex(shell_class=self._shell_class)
         index.sync(context, context.provenance_view)
@@ -307,7 +307,7 @@ class Timeline:
             for i in sent
         )
         return AssemblyView(
-            turn=self._cursor_at(seq).replayer.turn,  # the turn open at `seq`, as live
+            turn=self._cursor_at(seq).rebuilder.turn,  # the turn open at `seq`, as live
             figures=step.figures,
             prefix_digest=step.prefix_digest,
             floor=tuple(floor_view(self._floor[h]) for h in step.floor),
@@ -344,9 +344,9 @@ class Timeline:
             return self._head
         cached = self._seek
         nearest = self._checkpoint_seqs[bisect_right(self._checkpoint_seqs, seq) - 1]
-        if cached is None or not (nearest <= cached.replayer.seq <= seq):
+        if cached is None or not (nearest <= cached.rebuilder.seq <= seq):
             cached = self._restore(bisect_right(self._checkpoint_seqs, seq) - 1)
-        first = self._position(cached.replayer.seq + 1)
+        first = self._position(cached.rebuilder.seq + 1)
         # a slice, not `islice`: that walks the list from its start, so a step in a long log
         # cost as many item visits as the events before it
         for event in self._events[first : self._position(seq + 1)]:
@@ -364,7 +364,7 @@ class Timeline:
             return cursor
         before = data.to_seq - 1
         rewound = self._restore(bisect_right(self._checkpoint_seqs, before) - 1)
-        start = self._position(rewound.replayer.seq + 1)
+        start = self._position(rewound.rebuilder.seq + 1)
         for earlier in self._events[start : self._position(before + 1)]:
             rewound = self._advance(rewound, earlier)
         for taken_out in self._events[self._position(data.to_seq) : self._position(event.seq)]:
@@ -380,13 +380,13 @@ class Timeline:
 
     def _checkpoint(self) -> None:
         head = self._head
-        context = head.replayer.context
+        context = head.rebuilder.context
         previous = self._checkpoints[-1].length if self._checkpoints else 0
         prefix = min(self._low, previous)
         self._checkpoints.append(
             _Checkpoint(
-                seq=head.replayer.seq,
-                mark=head.replayer.mark(),
+                seq=head.rebuilder.seq,
+                mark=head.rebuilder.mark(),
                 grants=head.grants.snapshot(),
                 pins=head.pins.pins,
                 last_step=head.last_step,
@@ -395,19 +395,19 @@ class Timeline:
                 provenances=context.provenances_from(prefix),
             )
         )
-        self._checkpoint_seqs.append(head.replayer.seq)
+        self._checkpoint_seqs.append(head.rebuilder.seq)
         self._low = len(context)
 
     def _restore(self, position: int) -> _Cursor:
         checkpoint = self._checkpoints[position]
         gathered = self._gathered
         if gathered is None or gathered[0] != position:
-            # kept for the next seek behind the same checkpoint; the replayer copies it
+            # kept for the next seek behind the same checkpoint; the rebuilder copies it
             gathered = self._gathered = (position, self._gather(position))
         context = gathered[1]
         pins = PinBoard(dict(checkpoint.pins))
         return _Cursor(
-            ContextReplayer.from_mark(self._gateway_type, checkpoint.mark, context),
+            ContextRebuilder.from_mark(self._gateway_type, checkpoint.mark, context),
             GrantTracker.restored(checkpoint.grants),
             pins,
             checkpoint.last_step,
@@ -438,7 +438,7 @@ class Timeline:
     def _note_collection(
         self, event: Event, garbage: int, areas: tuple[str, ...], earliest: int, compaction: bool
     ) -> None:
-        head = self._head.replayer
+        head = self._head.rebuilder
         context_after = len(head.context)
         carried = len(event.data.carried) if isinstance(event.data, GcCollect | CompactEnd) else 0
         self._collections.append(
@@ -456,19 +456,19 @@ class Timeline:
         self._collection_seqs.append(event.seq)
 
     def _state(self, cursor: _Cursor) -> TimelineState:
-        replayer = cursor.replayer
-        seq = replayer.seq
-        cursor_id = replayer.cursor
+        rebuilder = cursor.rebuilder
+        seq = rebuilder.seq
+        cursor_id = rebuilder.cursor
         areas = tuple(
             area_view(
                 area_id, record.name, record.life, record.flow, record.range, cursor=cursor_id
             )
-            for area_id, record in replayer.areas.items()
+            for area_id, record in rebuilder.areas.items()
         )
         return TimelineState(
             seq=seq,
-            turn=replayer.turn,
-            context=replayer.context.copy(),
+            turn=rebuilder.turn,
+            context=rebuilder.context.copy(),
             areas=areas,
             cursor=cursor_id,
             collections=tuple(self._collections[: bisect_right(self._collection_seqs, seq)]),

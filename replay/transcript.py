@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
-from engine.collector import collector_paused
 from engine.events import (
     AgentError,
     AreaRender,
@@ -47,6 +46,7 @@ from engine.events import (
     Usage,
     UserMessage,
 )
+from engine.gc_policy import gc_paused
 from engine.money import add_cost
 from replay.entries import (
     AreaEntry,
@@ -759,8 +759,8 @@ def _merge(*changes: Change) -> Change:
 
 def transcript_of(events: Iterable[AnyEvent]) -> Transcript:
     """The transcript of a whole event sequence (durable, or durable and live); bulk work that
-    makes no cycles, so the cyclic collector is paused (engine/collector.py)."""
+    makes no cycles, so the cyclic collector is paused (engine/gc_policy.py)."""
     transcript = Transcript()
-    with collector_paused():
+    with gc_paused():
         transcript.extend(events)
     return transcript

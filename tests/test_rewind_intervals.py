@@ -111,11 +111,11 @@ OPS = st.lists(
 
 
 def followers() -> Followers:
-    from engine.context import ContextReplayer
+    from engine.context import ContextRebuilder
 
     assembler = Assembler(config=CONFIG, session_id="s", workspace=Path("/"))
     return Followers(
-        assembler, PermissionBroker(HeadlessPolicy()), ContextReplayer(GatewayType.scripted)
+        assembler, PermissionBroker(HeadlessPolicy()), ContextRebuilder(GatewayType.scripted)
     )
 
 
@@ -139,12 +139,12 @@ class Truncated:
 
 
 def state_of(built: Followers) -> tuple[object, ...]:
-    replayer = built.replayer
+    rebuilder = built.rebuilder
     grant = built.assembler.grants.active
     return (
-        replayer.context.entries(),
-        dict(replayer.areas),
-        replayer.cursor,
+        rebuilder.context.entries(),
+        dict(rebuilder.areas),
+        rebuilder.cursor,
         built.assembler.pins.pins,
         None if grant is None else (grant.model, grant.epoch),
         built.permission.mode,
@@ -186,12 +186,12 @@ def play(ops: list[tuple[Any, ...]]) -> tuple[Session, Truncated]:
             plan_state.append("step")
             area = "plan#1"
             state = {"title": "Plan", "items": [[1, s, False] for s in plan_state]}
-            if area not in truncated.state().replayer.areas:
+            if area not in truncated.state().rebuilder.areas:
                 append(AreaRegister(area=area, kind="plan", name="Plan", state=state))
             else:
                 append(AreaState(area=area, life="retain", flow="yielded", state=state))
         elif kind == "compact":
-            length = len(truncated.state().replayer.context)
+            length = len(truncated.state().rebuilder.context)
             if length >= 2:
                 append(CompactStart(groups=1, earliest=0))
                 append(CompactSummary(content=f"summary of {length}"))

@@ -41,9 +41,9 @@ from app.acp.opened_sessions import OpenedSessions, note
 from app.acp.opening import SessionOpenError
 from app.acp.prompting import config_options
 from app.acp.sessions import AcpSession
-from engine.collector import collector_paused
 from engine.commands import REGISTRY
 from engine.events import Event
+from engine.gc_policy import gc_paused
 from engine.os_text import storable_os_text
 from engine.session import READ_CHUNK
 from engine.store.errors import StoreError, UnknownSessionError
@@ -213,9 +213,9 @@ class LifecycleHandlers:
         encoder = rpc.UpdateEncoder(session.id)
         start, reading = 0, read(0)
         try:
-            # bulk work that makes no cycles (engine/collector.py); paused for the whole
+            # bulk work that makes no cycles (engine/gc_policy.py); paused for the whole
             # replay, since each re-enabling walked what the ranges had left
-            with collector_paused():
+            with gc_paused():
                 while reading is not None:
                     chunk = await reading
                     if not chunk:

@@ -25,7 +25,7 @@ from app.tui.screens.main import MainScreen
 from app.tui.screens.model_picker import ModelPick, ModelPicker
 from app.tui.screens.permission import PermissionDialog
 from app.tui.screens.replay import ReplayScreen
-from app.tui.screens.replay_following import replay_log
+from app.tui.screens.replay_following import load_replay_log
 from app.tui.screens.sessions import SessionBrowser, SessionChoice
 from app.tui.screens.trust import TrustDialog
 from app.tui.scrollback import Scrollback, tail
@@ -245,7 +245,7 @@ class TrellisApp(App[None]):
         """A stored session played back, read without its writer lease (`inspect`), and followed
         as another process writes it where the store can (`replay_following`)."""
         assert self.store is not None
-        loaded = await replay_log(self.store, session_id)
+        loaded = await load_replay_log(self.store, session_id)
         events = loaded.events
         binds = [e.data.model for e in events if isinstance(e.data, ModelBind)]
         provider = "scripted"

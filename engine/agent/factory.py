@@ -17,7 +17,7 @@ from engine.agent.agent import Agent
 from engine.agent.assembler import Assembler
 from engine.agent.followers import Followers, rebuild_state
 from engine.agent.options import AgentOptions
-from engine.agent.runtime import Runtime, replay_log
+from engine.agent.runtime import Runtime, rebuild_from_log
 from engine.config import CheckpointsConfig, Config, ConfigError
 from engine.context.area import ContextAreaImplementation, RestorableArea
 from engine.context.areas import BUILTIN_KINDS, load_area, restorable_kinds
@@ -38,7 +38,7 @@ from engine.tools.permission import HeadlessPolicy, PermissionBroker, Permission
 
 if TYPE_CHECKING:
     from engine.checkpoints import CheckpointStore, Unavailable
-    from engine.context import ContextReplayer, RebuiltContext
+    from engine.context import ContextRebuilder, RebuiltContext
     from engine.local_servers import LocalServer
 
 
@@ -210,7 +210,9 @@ class _Opening:
     areas: list[ContextAreaImplementation] = field(default_factory=list)
     prepared: _Prepared | None = None
     create: Callable[[], Awaitable[object]] | None = None  # a new session enters the store by it
-    replayer: ContextReplayer | None = None  # resume: the Context, in the prepared gateway's format
+    rebuilder: ContextRebuilder | None = (
+        None  # resume: the Context, in the prepared gateway's format
+    )
     rewound: RewoundIntervals = field(default_factory=RewoundIntervals)
     permission: PermissionBroker = field(init=False)
     session: Session = field(init=False)
@@ -218,8 +220,8 @@ class _Opening:
     async def follow_log(self) -> None:
         """A new session starts empty; a stored one's log is streamed once through what rebuilds
         the working state (and again, whole, in the rare log with a rewind)."""
-        replayer = self.replayer
-        if replayer is None:
+        rebuilder = self.rebuilder
+        if rebuilder is None:
             self.session = Session(
                 self.session_id, self.store, clock=self.clock, create=self.create
             )
@@ -231,7 +233,7 @@ class _Opening:
             data = event.data
             assembler.follow(data)
             permission.follow(data)
-            replayer.apply(event)
+            rebuilder.apply(event)
             if type(data) is SessionRewind:  # by exact class (see `Payload`)
                 rewound.note(event)
 
@@ -241,22 +243,22 @@ class _Opening:
         if rewound:
             # A rewind takes earlier events out of the history: the state is built again,
             # from the whole log, once every rewind is known (a log without one pays nothing).
-            start = Followers.starting(assembler, permission, replayer.context.gateway_type)
+            start = Followers.starting(assembler, permission, rebuilder.context.gateway_type)
             again = await rebuild_state(self.session, rewound, start)
-            self.assembler, self.permission, self.replayer = (
+            self.assembler, self.permission, self.rebuilder = (
                 again.assembler,
                 again.permission,
-                again.replayer,
+                again.rebuilder,
             )
 
     async def rebuilt(self, gateway_type: GatewayType) -> RebuiltContext | None:
         """The stored Context in the bound gateway's format (replayed again if it guessed wrong)."""
-        replayer = self.replayer
-        if replayer is None or self.session.held_from <= 0:
+        rebuilder = self.rebuilder
+        if rebuilder is None or self.session.held_from <= 0:
             return None
-        if replayer.context.gateway_type is not gateway_type:
-            replayer = await replay_log(self.session, gateway_type, self.rewound)
-        return replayer.snapshot()
+        if rebuilder.context.gateway_type is not gateway_type:
+            rebuilder = await rebuild_from_log(self.session, gateway_type, self.rewound)
+        return rebuilder.snapshot()
 
 
 async def _open_new(
@@ -325,7 +327,7 @@ async def _open_stored(
             name, _ = config.model(guess)
             prepared = _Prepared(name, *gateways.make(name, config))
     guessed = gateway if prepared is None else prepared.gateway
-    from engine.context import ContextReplayer
+    from engine.context import ContextRebuilder
 
     return _Opening(
         config=config,
@@ -337,7 +339,9 @@ async def _open_stored(
         mcp=mcp,
         kinds=kinds,
         prepared=prepared,
-        replayer=ContextReplayer(GatewayType.scripted if guessed is None else guessed.gateway_type),
+        rebuilder=ContextRebuilder(
+            GatewayType.scripted if guessed is None else guessed.gateway_type
+        ),
     )
 
 

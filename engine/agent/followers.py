@@ -2,7 +2,7 @@
 resume and a live rewind.
 
 The assembler (grants, pins, the floor and tool logs), the permission broker (mode and rules)
-and the Context replayer (the Context, its Areas and cursor) follow the log event by event. An
+and the Context rebuilder (the Context, its Areas and cursor) follow the log event by event. An
 event a rewind took out of the history (`engine.rewind_intervals`) reaches each through its
 `follow_rewound`/`skip`, which keep only what is unique over the whole log.
 """
@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.agent.assembler import Assembler
-from engine.collector import collector_paused
 from engine.events import Event
 from engine.gateway.base import GatewayType
+from engine.gc_policy import gc_paused
 from engine.rewind_intervals import RewoundIntervals
 from engine.session import Session
 from engine.tools.permission import PermissionBroker
 
 if TYPE_CHECKING:
-    from engine.context import ContextReplayer
+    from engine.context import ContextRebuilder
 
 
 @dataclass(slots=True)
@@ -30,38 +30,38 @@ class Followers:
 
     assembler: Assembler
     permission: PermissionBroker
-    replayer: ContextReplayer
+    rebuilder: ContextRebuilder
 
     def follow(self, event: Event) -> None:
         """An event of the history."""
         data = event.data
         self.assembler.follow(data)
         self.permission.follow(data)
-        self.replayer.apply(event)
+        self.rebuilder.apply(event)
 
     def skip(self, event: Event) -> None:
         """An event a rewind took out of the history."""
         data = event.data
         self.assembler.follow_rewound(data)
         self.permission.follow_rewound(data)
-        self.replayer.skip(event)
+        self.rebuilder.skip(event)
 
     @classmethod
     def starting(
         cls, assembler: Assembler, permission: PermissionBroker, gateway_type: GatewayType
     ) -> Followers:
         """Builders like `assembler` and `permission` (same session, configuration and
-        responder), and a replayer in `gateway_type`'s format, that followed nothing."""
-        from engine.context import ContextReplayer
+        responder), and a rebuilder in `gateway_type`'s format, that followed nothing."""
+        from engine.context import ContextRebuilder
 
-        return cls(assembler.fresh(), permission.fresh(), ContextReplayer(gateway_type))
+        return cls(assembler.fresh(), permission.fresh(), ContextRebuilder(gateway_type))
 
 
 async def rebuild_state(session: Session, rewound: RewoundIntervals, start: Followers) -> Followers:
     """`start` (fresh builders) fed the session's whole log by range, each event followed or
     skipped as `rewound` says. `rewound` must know every rewind of the log."""
     follow, skip = start.follow, start.skip
-    with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+    with gc_paused():  # bulk work that makes no cycles (engine/gc_policy.py)
         async for chunk in session.chunks():
             for event in chunk:
                 if event.seq in rewound:

@@ -57,7 +57,7 @@ from engine.tools.permission import PermissionBroker
 
 if TYPE_CHECKING:  # replaying and resuming are imported by the sessions that reopen a log
     from engine.agent.followers import Followers
-    from engine.context import ContextReplayer, RebuiltContext, UnrestorableArea
+    from engine.context import ContextRebuilder, RebuiltContext, UnrestorableArea
 
 log = logging.getLogger(__name__)
 
@@ -85,21 +85,21 @@ def _nothing_lent() -> FrontEndAccess:
     return LOCAL
 
 
-async def replay_log(
+async def rebuild_from_log(
     session: Session, gateway_type: GatewayType, rewound: RewoundIntervals
-) -> ContextReplayer:
-    """A replayer fed the session's whole log in `gateway_type`'s format, read by range (a
+) -> ContextRebuilder:
+    """A rebuilder fed the session's whole log in `gateway_type`'s format, read by range (a
     stored session does not hold all of it), without what `rewound` took out of its history."""
-    from engine.context import ContextReplayer
+    from engine.context import ContextRebuilder
 
-    replayer = ContextReplayer(gateway_type)
+    rebuilder = ContextRebuilder(gateway_type)
     async for chunk in session.chunks():
         for event in chunk:
             if event.seq in rewound:
-                replayer.skip(event)
+                rebuilder.skip(event)
             else:
-                replayer.apply(event)
-    return replayer
+                rebuilder.apply(event)
+    return rebuilder
 
 
 class Runtime:
@@ -182,7 +182,7 @@ class Runtime:
         followers.assembler.inherit_breaks(self.assembler)
         self.assembler = followers.assembler
         self.permission = followers.permission
-        self._resume_areas(followers.replayer.snapshot())
+        self._resume_areas(followers.rebuilder.snapshot())
         self._tool_names.clear()
         if SubtaskDoneTool.name in self.tools:
             self.tools.unregister(SubtaskDoneTool.name)
@@ -487,8 +487,8 @@ class Runtime:
         self.gateway, self.model_id = gateway, model_id
         self._gateway_model = upcoming.model
         if gateway.gateway_type != self.context.gateway_type:
-            replayed = await replay_log(self.session, gateway.gateway_type, self.rewound)
-            self.context.rebind(gateway.gateway_type, replayed.context.entries())
+            rebuilt = await rebuild_from_log(self.session, gateway.gateway_type, self.rewound)
+            self.context.rebind(gateway.gateway_type, rebuilt.context.entries())
             self.assembler.note_detached(0)
         await old.aclose()
 

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from engine.context.context import Context
     from engine.context.coop_context import CoopContext, Sink
     from engine.context.errors import AreaCallbackError, AreaRegistrationError
+    from engine.context.log_items import emplace_event, message_provenance, user_message_text
     from engine.context.provenance import ItemKind, Provenance
-    from engine.context.rebuild import emplace_event, message_provenance, user_message_text
-    from engine.context.replayer import (
+    from engine.context.rebuilder import (
         AreaRecord,
-        ContextReplayer,
+        ContextRebuilder,
+        RebuildMark,
         RebuiltContext,
-        ReplayMark,
         rebuild_context,
     )
     from engine.context.resume import Resumed, UnrestorableArea, resume_coop_context
@@ -39,14 +39,14 @@ __all__ = [
     "AreaRegistrationError",
     "Context",
     "ContextAreaImplementation",
-    "ContextReplayer",
+    "ContextRebuilder",
     "CoopContext",
     "EffectRange",
     "ItemKind",
     "NativeContent",
     "Provenance",
+    "RebuildMark",
     "RebuiltContext",
-    "ReplayMark",
     "RestorableArea",
     "Resumed",
     "Sink",
@@ -65,26 +65,26 @@ __getattr__ = lazy_exports(
         "AreaCallbackError": "engine.context.errors",
         "AreaFlowState": "engine.context.area",
         "AreaLifeState": "engine.context.area",
-        "AreaRecord": "engine.context.replayer",
+        "AreaRecord": "engine.context.rebuilder",
         "AreaRegistrationError": "engine.context.errors",
         "Context": "engine.context.context",
         "ContextAreaImplementation": "engine.context.area",
-        "ContextReplayer": "engine.context.replayer",
+        "ContextRebuilder": "engine.context.rebuilder",
         "CoopContext": "engine.context.coop_context",
         "EffectRange": "engine.context.area",
         "ItemKind": "engine.context.provenance",
         "NativeContent": "engine.gateway.base",
         "Provenance": "engine.context.provenance",
-        "RebuiltContext": "engine.context.replayer",
-        "ReplayMark": "engine.context.replayer",
+        "RebuiltContext": "engine.context.rebuilder",
+        "RebuildMark": "engine.context.rebuilder",
         "RestorableArea": "engine.context.area",
         "Resumed": "engine.context.resume",
         "Sink": "engine.context.coop_context",
         "UnrestorableArea": "engine.context.resume",
-        "emplace_event": "engine.context.rebuild",
-        "message_provenance": "engine.context.rebuild",
-        "rebuild_context": "engine.context.replayer",
+        "emplace_event": "engine.context.log_items",
+        "message_provenance": "engine.context.log_items",
+        "rebuild_context": "engine.context.rebuilder",
         "resume_coop_context": "engine.context.resume",
-        "user_message_text": "engine.context.rebuild",
+        "user_message_text": "engine.context.log_items",
     },
 )

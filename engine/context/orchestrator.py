@@ -18,7 +18,6 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from engine.collector import collector_paused
 from engine.context.budget import (
     CHARS_PER_TOKEN,
     DEFAULT_CHAR_CAP,
@@ -63,6 +62,7 @@ from engine.context.grants import (
 from engine.context.provenance import ItemKind, Provenance
 from engine.events import Figures, StepStart
 from engine.gateway.base import NativeContent
+from engine.gc_policy import gc_paused
 from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
 
 __all__ = [
@@ -172,7 +172,7 @@ class GroupIndex:
             if last is not recorded and last != recorded:
                 self.note_detached(0)  # an unreported rewrite: rebuild rather than trust the index
         self._items = items
-        with collector_paused():  # the first sync of a resumed session indexes all its history
+        with gc_paused():  # the first sync of a resumed session indexes all its history
             for index in range(len(self._provenances), count):
                 provenance = provenances[index]
                 self._provenances.append(provenance)

@@ -13,7 +13,7 @@ from engine.context.area import (
     RestorableArea,
 )
 from engine.context.coop_context import CoopContext, Sink
-from engine.context.replayer import AreaRecord, RebuiltContext
+from engine.context.rebuilder import AreaRecord, RebuiltContext
 from engine.message import Message
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engine.collector import collector_paused
 from engine.events import (
     Event,
     EventDecodeError,
@@ -15,6 +14,7 @@ from engine.events import (
     decode_rows,
     make_event,
 )
+from engine.gc_policy import gc_paused
 from engine.invariants import InvariantError, LogState
 from engine.store.base import SessionInfo
 from engine.store.errors import StoreError
@@ -42,7 +42,7 @@ def repair_view(events: list[Event]) -> list[Event]:
 def decode(where: str, session_id: str, rows: Iterable[Any]) -> list[Event]:
     """The events of stored rows; a `StoreError` naming the store and session for a bad row."""
     try:
-        with collector_paused():
+        with gc_paused():
             return decode_rows(rows)
     except (UnknownEventTypeError, EventDecodeError) as exc:
         raise StoreError(f"{where}: session {session_id!r}: {exc}") from exc

@@ -13,7 +13,7 @@ import pytest
 from app.acp import rpc
 from app.acp.core import AcpOptions, AcpServer
 from engine.config import Config
-from engine.context.rebuild import LINK_ONLY
+from engine.context.log_items import LINK_ONLY
 from engine.gateway.scripted import Reply, ScriptedGateway
 from tests.acp.peer import Peer
 from tests.agent.conftest import call

@@ -13,7 +13,7 @@ machine hits both; a ratio is the median of the rounds' ratios. Targets:
   export of the 10,000-turn session, with its size.
 - `timeline`: a seek to a random seq within 50 ms and a player step forward or back within 10 ms
   on a 10,000-turn session, the timeline using at most 2x the memory of the Context it replays;
-  baselines: replaying the log from the start with `ContextReplayer` (what a seek costs without
+  baselines: replaying the log from the start with `ContextRebuilder` (what a seek costs without
   checkpoints) and the memory of that replayed Context.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.context import ContextReplayer
+from engine.context import ContextRebuilder
 from engine.events import (
     AreaCursor,
     AreaRegister,
@@ -115,20 +115,20 @@ def session(turns: int) -> list[Event]:
 
 def _with_collections(events: list[Event]) -> list[Event]:
     """Fix each notice's render range to where it landed, and collect it at its next turn."""
-    replayer = ContextReplayer(GatewayType.scripted)
+    rebuilder = ContextRebuilder(GatewayType.scripted)
     fixed: list[Event] = []
     pending: str | None = None
     for event in events:
         data = event.data
         if isinstance(data, AreaRender):
-            at = len(replayer.context)
+            at = len(rebuilder.context)
             data = data.model_copy(update={"earliest": at, "latest": at})
             pending = data.area
         if isinstance(data, TurnStart) and pending is not None:
-            earliest = replayer.areas[pending].range
+            earliest = rebuilder.areas[pending].range
             assert earliest is not None
             start = earliest.earliest
-            tail = len(replayer.context) - start
+            tail = len(rebuilder.context) - start
             collect = GcCollect(
                 areas=(pending,),
                 earliest=start,
@@ -136,13 +136,13 @@ def _with_collections(events: list[Event]) -> list[Event]:
                 carried=tuple(range(start + 1, start + tail)),
             )
             fixed.append(_event(len(fixed), data))
-            replayer.apply(fixed[-1])
+            rebuilder.apply(fixed[-1])
             fixed.append(_event(len(fixed), collect))
-            replayer.apply(fixed[-1])
+            rebuilder.apply(fixed[-1])
             pending = None
             continue
         fixed.append(_event(len(fixed), data))
-        replayer.apply(fixed[-1])
+        rebuilder.apply(fixed[-1])
     return fixed
 
 
@@ -177,15 +177,15 @@ def measure(turns: int) -> dict[str, Any]:
     events = session(turns)
     rng = random.Random(turns)
     # memory: the replayed Context alone (the raw baseline) against the whole timeline
-    replayed, context_bytes = _allocated(lambda: ContextReplayer.of(GatewayType.scripted, events))
-    assert isinstance(replayed, ContextReplayer)
+    replayed, context_bytes = _allocated(lambda: ContextRebuilder.of(GatewayType.scripted, events))
+    assert isinstance(replayed, ContextRebuilder)
     built, timeline_bytes = _allocated(lambda: Timeline.of(GatewayType.scripted, events))
     assert isinstance(built, Timeline)
     timeline = built
     last = events[-1].seq
     seek = _ms(lambda: timeline.at(rng.randint(-1, last)), SAMPLES)
     baseline = _ms(
-        lambda: ContextReplayer.of(GatewayType.scripted, events[: rng.randint(0, last) + 1]), 5
+        lambda: ContextRebuilder.of(GatewayType.scripted, events[: rng.randint(0, last) + 1]), 5
     )
     player: Player[TimelineState] = Player(events, lambda: timeline)
     player.seek(rng.randint(len(events) // 2, len(events) - SAMPLES - 1))

@@ -48,7 +48,7 @@ UNUSED_BY_A_NEW_RUN = (
     "engine.agent.views",
     "engine.context.compaction",
     "engine.context.collector",
-    "engine.context.replayer",
+    "engine.context.rebuilder",
     "engine.context.resume",
     "engine.gateway.codec.openai",
     "engine.gateway.codec.gemini",
@@ -272,7 +272,7 @@ def test_no_collection_walks_the_objects_a_run_s_imports_left(tmp_path: Path) ->
     (tmp_path / "config.toml").write_text("", encoding="utf-8")
     script = (
         "import contextlib, gc, io, json, sys\n"
-        "import engine.collector\n"
+        "import engine.gc_policy\n"
         "sys.argv = ['trellis', 'run', '-p', 'hi']\n"
         "from app.launcher import main\n"
         "seen = []\n"

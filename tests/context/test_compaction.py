@@ -6,7 +6,7 @@ import pytest
 
 from engine.context import EffectRange, ItemKind, Provenance, rebuild_context
 from engine.context.compaction import CompactionPlan, group_starts, plan_compaction
-from engine.context.rebuild import summary_message, summary_provenance
+from engine.context.log_items import summary_message, summary_provenance
 from engine.events import CompactEnd, CompactStart, CompactSummary
 from engine.message import USER, Source
 from tests.context.fakes import Harness, LoggedLoop

@@ -8,8 +8,8 @@ import pytest
 
 from engine.context import AreaCallbackError, AreaFlowState, EffectRange
 from engine.context.compaction import plan_compaction
+from engine.context.log_items import summary_message, summary_provenance
 from engine.context.provenance import ItemKind, Provenance
-from engine.context.rebuild import summary_message, summary_provenance
 from engine.events import CompactSummary
 from engine.message import USER
 from tests.context.fakes import FakeArea, Harness

@@ -1,9 +1,9 @@
 """A hypothesis state machine: random register/render/retire/flow/append sequences against a
 simple reference model of the collection and scheduling rules (quadratic, obviously correct).
 
-A `ContextReplayer` follows the log one event at a time beside the live CoopContext: after every
+A `ContextRebuilder` follows the log one event at a time beside the live CoopContext: after every
 step it must hold the live Context item for item (provenance and owners included), and a copy
-taken earlier must not move when the replayer goes on."""
+taken earlier must not move when the rebuilder goes on."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from engine.context import (
     AreaFlowState,
     AreaLifeState,
-    ContextReplayer,
+    ContextRebuilder,
     NativeContent,
     rebuild_context,
 )
@@ -172,7 +172,7 @@ class CoopContextMachine(RuleBasedStateMachine):
         self.loop = LoggedLoop()
         self.loop.open_turn()
         self.model = Model()
-        self.replayer = ContextReplayer(GatewayType.scripted)
+        self.rebuilder = ContextRebuilder(GatewayType.scripted)
         self.areas: list[tuple[ScriptArea, ModelArea]] = []
         self.said = 0
         self.gc_seen = 0
@@ -249,15 +249,17 @@ class CoopContextMachine(RuleBasedStateMachine):
         assert rebuilt.garbage == self.loop.coop.garbage_entries
 
     @invariant()
-    def the_incremental_replayer_follows_the_live_context(self) -> None:
-        before = self.replayer.copy()
+    def the_incremental_rebuilder_follows_the_live_context(self) -> None:
+        before = self.rebuilder.copy()
         frozen = before.snapshot()
-        for event in self.loop.session.held[self.replayer.seq + 1 :]:
-            self.replayer.apply(event)
-        assert self.replayer.context.entries() == self.loop.context.entries()
-        assert self.replayer.garbage == self.loop.coop.garbage_entries
-        assert self.replayer.cursor == self.loop.coop.cursor_id
-        assert set(self.replayer.areas) == {self.loop.coop.area_id(a) for a in self.loop.coop.areas}
+        for event in self.loop.session.held[self.rebuilder.seq + 1 :]:
+            self.rebuilder.apply(event)
+        assert self.rebuilder.context.entries() == self.loop.context.entries()
+        assert self.rebuilder.garbage == self.loop.coop.garbage_entries
+        assert self.rebuilder.cursor == self.loop.coop.cursor_id
+        assert set(self.rebuilder.areas) == {
+            self.loop.coop.area_id(a) for a in self.loop.coop.areas
+        }
         # copies taken before are independent of what was applied since
         assert before.context.entries() == frozen.context.entries()
         assert (before.garbage, dict(before.areas)) == (frozen.garbage, frozen.areas)

@@ -3,7 +3,7 @@ link that no front end could read said to be one (it had looked like an empty fi
 
 from __future__ import annotations
 
-from engine.context.rebuild import LINK_ONLY, user_message_text
+from engine.context.log_items import LINK_ONLY, user_message_text
 from engine.events import Attachment, UserMessage
 from engine.message import Source
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from app.transcript_text import PLAIN, transcript_text
-from engine.context import ContextReplayer
+from engine.context import ContextRebuilder
 from engine.context.areas import PlanArea
 from engine.events import Event, SessionRewind, TurnStart
 from engine.gateway.scripted import Reply
@@ -52,7 +52,7 @@ async def test_the_timeline_at_every_seq_is_a_replay_of_the_history_up_to_it(
     timeline = Timeline.of(gateway_type, log, config=config, every=5)
     # seek backwards (checkpoints restored), then forwards
     for seq in [*reversed(range(len(log))), *range(len(log))]:
-        expected = ContextReplayer.of(gateway_type, log[: seq + 1])
+        expected = ContextRebuilder.of(gateway_type, log[: seq + 1])
         assert timeline.at(seq).context.entries() == expected.context.entries(), seq
     first, _ = rewinds(log)
     assert first.data.to_seq == next(  # type: ignore[attr-defined]

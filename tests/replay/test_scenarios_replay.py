@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.agent import Agent
-from engine.context import ContextReplayer
+from engine.context import ContextRebuilder
 from engine.events import ModelBind
 from tests.agent.conftest import FlakyStore, MakeAgent, of_type, runtime_of
 from tests.replay.live_scenarios import NAMES, play, reopen
@@ -23,7 +23,7 @@ async def test_the_replayed_log_is_the_live_context_and_resume_restores_it(
 ) -> None:
     played = await play(name, make_agent, store)
     agent = played.agent
-    replayed = ContextReplayer.of(agent.context.gateway_type, played.stored)
+    replayed = ContextRebuilder.of(agent.context.gateway_type, played.stored)
     assert replayed.context.entries() == agent.context.entries()
     live = _restorable(agent)
     await agent.dispose()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine.agent import Agent
-from engine.context import ContextReplayer
+from engine.context import ContextRebuilder
 from engine.events import Event, SessionTitle, StepStart, ToolDefinition, UserMessage, make_event
 from engine.gateway.base import GatewayType
 from replay.projection import Projection
@@ -93,7 +93,7 @@ async def test_every_seq_is_a_replay_of_the_log_up_to_it(
     order = [*range(-1, len(log)), *reversed(range(-1, len(log))), 3, 17, 2, len(log) - 1, 0]
     for seq in order:
         state = timeline.at(seq)
-        expected = ContextReplayer.of(gateway_type, log[: seq + 1])
+        expected = ContextRebuilder.of(gateway_type, log[: seq + 1])
         assert state.seq == seq
         assert state.context.entries() == expected.context.entries()
         assert [a.id for a in state.areas] == list(expected.areas)

@@ -28,7 +28,6 @@ from textual.widget import Widget
 
 from app.attachment_files import attachments_of
 from app.tui.bridge import EngineEvents, bridge
-from app.tui.collecting import turns
 from app.tui.completion import (
     Offer,
     Suggestion,
@@ -71,6 +70,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.gateway.base import GatewayType
+from engine.gc_policy import turn_freeze
 from engine.permission_mode import PermissionMode
 from engine.session import READ_CHUNK, Session
 from replay.timeline import last_requests
@@ -168,7 +168,7 @@ class MainScreen(Screen[None]):
         self.query_one(StatusLine).status = "opening"
 
     def on_unmount(self) -> None:
-        turns.release()  # closed mid-turn: nothing stays frozen
+        turn_freeze.release()  # closed mid-turn: nothing stays frozen
 
     async def attach(self, agent: Agent, *, from_seq: int) -> None:
         """The session's Agent is open (call once the screen is mounted): the events before
@@ -298,9 +298,9 @@ class MainScreen(Screen[None]):
             case AgentStatus(status=state):
                 status.status = state
                 if state == "idle":
-                    turns.release()
+                    turn_freeze.release()
                 else:
-                    turns.hold()
+                    turn_freeze.hold()
                 if agent is not None:  # a followed session's prompt says who writes it
                     prompt = self.query_one(PromptInput)
                     prompt.placeholder = (

@@ -72,7 +72,7 @@ class ReplayLog:
     followed: FollowedLog | None
 
 
-async def replay_log(store: SessionStore, session_id: str) -> ReplayLog:
+async def load_replay_log(store: SessionStore, session_id: str) -> ReplayLog:
     """The session's log to replay, read without a lease, followed where the store can."""
     if not isinstance(store, FollowingStore):
         loaded = await store.inspect(session_id)

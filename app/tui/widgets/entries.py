@@ -22,7 +22,6 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
-from app.tui.collecting import turns
 from app.tui.widgets.folding import unfold_within
 from app.tui.widgets.settled import (
     REPLY_END,
@@ -33,6 +32,7 @@ from app.tui.widgets.settled import (
 )
 from app.tui.widgets.status_line import compact_number
 from engine.events import WorkspaceFileChange
+from engine.gc_policy import turn_freeze
 from engine.money import cost_text
 from engine.rewind_report import files_summary
 from engine.text_lines import first_line
@@ -621,7 +621,7 @@ class AssistantMessage(EntryWidget):
             # next append rewrote the last block with the following one, and a paragraph went
             # missing from the screen whenever a write ended with a blank line
             await fresh.append(live_text[len(head) :])
-        turns.grown()  # the sealed chunk stays as long as the reply
+        turn_freeze.grown()  # the sealed chunk stays as long as the reply
 
     @property
     def copy_text(self) -> str:

@@ -1,4 +1,4 @@
-"""`collector_paused`: the cyclic collector stays out of bulk decoding, and its state is given
+"""`gc_paused`: the cyclic collector stays out of bulk decoding, and its state is given
 back as it was (issue 11: on 100,000 events it made loading about three times slower)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import engine.store.log_view as log_view_module
-from engine.collector import TurnCollector, collector_paused
 from engine.events import Event, decode_rows
+from engine.gc_policy import TurnFreeze, gc_paused
 from engine.session import Session
 from engine.store.sqlite import SQLiteStore
 from tests.store.conftest import full_turn
@@ -27,9 +27,9 @@ def collector_on() -> Iterator[None]:
 
 
 def test_paused_inside_and_enabled_after(collector_on: None) -> None:
-    with collector_paused():
+    with gc_paused():
         assert not gc.isenabled()
-        with collector_paused():
+        with gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the outer block still runs
     assert gc.isenabled()
@@ -37,7 +37,7 @@ def test_paused_inside_and_enabled_after(collector_on: None) -> None:
 
 def test_a_disabled_collector_stays_disabled(collector_on: None) -> None:
     gc.disable()
-    with collector_paused():
+    with gc_paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
 
@@ -46,14 +46,14 @@ def test_overlapping_blocks_in_threads_enable_it_once_the_last_ends(collector_on
     entered, leave = threading.Event(), threading.Event()
 
     def other() -> None:
-        with collector_paused():
+        with gc_paused():
             entered.set()
             leave.wait()
 
     thread = threading.Thread(target=other)
     thread.start()
     entered.wait()
-    with collector_paused():
+    with gc_paused():
         pass
     assert not gc.isenabled()  # the other thread's block has not ended
     leave.set()
@@ -84,7 +84,7 @@ async def test_loading_decodes_with_the_collector_paused(
 
 def test_a_turn_collector_freezes_while_held_and_thaws_everything_at_release() -> None:
     gc.unfreeze()
-    turn = TurnCollector()
+    turn = TurnFreeze()
     turn.grown()  # not held: nothing is frozen
     assert gc.get_freeze_count() == 0
     try:

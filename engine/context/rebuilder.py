@@ -1,6 +1,6 @@
-"""Events to Context, one event at a time: the one replayer resume, rebind and replay all use.
+"""Events to Context, one event at a time: the one rebuilder resume, rebind and replay all use.
 
-`ContextReplayer.apply(event)` replays the events that append to the Context (`user/message`,
+`ContextRebuilder.apply(event)` applies the events that append to the Context (`user/message`,
 `assistant/message`, `tool/result`, `area/render`, `gc/collect`, a compaction's `compact/summary`
 and `compact/end`) and the ones that decide ownership (`area/state`, `area/cursor`), through the
 same helpers the live loop appends with, so the Context it holds after any prefix of a log equals
@@ -16,14 +16,13 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from engine.collector import collector_paused
 from engine.context.area import AreaFlowState, AreaLifeState, EffectRange
 from engine.context.compaction import apply_compaction
 from engine.context.context import Context
 from engine.context.coop_context import area_serial
+from engine.context.log_items import emplace_event, summary_message, summary_provenance
 from engine.context.ownership import OwnershipLedger
 from engine.context.provenance import ItemKind, Provenance
-from engine.context.rebuild import emplace_event, summary_message, summary_provenance
 from engine.events import (
     AreaCursor,
     AreaRegister,
@@ -43,6 +42,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.gateway.base import GatewayType, NativeContent
+from engine.gc_policy import gc_paused
 
 GarbageEntry = tuple[NativeContent, Provenance]
 
@@ -61,7 +61,7 @@ class AreaRecord:
 
 @dataclass(frozen=True, slots=True)
 class RebuiltContext:
-    """A replayer's state as independent copies: what resume and a rebind start from."""
+    """A rebuilder's state as independent copies: what resume and a rebind start from."""
 
     context: Context
     areas: dict[str, AreaRecord]  # registration order
@@ -71,11 +71,11 @@ class RebuiltContext:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReplayMark:
-    """Everything a replayer holds at one seq except its Context and garbage, as frozen values.
+class RebuildMark:
+    """Everything a rebuilder holds at one seq except its Context and garbage, as frozen values.
 
     A timeline keeps one per checkpoint beside its own compact record of the Context, and resumes a
-    replayer from it with `ContextReplayer.from_mark`.
+    rebuilder from it with `ContextRebuilder.from_mark`.
     """
 
     seq: int
@@ -88,7 +88,7 @@ class ReplayMark:
     pending_summary: tuple[int, CompactSummary] | None
 
 
-class ContextReplayer:
+class ContextRebuilder:
     """Rebuilds the working Context from a log, one `apply(event)` at a time."""
 
     __slots__ = (
@@ -116,27 +116,27 @@ class ContextReplayer:
         self._seq = -1
 
     @classmethod
-    def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextReplayer:
-        """A replayer fed the history of `events` (a whole log, from seq 0): what its rewinds
+    def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextRebuilder:
+        """A rebuilder fed the history of `events` (a whole log, from seq 0): what its rewinds
         took out is skipped."""
         from engine.rewind_intervals import RewoundIntervals
 
         log = events if isinstance(events, Sequence) else list(events)
         rewound = RewoundIntervals(e for e in log if type(e.data) is SessionRewind)
-        replayer = cls(gateway_type)
-        with collector_paused():  # bulk work that makes no cycles (engine/collector.py)
+        rebuilder = cls(gateway_type)
+        with gc_paused():  # bulk work that makes no cycles (engine/gc_policy.py)
             for event in log:
                 if event.seq in rewound:
-                    replayer.skip(event)
+                    rebuilder.skip(event)
                 else:
-                    replayer.apply(event)
-        return replayer
+                    rebuilder.apply(event)
+        return rebuilder
 
     # --- reading ------------------------------------------------------------------------------
 
     @property
     def context(self) -> Context:
-        """The Context rebuilt so far (the replayer's own: read it, copy it, never change it)."""
+        """The Context rebuilt so far (the rebuilder's own: read it, copy it, never change it)."""
         return self._context
 
     @property
@@ -181,14 +181,14 @@ class ContextReplayer:
             self._last_serial,
         )
 
-    def copy(self) -> ContextReplayer:
-        """An independent replayer in the same state (items are shared; none is ever changed)."""
-        twin = ContextReplayer.from_mark(self._context.gateway_type, self.mark(), self._context)
+    def copy(self) -> ContextRebuilder:
+        """An independent rebuilder in the same state (items are shared; none is ever changed)."""
+        twin = ContextRebuilder.from_mark(self._context.gateway_type, self.mark(), self._context)
         twin._garbage = list(self._garbage)
         return twin
 
-    def mark(self) -> ReplayMark:
-        return ReplayMark(
+    def mark(self) -> RebuildMark:
+        return RebuildMark(
             seq=self._seq,
             turn=self._turn,
             cursor=self._ledger.cursor,
@@ -201,24 +201,24 @@ class ContextReplayer:
 
     @classmethod
     def from_mark(
-        cls, gateway_type: GatewayType, mark: ReplayMark, context: Context
-    ) -> ContextReplayer:
-        """A replayer in the state `mark` recorded, over a copy of `context` (the Context at the
-        mark, in the replayer's format). Its garbage starts empty."""
+        cls, gateway_type: GatewayType, mark: RebuildMark, context: Context
+    ) -> ContextRebuilder:
+        """A rebuilder in the state `mark` recorded, over a copy of `context` (the Context at the
+        mark, in the rebuilder's format). Its garbage starts empty."""
         if context.gateway_type is not gateway_type:
             raise ValueError(
                 f"the Context at the mark is {context.gateway_type.value}, not {gateway_type.value}"
             )
-        replayer = cls(gateway_type)
-        replayer._context = context.copy()
-        replayer._ledger = OwnershipLedger(dict(mark.states), mark.cursor)
-        replayer._areas = dict(mark.areas)
-        replayer._tool_names = dict(mark.tool_names)
-        replayer._turn = mark.turn
-        replayer._last_serial = mark.last_serial
-        replayer._pending_summary = mark.pending_summary
-        replayer._seq = mark.seq
-        return replayer
+        rebuilder = cls(gateway_type)
+        rebuilder._context = context.copy()
+        rebuilder._ledger = OwnershipLedger(dict(mark.states), mark.cursor)
+        rebuilder._areas = dict(mark.areas)
+        rebuilder._tool_names = dict(mark.tool_names)
+        rebuilder._turn = mark.turn
+        rebuilder._last_serial = mark.last_serial
+        rebuilder._pending_summary = mark.pending_summary
+        rebuilder._seq = mark.seq
+        return rebuilder
 
     # --- replaying ----------------------------------------------------------------------------
 
@@ -351,24 +351,24 @@ class ContextReplayer:
             self._ledger.forget(area_id)
 
 
-_STEPS: dict[type[Payload], Callable[[ContextReplayer, Event, Any], None]] = {
-    TurnStart: ContextReplayer._turn_start,
-    TurnEnd: ContextReplayer._turn_end,
-    UserMessage: ContextReplayer._message,
-    AssistantMessage: ContextReplayer._message,
-    ToolCallRecord: ContextReplayer._tool_call,
-    ToolResultRecord: ContextReplayer._tool_result,
-    AreaRegister: ContextReplayer._area_register,
-    AreaState: ContextReplayer._area_state,
-    AreaCursor: ContextReplayer._area_cursor,
-    AreaRender: ContextReplayer._area_render,
-    CompactSummary: ContextReplayer._compact_summary,
-    CompactEnd: ContextReplayer._compact_end,
-    GcCollect: ContextReplayer._gc_collect,
+_STEPS: dict[type[Payload], Callable[[ContextRebuilder, Event, Any], None]] = {
+    TurnStart: ContextRebuilder._turn_start,
+    TurnEnd: ContextRebuilder._turn_end,
+    UserMessage: ContextRebuilder._message,
+    AssistantMessage: ContextRebuilder._message,
+    ToolCallRecord: ContextRebuilder._tool_call,
+    ToolResultRecord: ContextRebuilder._tool_result,
+    AreaRegister: ContextRebuilder._area_register,
+    AreaState: ContextRebuilder._area_state,
+    AreaCursor: ContextRebuilder._area_cursor,
+    AreaRender: ContextRebuilder._area_render,
+    CompactSummary: ContextRebuilder._compact_summary,
+    CompactEnd: ContextRebuilder._compact_end,
+    GcCollect: ContextRebuilder._gc_collect,
 }
 """What each kind of event does to the replayed state; the other kinds change nothing."""
 
 
 def rebuild_context(gateway_type: GatewayType, events: Iterable[Event]) -> RebuiltContext:
-    """The Context, Areas, cursor and garbage after `events`: a replayer fed them all, snapshot."""
-    return ContextReplayer.of(gateway_type, events).snapshot()
+    """The Context, Areas, cursor and garbage after `events`: a rebuilder fed them all, snapshot."""
+    return ContextRebuilder.of(gateway_type, events).snapshot()

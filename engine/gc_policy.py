@@ -21,7 +21,7 @@ _was_enabled = False
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Disable the cyclic collector for the block; it is enabled again after the last of several
     overlapping blocks (in any thread) ends, and only if it was enabled before the first began."""
     global _depth, _was_enabled
@@ -49,7 +49,7 @@ def importing() -> Iterator[None]:
     10). They are frozen before the collector is enabled again: the first allocation after it
     would otherwise start a collection that walks every one of them.
     """
-    with collector_paused():
+    with gc_paused():
         yield
         gc.freeze()
 
@@ -61,7 +61,7 @@ def freeze_at_exit() -> None:
     atexit.register(gc.freeze)
 
 
-class TurnCollector:
+class TurnFreeze:
     """Keeps a running console turn's widgets out of the collector's full passes.
 
     A long streamed reply mounts thousands of widgets, each with caches of its own; the full pass
@@ -91,3 +91,8 @@ class TurnCollector:
         if self.holding:
             self.holding = False
             gc.unfreeze()
+
+
+turn_freeze = TurnFreeze()
+"""The process's one: it has one collector, held by the console's main screen with its turns and
+told by a reply's entries when they grew."""

@@ -1,7 +1,7 @@
-"""One logged message to one Context item: the helpers the live loop and the replayer share.
+"""One logged message to one Context item: the helpers the live loop and the rebuilder share.
 
-The live agent appends through `emplace_event`, and `ContextReplayer` (engine/context/replayer.py)
-replays the log through the same functions, so a rebuilt Context matches the live one item for
+The live agent appends through `emplace_event`, and `ContextRebuilder` (engine/context/rebuilder.py)
+applies the log through the same functions, so a rebuilt Context matches the live one item for
 item, provenance included.
 """
 
@@ -79,7 +79,7 @@ def emplace_event(
     """Put the message a `user/message`, `assistant/message` or `tool/result` carries into the
     Context, with its provenance; returns its index.
 
-    The live agent and `ContextReplayer` both append through here, so the two Contexts agree by
+    The live agent and `ContextRebuilder` both append through here, so the two Contexts agree by
     construction. `tool_name` is the called tool's (its source, and Gemini needs it); `stamp` sets the owner where
     no CoopContext does it (the rebuild).
     """
