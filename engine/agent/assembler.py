@@ -15,23 +15,26 @@ from pathlib import Path
 from engine.agent.tool_definitions import DefinitionLog
 from engine.config import Config, ModelEntry
 from engine.context import Context
-from engine.context.floor import Layer, karma_blocks, order_floor
-from engine.context.orchestrator import (
-    AssembledContext,
+from engine.context.budget import Budget
+from engine.context.egress import EgressGate
+from engine.context.floor import (
     Block,
-    Budget,
-    ContextOrchestrator,
-    EgressGate,
+    FloorBuilder,
+    FloorLog,
+    Layer,
+    PinBoard,
+    environment_block,
+    karma_blocks,
+    order_floor,
+)
+from engine.context.grants import (
     EnvironmentKey,
     EnvironmentLease,
     EnvironmentSnapshots,
-    FloorBuilder,
-    FloorLog,
     Grant,
     GrantTracker,
-    PinBoard,
-    environment_block,
 )
+from engine.context.orchestrator import AssembledContext, ContextOrchestrator
 from engine.context.prefix import PlannedBreaks, PrefixTally, PrefixView
 from engine.cost import step_cost
 from engine.events import (

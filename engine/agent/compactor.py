@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from engine.agent.options import DEFAULT_KEEP_GROUPS
 from engine.agent.retry import with_retries
 from engine.context.compaction import plan_compaction
+from engine.context.egress import label_for_provenance
 from engine.context.log_items import summary_message, summary_provenance
-from engine.context.orchestrator import label_for_provenance
 from engine.errors import TrellisError
 from engine.events import CompactEnd, CompactStart, CompactSummary
 from engine.gateway.base import GatewayError, ModelRequest, TextDelta

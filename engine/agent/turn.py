@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.agent.retry import with_retries
-from engine.context.orchestrator import ContextBudgetExceededError, EgressRefusedError
+from engine.context.budget import ContextBudgetExceededError
+from engine.context.egress import EgressRefusedError
 from engine.events import (
     AssistantMessage,
     AssistantReset,

@@ -19,45 +19,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.context.budget import (
-    CHARS_PER_TOKEN,
-    DEFAULT_CHAR_CAP,
-    DEFAULT_TURN_WINDOW,
     Budget,
     BudgetBreakdown,
     ContextBudgetExceededError,
     item_chars,
 )
 from engine.context.egress import (
-    DEFAULT_SECRET_PATTERNS,
     DEFAULT_SHELL_CLASS,
-    EgressGate,
-    EgressRefusedError,
-    default_egress_class,
-    is_secret_path,
     label_for_provenance,
-    secret_label,
-    tool_result_label,
 )
 from engine.context.floor import (
-    DEFAULT_INSTRUCTION_FILES,
-    DEFAULT_INSTRUCTION_MAX_BYTES,
     Block,
-    FloorBuilder,
-    FloorLog,
-    Layer,
-    PinBoard,
-    environment_block,
-    karma_blocks,
-    order_floor,
     prefix_digest,
     system_text,
-)
-from engine.context.grants import (
-    EnvironmentKey,
-    EnvironmentLease,
-    EnvironmentSnapshots,
-    Grant,
-    GrantTracker,
 )
 from engine.context.provenance import ItemKind, Provenance
 from engine.events import Figures, StepStart
@@ -66,42 +40,9 @@ from engine.gc_policy import gc_paused
 from engine.privacy import PrivacyClass, PrivatizationLabel, join_all
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "DEFAULT_CHAR_CAP",
-    "DEFAULT_INSTRUCTION_FILES",
-    "DEFAULT_INSTRUCTION_MAX_BYTES",
-    "DEFAULT_SECRET_PATTERNS",
-    "DEFAULT_SHELL_CLASS",
-    "DEFAULT_TURN_WINDOW",
     "AssembledContext",
-    "Block",
-    "Budget",
-    "BudgetBreakdown",
-    "ContextBudgetExceededError",
     "ContextOrchestrator",
-    "EgressGate",
-    "EgressRefusedError",
-    "EnvironmentKey",
-    "EnvironmentLease",
-    "EnvironmentSnapshots",
-    "FloorBuilder",
-    "FloorLog",
-    "Grant",
-    "GrantTracker",
     "GroupIndex",
-    "Layer",
-    "PinBoard",
-    "default_egress_class",
-    "environment_block",
-    "is_secret_path",
-    "item_chars",
-    "karma_blocks",
-    "label_for_provenance",
-    "order_floor",
-    "prefix_digest",
-    "secret_label",
-    "system_text",
-    "tool_result_label",
 ]
 
 ALWAYS_RESERVED: frozenset[ItemKind] = frozenset({ItemKind.promoted, ItemKind.summary})

@@ -17,7 +17,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from engine.context.orchestrator import Block, Budget, ContextOrchestrator, Layer
+from engine.context.budget import Budget
+from engine.context.floor import Block, Layer
+from engine.context.orchestrator import ContextOrchestrator
 from engine.context.provenance import ItemKind, Provenance
 from engine.gateway.base import NativeContent
 from engine.message import Source

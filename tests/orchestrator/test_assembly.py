@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.context.orchestrator import (
-    AssembledContext,
-    Block,
-    Budget,
-    ContextBudgetExceededError,
-    ContextOrchestrator,
-    Layer,
-    prefix_digest,
-)
+from engine.context.budget import Budget, ContextBudgetExceededError
+from engine.context.floor import Block, Layer, prefix_digest
+from engine.context.orchestrator import AssembledContext, ContextOrchestrator
 from engine.context.provenance import ItemKind
 from engine.events import Figures
 from engine.message import Source

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import engine.context.orchestrator as orchestrator_module
-from engine.context.budget import item_chars
-from engine.context.orchestrator import Budget, ContextOrchestrator
+from engine.context.budget import Budget, item_chars
+from engine.context.orchestrator import ContextOrchestrator
 from engine.context.provenance import ItemKind
 from engine.gateway.base import NativeContent
 from engine.message import Source

@@ -10,7 +10,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.context.orchestrator import AssembledContext, Block, Budget, ContextOrchestrator, Layer
+from engine.context.budget import Budget
+from engine.context.floor import Block, Layer
+from engine.context.orchestrator import AssembledContext, ContextOrchestrator
 from engine.context.provenance import ItemKind
 from engine.message import Source
 from tests.orchestrator.session import Session

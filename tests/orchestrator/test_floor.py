@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.context.orchestrator import (
+from engine.context.floor import (
     Block,
     FloorBuilder,
     FloorLog,

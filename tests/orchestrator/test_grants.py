@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from engine.context.orchestrator import (
-    Block,
-    EnvironmentKey,
-    EnvironmentSnapshots,
-    Grant,
-    GrantTracker,
-    environment_block,
-)
+from engine.context.floor import Block, environment_block
+from engine.context.grants import EnvironmentKey, EnvironmentSnapshots, Grant, GrantTracker
 from engine.events import ModelBind
 
 

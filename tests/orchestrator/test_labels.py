@@ -6,20 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.context.orchestrator import (
-    AssembledContext,
-    Block,
-    Budget,
-    ContextOrchestrator,
+from engine.context.budget import Budget
+from engine.context.egress import (
     EgressGate,
     EgressRefusedError,
-    Layer,
     default_egress_class,
     is_secret_path,
     label_for_provenance,
     secret_label,
     tool_result_label,
 )
+from engine.context.floor import Block, Layer
+from engine.context.orchestrator import AssembledContext, ContextOrchestrator
 from engine.context.provenance import ItemKind, Provenance
 from engine.message import Source
 from engine.privacy import PrivacyClass, PrivatizationLabel, join_all

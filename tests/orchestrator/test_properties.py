@@ -8,15 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.context.budget import item_chars
-from engine.context.orchestrator import (
-    AssembledContext,
-    Block,
-    Budget,
-    ContextBudgetExceededError,
-    ContextOrchestrator,
-    Layer,
-)
+from engine.context.budget import Budget, ContextBudgetExceededError, item_chars
+from engine.context.floor import Block, Layer
+from engine.context.orchestrator import AssembledContext, ContextOrchestrator
 from engine.context.provenance import ItemKind, Provenance
 from engine.message import Source
 from tests.orchestrator.session import Session
