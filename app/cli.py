@@ -790,9 +790,9 @@ async def _store_copy(args: argparse.Namespace) -> int:
     """`trellis store copy --to URL`: one line per session, then the totals."""
     from engine.paths import sessions_db_path
     from engine.store.copy import copy_sessions
-    from engine.store.postgres import PostgresStore
+    from engine.store.postgres.store import PostgresStore
     from engine.store.settings import url_settings
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.sqlite.store import SQLiteStore
 
     source: Path = args.source or sessions_db_path()
     if not await asyncio.to_thread(source.is_file):

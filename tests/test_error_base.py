@@ -20,7 +20,7 @@ from engine.gateway.base import GatewayError
 from engine.gateway.scripted import ScriptError
 from engine.store import StoreError
 from engine.store.errors import ForkPointError, UnknownSessionError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools.mcp_server import McpServerError
 
 

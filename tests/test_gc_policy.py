@@ -14,7 +14,7 @@ import engine.store.log_view as log_view_module
 from engine.events import Event, decode_rows
 from engine.gc_policy import TurnFreeze, gc_paused
 from engine.session import Session
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.store.conftest import full_turn
 
 

@@ -24,7 +24,7 @@ from engine.model_catalog import (
     with_named_local_models,
 )
 from engine.privacy import PrivacyClass
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.local_model_server import ModelListServer, closed_port
 
 

@@ -29,7 +29,7 @@ from engine.invariants import InvariantError, UnstorableEventError
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.errors import StoreError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 
 class FlushFailed(Exception):

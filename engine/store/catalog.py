@@ -15,7 +15,7 @@ from typing import Protocol
 
 from engine.store.base import SessionPage
 from engine.store.settings import StoreSettings
-from engine.store.sqlite_catalog import open_sqlite_catalog
+from engine.store.sqlite.catalog import open_sqlite_catalog
 from engine.store.step_usage import StepRow
 
 
@@ -43,7 +43,7 @@ async def open_catalog(
     (seconds) is how long a read waits for another connection's lock before
     `DatabaseLockedError`."""
     if settings.url is not None:
-        from engine.store.pg_catalog import open_pg_catalog  # its driver only when it is used
+        from engine.store.postgres.catalog import open_pg_catalog  # its driver only when it is used
 
         async with open_pg_catalog(settings, busy_timeout=busy_timeout) as catalog:
             yield catalog

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from engine.paths import sessions_db_path
 from engine.store.settings import StoreSettings
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:
-    from engine.store.postgres import PostgresStore
+    from engine.store.postgres.store import PostgresStore
 
 Store: TypeAlias = "SQLiteStore | PostgresStore"
 
@@ -30,7 +30,7 @@ def open_store(
     PostgreSQL for a URL, else the SQLite file at `path` (default: the data directory's).
     `clock` stamps what the store writes (tests fix it)."""
     if settings.url is not None:
-        from engine.store.postgres import PostgresStore
+        from engine.store.postgres.store import PostgresStore
 
         return PostgresStore(settings.url, password=settings.password(), clock=clock)
     return SQLiteStore(path or sessions_db_path(), clock=clock)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from engine.store.base import SessionInfo
 from engine.store.errors import StoreError
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.store import SQLiteStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

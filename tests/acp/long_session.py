@@ -19,7 +19,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.message import ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 EVENTS_PER_TURN = 11
 

@@ -16,7 +16,7 @@ from engine.agent import open_agent
 from engine.events import UserMessage
 from engine.gateway.scripted import Reply
 from engine.store.errors import StoreError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.acp.peer import Peer
 from tests.acp.test_core import _new, _prompt, workspace
 from tests.waiting import until

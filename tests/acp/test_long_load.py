@@ -17,7 +17,7 @@ from app.acp.sessions import AcpSession
 from engine.config import Config
 from engine.events import Event, UserMessage, make_event
 from engine.session import READ_CHUNK
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.acp import AcpProjection
 from tests.acp.long_session import EVENTS_PER_TURN, store_session
 from tests.acp.peer import Peer

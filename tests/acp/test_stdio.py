@@ -24,7 +24,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.acp import replay_updates
 from tests.acp.stdio_peer import (
     LONG_REPLY,

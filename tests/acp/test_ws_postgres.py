@@ -23,7 +23,7 @@ from acp.exceptions import RequestError
 
 from app.acp import rpc
 from engine.events import Event, UserMessage
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from replay.acp import replay_updates
 from tests.acp.stdio_peer import trellis_acp
 from tests.acp.ws_peer import RecordingClient, ServeProcess, acp_client, serving

@@ -17,7 +17,7 @@ from acp.interfaces import Client
 from acp.ws import create_websocket_stream
 
 from engine.events import AssistantMessage, Event, TurnEnd, UserMessage
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.acp.ws_peer import (
     WAIT,
     RecordingClient,

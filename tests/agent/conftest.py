@@ -32,7 +32,7 @@ from engine.gateway.codecs import codec_for
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Message, Role, Source, ToolCall
 from engine.store import StoreError, UnknownSessionError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import (
     PermissionQuestion,
     PermissionReply,

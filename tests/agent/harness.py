@@ -28,7 +28,7 @@ from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Message, ToolCall
 from engine.permission_mode import PermissionMode
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry, default_registry
 from engine.tools.front_end import FrontEndLender
 from engine.tools.permission import PermissionResponder

@@ -21,7 +21,7 @@ from engine.events import AreaRegister, TurnEnd, TurnStart
 from engine.gateway.base import NativeContent
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Message, Role, Source, ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import contents, opened, payloads
 from tests.agent.test_orchestration import REMOTE
 

@@ -15,7 +15,7 @@ import pytest
 
 from engine.events import Event
 from engine.gateway.scripted import Reply
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolRegistry
 from tests.agent.conftest import FixedTool, FlakyStore, MakeAgent, call, stored_log
 

@@ -17,7 +17,7 @@ from engine.agent import open_agent
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import default_registry
 from engine.tools.permission import HeadlessPolicy
 

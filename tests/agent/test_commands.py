@@ -20,7 +20,7 @@ from engine.events import (
 )
 from engine.gateway.scripted import Reply
 from engine.message import Source
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import Gate, contents, gate_call, opened, payloads, registry_with
 
 DESIGN_COMMANDS = (

@@ -9,7 +9,7 @@ from engine.agent import open_agent
 from engine.commands import REGISTRY
 from engine.config import Config, ContextConfig, ModelEntry
 from engine.gateway.scripted import Reply, ScriptedGateway
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import opened
 
 WIDE = {"wide": ModelEntry(provider="scripted", context_window=200_000)}

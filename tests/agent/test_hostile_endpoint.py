@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from engine.events import Event, Retry, TurnEnd
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import CliRun, payloads, trellis
 from tests.gateway.fake_http import Canned, FakeServer, sse
 

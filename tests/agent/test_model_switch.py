@@ -21,7 +21,7 @@ from engine.agent import Agent, AgentOptions, open_agent
 from engine.commands import REGISTRY
 from engine.config import Config
 from engine.events import Event, Retry, StepStart, TurnEnd
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolRegistry
 from tests.agent.harness import payloads
 from tests.gateway.fake_http import Canned, FakeServer, sse

@@ -20,7 +20,7 @@ from engine.events import (
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
 from engine.permission_mode import PermissionMode
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools.permission import (
     HeadlessPolicy,
     PermissionAnswer,

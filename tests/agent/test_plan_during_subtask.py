@@ -15,7 +15,7 @@ from engine.commands import REGISTRY
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import contents, opened
 
 CHECKED = "- [x] 1. read the code"

@@ -8,7 +8,7 @@ import pytest
 
 from engine.agent.session_config import load_session_config
 from engine.store import StoreError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.trust import TrustStore, file_digest
 
 

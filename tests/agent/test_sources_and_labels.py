@@ -13,7 +13,7 @@ from engine.events import TurnEnd, UserMessage
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools.permission import HeadlessPolicy
 from tests.agent.harness import opened, payloads
 from tests.agent.test_orchestration import REMOTE

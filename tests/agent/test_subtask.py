@@ -19,7 +19,7 @@ from engine.events import (
 )
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import Role, ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.conftest import runtime_of
 from tests.agent.harness import contents, context_messages, decoded, opened, payloads
 

@@ -29,7 +29,7 @@ from engine.agent import Agent, open_agent
 from engine.config import CheckpointsConfig, Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import default_registry
 from engine.tools.permission import HeadlessPolicy
 from tests.bench.checkpoints import make_workspace, shadow_bytes

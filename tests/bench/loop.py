@@ -39,7 +39,7 @@ from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry
 
 TURNS = 10_000

@@ -49,7 +49,7 @@ from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.gateway.wire import wire_text
 from engine.message import AdditionalContext, Source, ToolCall
 from engine.privacy import PrivacyClass, PrivatizationLabel
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry
 
 TURNS = 200

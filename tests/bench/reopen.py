@@ -42,7 +42,7 @@ def resident_mb(field: str = "VmRSS") -> float:
 
 
 async def _write(path: Path, workspace: Path, turns: int) -> tuple[str, int]:
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.sqlite.store import SQLiteStore
     from tests.bench.replay import session
 
     events = session(turns)
@@ -57,7 +57,7 @@ async def _write(path: Path, workspace: Path, turns: int) -> tuple[str, int]:
 async def _reopen(path: Path, workspace: Path, session_id: str) -> None:
     from engine.agent import open_agent
     from engine.config import Config
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.sqlite.store import SQLiteStore
 
     async with SQLiteStore(path) as store:
         agent = await open_agent(config=Config(), cwd=workspace, store=store, session_id=session_id)
@@ -71,7 +71,7 @@ def _child(path: Path, workspace: Path, session_id: str) -> dict[str, float]:
     """Run one memory round in a fresh interpreter; returns its figures."""
     code = (
         "import asyncio, gc, json\n"
-        "import engine.agent, engine.config, engine.store.sqlite\n"
+        "import engine.agent, engine.config, engine.store.sqlite.store\n"
         "from tests.bench.reopen import _reopen, resident_mb\n"
         "from pathlib import Path\n"
         "gc.collect()\n"
@@ -91,7 +91,7 @@ def _child(path: Path, workspace: Path, session_id: str) -> dict[str, float]:
 async def _timed(path: Path, workspace: Path, session_id: str, rounds: int) -> dict[str, Any]:
     from engine.agent import open_agent
     from engine.config import Config
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.sqlite.store import SQLiteStore
 
     loads: list[float] = []
     reopens: list[float] = []

@@ -51,7 +51,7 @@ from engine.events import (
 )
 from engine.gateway.base import GatewayType
 from engine.message import Role, Source, ToolCall
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.export import export
 from replay.player import Player
 from replay.timeline import Timeline, TimelineState

@@ -43,8 +43,8 @@ from engine.events import (
 )
 from engine.message import Source, ToolCall
 from engine.session import Session
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.bench.store import rotated
 
 TOTAL = 100_000

@@ -43,8 +43,8 @@ from engine.events import (
 )
 from engine.message import Source, ToolCall
 from engine.session import Session
-from engine.store.sqlite import SQLiteStore
-from engine.store.sqlite_writer import SQLiteWriter
+from engine.store.sqlite.store import SQLiteStore
+from engine.store.sqlite.writer_thread import SQLiteWriter
 
 T = TypeVar("T")
 

@@ -44,8 +44,8 @@ from engine.events import Event, LiveEvent, UserMessage
 from engine.message import Source
 from engine.replica import followed_session
 from engine.session import Session
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.bench.store import _median, collector, make_events, rotated
 from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
 

@@ -53,7 +53,7 @@ from engine.events import AssistantMessage as AssistantMessageEvent
 from engine.events import TurnStart
 from engine.gateway.base import ModelRequest, StreamDelta, TextDelta
 from engine.gateway.scripted import Reply, ScriptedGateway
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.transcript import AssistantEntry, transcript_of
 from tests.bench.store import make_events
 

@@ -11,7 +11,7 @@ import pytest
 
 from engine.checkpoints.sessions import delete_session, holdings, prune_session
 from engine.store.errors import StoreError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.checkpoints.conftest import OpenStore, run
 
 

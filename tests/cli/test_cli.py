@@ -26,7 +26,7 @@ from engine.events import (
     decode_event,
     decode_live_event,
 )
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import CliRun, payloads, trellis, trellis_argv, trellis_env
 
 

@@ -14,7 +14,7 @@ from engine.events import TurnEnd, TurnStart, UserMessage
 from engine.message import Source
 from engine.privacy import PrivacyClass, PrivatizationLabel
 from engine.session import Session
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 
 class Home:

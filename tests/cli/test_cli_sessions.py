@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app import cli
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.cli.test_cli_start import EVENT_MODELS, loaded_after
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.events import Event, ToolCallRecord, ToolResultRecord, TurnEnd
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import payloads, trellis_argv, trellis_env
 from tests.processes import POLL, POLLS, group_of, read_pid, wait_group_gone
 

@@ -43,7 +43,7 @@ PostgreSQL driver (only a configured postgresql URL needs it), the MCP client an
 gateways' HTTP client (the default model is the scripted one)."""
 
 UNUSED_BY_A_NEW_RUN = (
-    "engine.store.postgres",
+    "engine.store.postgres.store",
     "engine.agent.compactor",
     "engine.agent.views",
     "engine.context.compaction",

@@ -27,7 +27,7 @@ from engine.events import (
     TurnStart,
 )
 from engine.privacy import PrivacyClass
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import trellis_env
 from tests.otlp_collector import Collector, ReceivedSpan, collector
 

@@ -22,8 +22,8 @@ from engine.events import (
 from engine.message import Source, ToolCall
 from engine.session import Session
 from engine.store.base import SessionStore
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.pg_cluster import PASSWORD, Cluster
 
 StoreFactory = Callable[[], Awaitable[SessionStore]]

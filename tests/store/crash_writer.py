@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engine.events import ToolResultRecord
 from engine.session import Session
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.store.conftest import full_turn, inject, open_turn, step
 
 

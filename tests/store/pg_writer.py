@@ -18,7 +18,7 @@ import sys
 from engine.events import StepEnd, TurnEnd, UserMessage
 from engine.session import Session
 from engine.store.errors import StoreError
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD_ENV
 from tests.store.conftest import full_turn, open_turn, step
 

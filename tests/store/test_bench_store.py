@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from engine.store.sqlite_writer import SQLiteWriter
+from engine.store.sqlite.writer_thread import SQLiteWriter
 from tests.bench.store import awaitable, rotated, writer_hops
 
 T = TypeVar("T")

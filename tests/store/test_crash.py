@@ -12,7 +12,7 @@ import pytest
 
 from engine.events import ToolResultRecord, TurnEnd
 from engine.store.errors import LeaseError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from engine.store.errors import DatabaseLockedError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
-RETRY_LOGGER = "engine.store.sqlite_db"
+RETRY_LOGGER = "engine.store.sqlite.database"
 OPENS = 200
 
 

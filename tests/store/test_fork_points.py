@@ -22,7 +22,7 @@ from engine.events import (
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.errors import ForkPointError, LeaseError
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.store.conftest import StoreFactory, full_turn, inject, open_turn, step
 
 

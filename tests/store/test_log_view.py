@@ -16,7 +16,7 @@ from engine.invariants import InvariantError, LogState
 from engine.session import Session
 from engine.store.errors import StoreError
 from engine.store.log_view import last_turn_state
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.test_invariants import PROPERTY_SETTINGS, seal, valid_logs
 
 

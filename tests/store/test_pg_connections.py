@@ -1,4 +1,4 @@
-"""The PostgreSQL store's connections (engine/store/pg_db.py): statements one at a time run on
+"""The PostgreSQL store's connections (engine/store/postgres/database.py): statements one at a time run on
 the store's own connection, so a command that makes them opens one; a statement cancelled midway
 leaves it sound."""
 
@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from engine.session import Session
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.conftest import full_turn
 
@@ -42,7 +42,7 @@ async def test_statements_one_at_a_time_use_one_connection(
 async def test_a_statement_cancelled_midway_leaves_the_store_usable(
     pg_cluster: Cluster, pg_schema: str
 ) -> None:
-    """The store's own connection (engine.store.pg_db) is dropped when a block is cancelled in
+    """The store's own connection (engine.store.postgres.database) is dropped when a block is cancelled in
     the middle of a statement; the next statement gets a sound connection."""
     async with PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) as store:
         session = Session((await store.create(cwd="/w")).id, store)

@@ -15,7 +15,7 @@ from engine.store.errors import (
     SchemaVersionError,
     StoreUnavailableError,
 )
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD, Cluster, free_port
 from tests.store.conftest import full_turn
 

@@ -13,7 +13,7 @@ import pytest
 
 from engine.events import Event, LiveEvent
 from engine.replica import followed_session
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_pg_lease import Writer
 

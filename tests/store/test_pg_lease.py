@@ -20,7 +20,7 @@ import pytest
 from engine.events import TurnEnd
 from engine.session import Session
 from engine.store.errors import LeaseError
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD, PASSWORD_ENV, Cluster
 from tests.store.conftest import full_turn
 

@@ -195,8 +195,8 @@ async def test_the_index_catches_up_once_the_writer_is_quiet(store: SessionStore
 
 
 async def test_an_existing_store_is_indexed_once(store_factory: StoreFactory) -> None:
-    from engine.store.postgres import PostgresStore
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.postgres.store import PostgresStore
+    from engine.store.sqlite.store import SQLiteStore
 
     first = await store_factory()
     assert isinstance(first, SQLiteStore | PostgresStore)

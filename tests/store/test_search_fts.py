@@ -11,8 +11,8 @@ import pytest
 
 from engine.session import Session
 from engine.store.errors import SearchUnavailableError
-from engine.store.sqlite import SQLiteStore
-from engine.store.sqlite_search import CONTENTLESS_DELETE, FtsIndex
+from engine.store.sqlite.search import CONTENTLESS_DELETE, FtsIndex
+from engine.store.sqlite.store import SQLiteStore
 from tests.store.conftest import full_turn
 
 OLD = (3, 40, 1)

@@ -12,7 +12,6 @@ import aiosqlite
 import pytest
 
 from engine.session import Session
-from engine.store import schema
 from engine.store.errors import (
     DatabaseLockedError,
     NotADatabaseError,
@@ -20,7 +19,8 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite import schema
+from engine.store.sqlite.store import SQLiteStore
 from tests.store.conftest import full_turn
 
 

@@ -19,8 +19,8 @@ import aiosqlite
 import pytest
 
 from engine.session import Session
-from engine.store.sqlite import SQLiteStore
-from engine.store.sqlite_writer import SQLiteWriter
+from engine.store.sqlite.store import SQLiteStore
+from engine.store.sqlite.writer_thread import SQLiteWriter
 from tests.store.conftest import full_turn, inject
 
 

@@ -1,4 +1,4 @@
-"""The SQLite store's writer thread (`engine/store/sqlite_writer.py`): errors cross back to the
+"""The SQLite store's writer thread (`engine/store/sqlite/writer_thread.py`): errors cross back to the
 caller with the transaction rolled back, a cancelled caller still gets the outcome, and closing
 runs what was queued before the thread ends."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.sqlite_writer import SQLiteWriter, _answer, _Job, _nothing
+from engine.store.sqlite.writer_thread import SQLiteWriter, _answer, _Job, _nothing
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 import asyncpg
 
 from engine.session import Session
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.agent.harness import trellis_argv, trellis_env
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.conftest import full_turn, open_turn, step

@@ -11,9 +11,9 @@ from engine.config import ConfigError, load_config
 from engine.redaction import redacted_url
 from engine.store.chooser import open_store
 from engine.store.errors import StoreConfigError
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from engine.store.settings import URL_ENV, checked_url, store_settings
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture

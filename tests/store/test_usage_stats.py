@@ -15,12 +15,12 @@ from engine.events import Cost, ModelBind, StepEnd, StepStart, TurnEnd, TurnStar
 from engine.session import Session
 from engine.store.base import SessionStore
 from engine.store.catalog import SessionCatalog
-from engine.store.pg_catalog import PostgresCatalog
-from engine.store.pg_db import PostgresDatabase
-from engine.store.postgres import PostgresStore
-from engine.store.sqlite import SQLiteStore
-from engine.store.sqlite_catalog import SQLiteCatalog
-from engine.store.sqlite_db import SQLiteDatabase
+from engine.store.postgres.catalog import PostgresCatalog
+from engine.store.postgres.database import PostgresDatabase
+from engine.store.postgres.store import PostgresStore
+from engine.store.sqlite.catalog import SQLiteCatalog
+from engine.store.sqlite.database import SQLiteDatabase
+from engine.store.sqlite.store import SQLiteStore
 from engine.usage_stats import parse_since, usage_stats
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_store_copy import PASSWORD_VAR, new_database, run

@@ -18,7 +18,7 @@ from engine.agent.factory import open_agent
 from engine.config import Config, ConfigError, McpServer
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.privacy import PrivacyClass
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolContext, ToolKind, ToolRegistry
 from engine.tools.mcp import McpToolset
 from engine.tools.mcp_client import McpTool, result_text

@@ -18,9 +18,9 @@ from engine.agent import Agent, open_agent
 from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.store.chooser import Store
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from engine.store.settings import StoreSettings
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_store_copy import PASSWORD_VAR, new_database
 from tests.tui.conftest import ConsoleTestApp

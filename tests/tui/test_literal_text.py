@@ -32,7 +32,7 @@ from engine.context.area import AreaFlowState, AreaLifeState
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import AdditionalContext, Source, ToolCall
 from engine.project_config import ProjectLayer, SkippedKey
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
 from replay.entries import CommandEntry

@@ -17,7 +17,7 @@ from app.tui.widgets.settled import settled_parts
 from app.tui.widgets.transcript_view import TranscriptView
 from engine.events import AssistantMessage as AssistantEvent
 from engine.events import Event
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.bench.store import make_events
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_folding import shown

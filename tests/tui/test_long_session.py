@@ -16,7 +16,7 @@ from app.tui.widgets.entries import AssistantMessage
 from app.tui.widgets.transcript_view import WINDOW, TranscriptView
 from engine.events import TurnStart
 from engine.gateway.scripted import Reply
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.transcript import TurnEntry, transcript_of
 from tests.bench.store import make_events
 from tests.tui.conftest import ConsoleTestApp

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 
 from app.tui.widgets.entries import UserMessage
 from engine.gateway.scripted import Reply
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.store import PostgresStore
 from engine.store.settings import StoreSettings
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.test_store_copy import PASSWORD_VAR, new_database

@@ -25,7 +25,7 @@ from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.local_servers import SERVERS_ENV
 from engine.message import ToolCall
 from engine.store.settings import StoreSettings
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
 from tests.local_model_server import ModelListServer

@@ -16,8 +16,8 @@ from app.tui.screens.replay import ReplayScreen
 from app.tui.widgets.entries import UserMessage
 from engine.events import Event
 from engine.session import Session
-from engine.store.pg_schema import DEFAULT_SCHEMA
-from engine.store.postgres import PostgresStore
+from engine.store.postgres.schema import DEFAULT_SCHEMA
+from engine.store.postgres.store import PostgresStore
 from tests.pg_cluster import PASSWORD, Cluster
 from tests.store.conftest import full_turn
 from tests.store.test_pg_lease import Writer

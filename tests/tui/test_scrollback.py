@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.tui.scrollback import Scrollback, tail
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.transcript import transcript_of
 from tests.tui.test_long_session import stored_turns
 

@@ -20,7 +20,7 @@ from app.tui.screens.sessions import ConfirmDelete, SessionBrowser
 from app.tui.widgets.entries import UserMessage
 from engine.store.base import SessionInfo
 from engine.store.search import SearchHit
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from tests.checkpoints.conftest import checkpoint_refs
 from tests.tui.conftest import ConsoleTestApp
 from tests.tui.test_replay import stored_session

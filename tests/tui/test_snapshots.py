@@ -489,7 +489,7 @@ def test_a_long_session_opens_at_its_end(
 
     from engine.agent import open_agent
     from engine.gateway.scripted import ScriptedGateway
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.sqlite.store import SQLiteStore
     from tests.tui.conftest import fixed_clock
 
     async def long_session() -> str:

@@ -26,7 +26,7 @@ from engine.context.usage import ContextUsage
 from engine.events import Event, Usage
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.permission_mode import MODE_NAMES, PermissionMode
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from replay.acp import AcpProjection
 from replay.entries import TurnEntry
 from tests.terminal import Terminal

@@ -16,7 +16,7 @@ from engine.config import Config
 from engine.gateway.scripted import Reply, ScriptedGateway
 from engine.message import ToolCall
 from engine.paths import SESSIONS_DB_NAME
-from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.store import SQLiteStore
 from engine.tools import ToolRegistry
 from engine.tools.builtins.files import ReadFile
 

@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager, suppress
 import asyncpg
 
 from engine.store.errors import FollowError
-from engine.store.pg_db import PostgresDatabase
-from engine.store.pg_lease import RELEASED, TAKEN
+from engine.store.postgres.database import PostgresDatabase
+from engine.store.postgres.lease import RELEASED, TAKEN
 
 log = logging.getLogger(__name__)
 

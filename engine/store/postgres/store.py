@@ -20,15 +20,16 @@ import asyncpg
 
 from engine.events import Event
 from engine.invariants import LogState
-from engine.store import pg_lease, pg_search
 from engine.store.base import SessionInfo
 from engine.store.errors import SequenceError, StoreError
 from engine.store.lease import LeaseHolder
 from engine.store.leased_logs import LeasedLogs, Taken
 from engine.store.log_view import decode, decode_and_check
-from engine.store.pg_db import PostgresDatabase, fetch_on
-from engine.store.pg_follow import Listener
-from engine.store.pg_schema import DEFAULT_SCHEMA, Connection
+from engine.store.postgres import lease as pg_lease
+from engine.store.postgres import search as pg_search
+from engine.store.postgres.database import PostgresDatabase, fetch_on
+from engine.store.postgres.follow import Listener
+from engine.store.postgres.schema import DEFAULT_SCHEMA, Connection
 from engine.store.queries import (
     SELECT_EVENTS,
     Fetch,

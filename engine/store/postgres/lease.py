@@ -20,7 +20,7 @@ import asyncpg
 
 from engine.store.errors import LeaseError, UnknownSessionError
 from engine.store.lease import LeaseHolder, StoredLease, process_alive
-from engine.store.pg_schema import Connection
+from engine.store.postgres.schema import Connection
 
 log = logging.getLogger(__name__)
 

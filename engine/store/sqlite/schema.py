@@ -70,7 +70,7 @@ async def _unindex_updated(conn: aiosqlite.Connection) -> None:
 async def _count_searched(conn: aiosqlite.Connection) -> None:
     """How many of each session's events the search index has seen: the sessions stored before
     the index start at none and are indexed once (`trellis search` shows its progress). The
-    index's FTS5 table itself is made at open (`sqlite_search.FtsIndex`): a SQLite without FTS5
+    index's FTS5 table itself is made at open (`engine.store.sqlite.search.FtsIndex`): a SQLite without FTS5
     must still open the store."""
     await conn.execute("ALTER TABLE sessions ADD COLUMN search_indexed INTEGER NOT NULL DEFAULT 0")
 

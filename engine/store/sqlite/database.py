@@ -16,10 +16,10 @@ import aiosqlite
 
 from engine.store.errors import DatabaseLockedError, StoreError, StoreUnavailableError
 from engine.store.queries import Fetch, Rows
-from engine.store.schema import migrate
-from engine.store.sqlite_errors import sqlite_faults, translate
-from engine.store.sqlite_search import FtsIndex
-from engine.store.sqlite_writer import SQLiteWriter
+from engine.store.sqlite.errors import sqlite_faults, translate
+from engine.store.sqlite.schema import migrate
+from engine.store.sqlite.search import FtsIndex
+from engine.store.sqlite.writer_thread import SQLiteWriter
 
 log = logging.getLogger(__name__)
 

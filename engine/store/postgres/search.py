@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.store.pg_schema import Connection
+from engine.store.postgres.schema import Connection
 from engine.store.search import SearchHit, hit_of
 from engine.store.search_query import SearchQuery, tsquery_text, words_of
 from engine.store.search_text import INDEXED_TYPES, indexed_text

@@ -2,7 +2,7 @@
 transactions, and asyncpg failures turned into store errors that name the server (never a
 password) and the cause.
 
-Imports no event model: `trellis sessions` lists through it (`engine.store.pg_catalog`).
+Imports no event model: `trellis sessions` lists through it (`engine.store.postgres.catalog`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.store.pg_schema import Connection, migrate, quote_ident
+from engine.store.postgres.schema import Connection, migrate, quote_ident
 from engine.store.queries import Fetch, Rows, numbered
 
 CONNECT_TIMEOUT = 10.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.store.base import SessionPage
 from engine.store.session_list import list_sessions
-from engine.store.sqlite_db import SQLiteDatabase
+from engine.store.sqlite.database import SQLiteDatabase
 from engine.store.step_usage import StepRow, step_rows
 
 

@@ -31,8 +31,8 @@ from engine.store.queries import (
 )
 from engine.store.search import SearchHit
 from engine.store.search_query import SearchQuery
-from engine.store.sqlite_db import SQLiteDatabase
-from engine.store.sqlite_writes import LogWrites
+from engine.store.sqlite.database import SQLiteDatabase
+from engine.store.sqlite.log_statements import LogWrites
 from engine.store.staging import Row, StagedLog
 
 

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from engine.store.base import SessionPage
-from engine.store.pg_db import PostgresDatabase, fetch_on
-from engine.store.pg_schema import DEFAULT_SCHEMA
+from engine.store.postgres.database import PostgresDatabase, fetch_on
+from engine.store.postgres.schema import DEFAULT_SCHEMA
 from engine.store.session_list import list_sessions
 from engine.store.settings import StoreSettings
 from engine.store.step_usage import StepRow, step_rows

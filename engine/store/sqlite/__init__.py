@@ -1,0 +1,1 @@
+"""The embedded store: one SQLite file in WAL mode (`engine.store.sqlite.store.store.SQLiteStore`)."""
