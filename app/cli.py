@@ -590,7 +590,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
         if telemetry is not None:
             telemetry.watch(agent, config.models)
         # the tool's processes are killed, its result and `turn/end {cancelled}` are stored, and
-        # dispose gives the lease back, instead of the process dying with the turn open
+        # aclose gives the lease back, instead of the process dying with the turn open
         with on_stop_signals(STOP_SIGNALS, agent.cancel):
             try:
                 if REGISTRY.is_command(args.prompt):
@@ -603,7 +603,7 @@ async def _run(args: argparse.Namespace, log_secrets: RedactingLogFilter | None)
                     agent.send(args.prompt, await _attached(args.prompt, Path(agent.workspace)))
                 await agent.when_idle()
             finally:
-                await agent.dispose()
+                await agent.aclose()
                 if telemetry is not None and not await asyncio.to_thread(telemetry.close):
                     print(
                         f"trellis: not every span reached {config.telemetry.traces_url()} "

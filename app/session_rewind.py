@@ -88,5 +88,5 @@ async def rewind(args: argparse.Namespace, reported: Callable[[LoadedConfig], Co
             )
             print(result_text(result, code_asked=plan is not None))
         finally:
-            await agent.dispose()
+            await agent.aclose()
     return 0

@@ -56,6 +56,6 @@ async def test_a_front_end_catches_them_by_the_base(tmp_path: Path) -> None:
         with pytest.raises(TrellisError, match="nope"):
             await open_agent(config=Config(), cwd=workspace, store=store, session_id="nope")
     agent = await open_agent(config=Config(), cwd=workspace)
-    await agent.dispose()
+    await agent.aclose()
     with pytest.raises(TrellisError, match="disposed"):
         agent.send("hello")

@@ -204,7 +204,7 @@ async def test_a_new_session_opens_on_a_default_local_model(
             assert agent.model.egress is PrivacyClass.restricted
             assert "ollama/qwen3:8b" in agent.model_names()
         finally:
-            await agent.dispose()
+            await agent.aclose()
 
 
 async def test_a_default_local_model_that_is_gone_stops_the_opening(
@@ -231,13 +231,13 @@ async def test_a_session_bound_to_a_local_model_resumes_on_it(
             )
             first.send("hello")
             await first.when_idle()
-            await first.dispose()
+            await first.aclose()
             plain = load_config(tmp_path)  # a default of its own: the stored binding decides
             resumed = await open_agent(
                 config=plain, store=store, session_id=first.session_id, cwd=tmp_path
             )
             assert resumed.model.name == "ollama/qwen3:8b"
-            await resumed.dispose()
+            await resumed.aclose()
         with pytest.raises(ConfigError, match=r"model 'ollama/qwen3:8b': asked Ollama at"):
             await open_agent(config=plain, store=store, session_id=first.session_id, cwd=tmp_path)
 
@@ -255,7 +255,7 @@ async def test_models_found_after_opening_may_be_switched_to(tmp_path: Path) -> 
         assert [c.name for c in agent.model_choices()] == ["scripted", "ollama/qwen3:8b"]
         assert agent.request_model("ollama/qwen3:8b").model == "ollama/qwen3:8b"
     finally:
-        await agent.dispose()
+        await agent.aclose()
 
 
 def test_the_listing_marks_one_and_aligns_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:

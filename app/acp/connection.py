@@ -46,7 +46,7 @@ class AcpConnection:
         self._send_lock = asyncio.Lock()
         self._writers = 0  # `_flush`es holding or waiting for the send lock
         self._closed = False  # nothing more is read or written
-        self._ended = False  # `close()` ran: the tasks are stopped and the sessions let go
+        self._ended = False  # `aclose()` ran: the tasks are stopped and the sessions let go
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[rpc.RequestId, asyncio.Task[None]] = {}
         self._withdrawn: set[rpc.RequestId] = set()  # by the client (`$/cancel_request`)
@@ -125,7 +125,7 @@ class AcpConnection:
         self.protocol.receive_error(error)
         await self._flush()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """The transport dropped: nothing more is sent; this connection's running prompts are
         cancelled (their turns end `cancelled` and are stored) and its sessions let go."""
         if self._ended:

@@ -93,7 +93,7 @@ class AcpServer:
         """Close every connection (their turns end `cancelled`), then the agents and the store."""
         self._closed = True
         for connection in list(self._connections.values()):
-            await connection.close()
+            await connection.aclose()
         await self.sessions.aclose()
 
     async def _ask(self, session: AcpSession, question: PermissionQuestion) -> PermissionAnswer:

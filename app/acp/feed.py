@@ -120,7 +120,7 @@ class Feed:
         self._waiters.append((seq, waiter))
         await waiter
 
-    async def stop(self) -> None:
+    async def aclose(self) -> None:
         self._stopped = True
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)

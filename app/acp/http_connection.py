@@ -219,9 +219,9 @@ class HttpConnection:
                 self.id,
                 self.limits.orphan_timeout,
             )
-            self._closing = asyncio.ensure_future(self.close())
+            self._closing = asyncio.ensure_future(self.aclose())
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """End the connection: its streams end, its running prompts are cancelled (and stored)
         and its sessions let go, as when a WebSocket drops."""
         if self.closed:
@@ -232,4 +232,4 @@ class HttpConnection:
             self._orphan = None
         self.outbox.close()
         self._on_closed(self)
-        await self._core.close()
+        await self._core.aclose()

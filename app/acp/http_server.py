@@ -26,17 +26,17 @@ SHUTDOWN_GRACE = 3.0
 
 @dataclass(slots=True)
 class HttpServer:
-    """A running Hypercorn: its port, and what stops it (`close`)."""
+    """A running Hypercorn: its port, and what stops it (`aclose`)."""
 
     app: AcpHttpApp
     port: int
     _stop: asyncio.Event
     _task: asyncio.Task[None]
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """End every HTTP connection (their prompts are cancelled and stored), then stop
         Hypercorn: no new requests, the ones in flight finish or are cut after the grace."""
-        await self.app.close()
+        await self.app.aclose()
         self._stop.set()
         await self._task
 

@@ -92,11 +92,11 @@ class AcpHttpApp:
         elif kind == "lifespan":
             await _lifespan(receive, send)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """End every connection: its streams end, or its WebSocket is closed with 1001 (going
         away); their running prompts are cancelled and stored."""
         for connection in list(self._connections.values()):
-            await connection.close()
+            await connection.aclose()
         for send in list(self._sockets.values()):
             with contextlib.suppress(OSError):
                 await send({"type": "websocket.close", "code": 1001})
@@ -267,12 +267,12 @@ class AcpHttpApp:
         try:
             answer = await connection.initialize(text, request_key(message.get("id")))
         except TimeoutError:
-            await connection.close()
+            await connection.aclose()
             await _refuse(send, HTTPStatus.GATEWAY_TIMEOUT, "initialize was not answered")
             return
         if b'"error":' in answer and "error" in json.loads(answer):
             # no connection for a client that did not initialize; the error says why
-            await connection.close()
+            await connection.aclose()
             await _answer_bytes(send, HTTPStatus.BAD_REQUEST, answer)
             return
         cookie = f"{AFFINITY_COOKIE}={self.server_id}; Path={ACP_PATH}; HttpOnly; SameSite=Strict"
@@ -362,7 +362,7 @@ class AcpHttpApp:
         connection = await self._connection(request, send)
         if connection is None:
             return
-        await connection.close()
+        await connection.aclose()
         await _empty(send, HTTPStatus.ACCEPTED)
 
     def _forget(self, connection: HttpConnection) -> None:
@@ -431,7 +431,7 @@ class AcpHttpApp:
                     await connection.receive(text)
         finally:
             del self._sockets[connection_id]
-            await connection.close()
+            await connection.aclose()
 
     async def _authenticate_by_message(self, receive: Receive, send: Send) -> bool:
         """`/acp?auth=message`: the first text frame must be `authenticate` with the token

@@ -142,7 +142,7 @@ class LifecycleHandlers:
             )
         previous = self._opened.pop(info.id)
         if previous is not None and previous.feed is not None:  # opened again: followed again,
-            await previous.feed.stop()  # the session stays held (a prompt of ours may run)
+            await previous.feed.aclose()  # the session stays held (a prompt of ours may run)
         return await self._server.sessions.load(info.id, servers, self._connection.id)
 
     def _once_open(self, session: AcpSession) -> Callable[[], Awaitable[None]]:

@@ -95,7 +95,7 @@ class OpenedSessions:
     async def let_go(self, opened: Opened) -> None:
         """Its feed stops and the session table lets this connection's hold go."""
         if opened.feed is not None:
-            await opened.feed.stop()
+            await opened.feed.aclose()
         await self._server.sessions.release(opened.session, self._connection.id)
 
     async def let_go_all(self) -> None:

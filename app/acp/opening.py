@@ -63,7 +63,7 @@ class DeferredOpening:
 
     async def stop(self) -> Agent | None:
         """Stop an opening still running (or never started), the lease given back; returns the
-        Agent if it was already open, for its owner to dispose."""
+        Agent if it was already open, for its owner to close."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

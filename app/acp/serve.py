@@ -81,7 +81,7 @@ async def serve(
             await stop.wait()
     finally:
         # 1. no new connections, every open one closed: their turns are cancelled and stored
-        await http.close()
+        await http.aclose()
         await close_server(server)
         # 2. the agents disposed: leases given back, the store closed
         await acp.aclose()

@@ -285,7 +285,7 @@ class SessionTable:
         for session in sessions:
             await self._dispose(session)
         if self._store is not None:
-            await self._store.close()
+            await self._store.aclose()
             self._store = None
         sinks, self._telemetry = list(self._telemetry.values()), {}
         for sink in sinks:
@@ -308,7 +308,7 @@ class SessionTable:
             if session.opening is not None:
                 session.agent = await session.opening.stop()
             if session.agent is not None:
-                await session.agent.dispose()
+                await session.agent.aclose()
         finally:
             try:
                 await session.following.aclose()

@@ -11,7 +11,7 @@ or gone:
    connection.receive_error(error)`;
 3. the peer is slow: the `Send` waits (until the transport is below its high-water mark), and a
    `SendNow` says `ready()` is False; the connection then writes nothing else until it drains;
-4. the peer is gone: `await connection.close()` (its running turns end `cancelled`, stored),
+4. the peer is gone: `await connection.aclose()` (its running turns end `cancelled`, stored),
    whatever happened, also after a `Send` raised (which stops all writing at once).
 
 Everything else (the tasks that run requests, the send lock, the order of messages, pacing a
@@ -56,5 +56,5 @@ class ConnectionEnd(Protocol):
     async def receive_error(self, error: RequestError) -> None:
         """A message the transport could not take: answered with `error`, id null."""
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """The peer is gone: nothing more is sent; safe to call more than once."""

@@ -3,7 +3,7 @@
 One JSON-RPC message per text frame at `/acp`; binary frames are ignored. The upgrade is checked
 before anything else runs (`UpgradeGate`: 404 off `/acp`, 403 for a browser Origin outside the allow
 list, 401 without the token) and answered with an `Acp-Connection-Id` header. Each connection gets its
-own `AcpConnection` from the one process-wide `AcpServer`; when the socket drops, `close()` cancels
+own `AcpConnection` from the one process-wide `AcpServer`; when the socket drops, `aclose()` cancels
 that connection's running turns (the turns are stored). Served with `websockets`, not the `acp`
 package's ASGI server, which drops invalid JSON silently and checks neither Origin nor size.
 """
@@ -145,7 +145,7 @@ class AcpWebSocketServer:
         try:
             await self._pump(ws, connection)
         finally:
-            await connection.close()
+            await connection.aclose()
 
     async def _pump(self, ws: ServerConnection, connection: ConnectionEnd) -> None:
         try:
@@ -309,7 +309,7 @@ class FrameSender:
     The core splits long text and turns an oversized answer into an error answer before it
     sends; a frame over `max_outgoing` reaching the transport anyway is logged and not sent. A
     connection that has gone drops what is sent to it: the core learns of the drop from
-    `AcpConnection.close()`, not from its writes.
+    `AcpConnection.aclose()`, not from its writes.
     """
 
     def __init__(self, ws: CoalescingConnection, max_outgoing: int) -> None:

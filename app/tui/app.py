@@ -449,7 +449,7 @@ class TrellisApp(App[None]):
         if self.agent is not None and session_id == self.agent.session_id:
             return
         if self.agent is not None:
-            await self.agent.dispose()
+            await self.agent.aclose()
             self.agent = None
         await self._stop_following()
         while len(self.screen_stack) > 1:
@@ -493,9 +493,9 @@ class TrellisApp(App[None]):
 
     async def on_unmount(self) -> None:
         if self.agent is not None:
-            await self.agent.dispose()
+            await self.agent.aclose()
         if self._telemetry is not None:
             await asyncio.to_thread(self._telemetry.close)  # at most `[telemetry] timeout`
         await self._stop_following()
         if self.store is not None:
-            await self.store.close()
+            await self.store.aclose()

@@ -440,7 +440,7 @@ class Agent:
                 return
             await asyncio.gather(*tuple(self._flushes), return_exceptions=True)
 
-    async def dispose(self) -> None:
+    async def aclose(self) -> None:
         """End a running turn `disposed`, drop queued sends, flush, and refuse further input."""
         if self._closed:
             return
@@ -464,7 +464,7 @@ class Agent:
                 try:
                     await cleanup()
                 except Exception:
-                    log.exception("session %s: a dispose cleanup failed", self.session_id)
+                    log.exception("session %s: a closing cleanup failed", self.session_id)
 
     # --- extension points ------------------------------------------------------------------------
 
@@ -778,7 +778,7 @@ class Agent:
             await self._open_turn(decision.content)
         except Exception as exc:
             # Nothing turn-level was appended: the runner goes on with the next send rather than
-            # dying with the inbox (and `when_idle`/`dispose` raising).
+            # dying with the inbox (and `when_idle`/`aclose` raising).
             rt.assembler.end_turn()
             log.exception("session %s: the turn could not start", self.session_id)
             message = rt.report_error(None, f"The turn could not start: {exc}")

@@ -103,7 +103,7 @@ async def open_agent(
 
     gateways = _Gateways(script, held_secrets(config).with_secrets(*extra_secrets))
     # What opening has taken so far (the writer lease, MCP servers) is given back if a later step
-    # fails or the opening is cancelled; once the Agent exists, its dispose does that.
+    # fails or the opening is cancelled; once the Agent exists, its aclose does that.
     async with AsyncExitStack() as opened:
         if session_id is None:
             state = await _open_new(
@@ -164,8 +164,8 @@ async def open_agent(
                 state.mcp.aclose,
             ),
         )
-        opened.pop_all()  # the Agent's dispose gives them back from here on
-        opened.push_async_callback(agent.dispose)
+        opened.pop_all()  # the Agent's aclose gives them back from here on
+        opened.push_async_callback(agent.aclose)
         for area in state.areas:
             agent.register_area(area)
         await session.flush()

@@ -67,7 +67,7 @@ class SessionStore(Protocol):
 
     `append` stages a batch; `flush` makes every staged batch durable at once, or raises and keeps
     none of it (the caller still holds the events and stages them again). Writing needs the session's
-    writer lease, taken by `create` and `load` and given back by `release` or `close`.
+    writer lease, taken by `create` and `load` and given back by `release` or `aclose`.
 
     A store may set `flush_runs_to_its_end = True` when its `flush`, cancelled while its write is
     under way, still waits for that write's outcome, returns or raises it, and lets the
@@ -140,7 +140,7 @@ class SessionStore(Protocol):
 
     async def release(self, session_id: str) -> None: ...
 
-    async def close(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @runtime_checkable

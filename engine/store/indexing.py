@@ -87,7 +87,7 @@ class BackgroundIndex:
                         del self._dirty[session_id]
             await asyncio.sleep(0)  # a flush queued meanwhile goes first
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop waiting and finish what this store flushed (called before the store closes)."""
         if self._timer is not None:
             self._timer.cancel()

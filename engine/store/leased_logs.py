@@ -353,7 +353,7 @@ class LeasedLogs(ABC):
 
     # --- lifecycle ------------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Flush what is staged, give back every lease, close the connections; idempotent."""
         if not self._is_open:
             return
@@ -361,7 +361,7 @@ class LeasedLogs(ABC):
             await self.flush()
         finally:
             try:
-                await self._index.close()  # what this store flushed, indexed before it goes
+                await self._index.aclose()  # what this store flushed, indexed before it goes
                 await self._forget_all_leases()
             finally:
                 self._writers.clear()
@@ -376,4 +376,4 @@ class LeasedLogs(ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.close()
+        await self.aclose()

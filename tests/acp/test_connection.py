@@ -53,7 +53,7 @@ async def test_a_transport_that_refused_a_write_still_lets_the_sessions_go_on_cl
                 break
             await asyncio.sleep(0.01)
         assert refused
-        await connection.close()
+        await connection.aclose()
         assert server.sessions.get(session_id) is None  # its Agent disposed, its lease given back
     finally:
         await server.aclose()

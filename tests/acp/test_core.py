@@ -337,7 +337,7 @@ async def test_load_replays_the_whole_conversation_in_log_order_then_answers(
     session_id = await _new(first, workspace)
     await first.result("session/prompt", _prompt(session_id, "read hello.txt"))
     await first.result("session/prompt", _prompt(session_id, "and again"))
-    await first.connection.close()
+    await first.connection.aclose()
 
     second = Peer(server, "second")
     await second.initialize()
@@ -456,7 +456,7 @@ async def test_a_dropped_connection_cancels_its_turn_which_is_stored(
     session_id = await _new(peer, workspace)
     await peer.start("session/prompt", _prompt(session_id, "one"))
     await _until(lambda: bool(peer.text(session_id)))
-    await peer.connection.close()
+    await peer.connection.aclose()
     events = await _stored(server, session_id)
     assert [e.data.reason for e in events if e.type == "turn/end"] == ["cancelled"]
     again = Peer(server, "again")
@@ -704,7 +704,7 @@ async def test_two_connections_loading_one_session_at_once_share_one_agent(
     first = Peer(server, "first")
     session_id = await _new(first, workspace)
     await first.result("session/prompt", _prompt(session_id, "hi"))
-    await first.connection.close()
+    await first.connection.aclose()
     peers = [Peer(server, f"p{n}") for n in range(3)]
     for peer in peers:
         await peer.initialize()
@@ -717,9 +717,9 @@ async def test_two_connections_loading_one_session_at_once_share_one_agent(
     for peer in peers:
         assert peer.text(session_id, "user_message_chunk") == "hi"
     for peer in peers[:2]:
-        await peer.connection.close()
+        await peer.connection.aclose()
     assert server.sessions.get(session_id) is session
-    await peers[2].connection.close()
+    await peers[2].connection.aclose()
     assert server.sessions.get(session_id) is None
 
 

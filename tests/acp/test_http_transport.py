@@ -1,5 +1,5 @@
 """The streamable HTTP transport in process, on Hypercorn at 127.0.0.1, around a fake of the core's
-interface (`connect`, `receive`, `close`): its limits (message sizes, the orphan timeout, the
+interface (`connect`, `receive`, `aclose`): its limits (message sizes, the orphan timeout, the
 keepalive comment, back-pressure), the server's close, and the WebSocket on the same path. The real
 core behind the real command is tested in `test_http_status` and `test_http_sessions`."""
 
@@ -45,7 +45,7 @@ class FakeConnection:
             answer = rpc.result_message(incoming["id"], {"method": incoming["method"]})
             await self.send(rpc.serialize(answer)[0])
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self.closed.set()
 
 
@@ -98,7 +98,7 @@ async def served() -> AsyncIterator[Served]:
     try:
         yield Served(core, server, f"http://127.0.0.1:{server.port}/acp")
     finally:
-        await server.close()
+        await server.aclose()
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ async def test_closing_the_server_ends_streams_and_closes_each_core_connection(
 ) -> None:
     name, fake = await opened(served, http)
     async with sse(http, served.url, name) as stream:
-        await served.server.close()
+        await served.server.aclose()
         with pytest.raises(AssertionError, match="the stream ended"):
             await stream.next()
     assert fake.closed.is_set()
@@ -260,7 +260,7 @@ async def test_closing_the_server_closes_its_websockets_with_1001(served: Served
     async with connect(ws_url, additional_headers={**bearer("test-token-0123456789abcdef")}) as ws:
         await ws.send(json.dumps(message(1, "initialize", {})))
         await ws.recv()
-        closing = asyncio.ensure_future(served.server.close())
+        closing = asyncio.ensure_future(served.server.aclose())
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), WAIT)
         await asyncio.wait_for(closing, WAIT)

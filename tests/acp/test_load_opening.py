@@ -60,7 +60,7 @@ async def stored_session(server: AcpServer, workspace: Path) -> str:
     assert (await writer.result("session/prompt", _prompt(session_id, "hi")))[
         "stopReason"
     ] == "end_turn"
-    await writer.connection.close()
+    await writer.connection.aclose()
     return session_id
 
 
@@ -170,7 +170,7 @@ async def test_a_connection_that_goes_while_the_agent_opens_gives_the_lease_back
     peer = Peer(server)
     assert (await load(peer, session_id, workspace))["result"].keys() == {"modes"}
     await until(lambda: gate.waiting == 1, "the turn waits at the gate")
-    await peer.connection.close()
+    await peer.connection.aclose()
     assert server.sessions.get(session_id) is None
     async with SQLiteStore(tmp_path / "data" / "sessions.sqlite") as other:
         assert (await other.acquire(session_id)).id == session_id

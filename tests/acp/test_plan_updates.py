@@ -38,7 +38,7 @@ async def test_plan_commands_send_the_whole_plan_each_time(
         [("read the code", "completed", "medium"), ("fix the bug", "pending", "medium")],
     ]
     assert shown == expected  # `/plan` alone changes nothing: nothing is sent
-    await agent.dispose()
+    await agent.aclose()
     loaded = plans(list(replay_updates((await store.inspect(agent.session_id)).events, "/ws")))
     assert loaded == expected
 

@@ -162,7 +162,7 @@ async def test_resume_answers_the_mode_the_session_was_left_in(
     session_id = await _new(writer, workspace)
     await writer.result("session/prompt", _prompt(session_id, "hi"))
     await writer.result("session/set_mode", {"sessionId": session_id, "modeId": "read-only"})
-    await writer.connection.close()
+    await writer.connection.aclose()
     peer = Peer(server)
     await peer.initialize()
     answer = await peer.result("session/resume", _opening(session_id, workspace))

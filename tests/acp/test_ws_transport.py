@@ -34,7 +34,7 @@ class FakeConnection:
         self.received.append(text)
         await self.send(text)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self.closed.set()
 
 

@@ -105,7 +105,7 @@ async def store(tmp_path: Path) -> AsyncIterator[FlakyStore]:
     yield opened
     opened.fail_flushes = 0
     opened.release_flushes()
-    await opened.close()
+    await opened.aclose()
 
 
 async def stored_log(store: SQLiteStore, session_id: str) -> tuple[Event, ...]:
@@ -164,7 +164,7 @@ async def make_agent(tmp_path: Path, store: FlakyStore) -> AsyncIterator[MakeAge
 
     yield make
     for agent in agents:
-        await agent.dispose()
+        await agent.aclose()
 
 
 def runtime_of(agent: Agent) -> Runtime:

@@ -91,7 +91,7 @@ async def opened(
         try:
             yield Opened(agent, store, gateway, workspace)
         finally:
-            await agent.dispose()
+            await agent.aclose()
 
 
 def decoded(request: ModelRequest) -> list[Message]:

@@ -285,7 +285,7 @@ async def test_admission_waits_are_not_turns(make_agent: MakeAgent, store: Flaky
     ]
 
 
-async def test_dispose_during_admission_opens_no_turn(
+async def test_aclose_during_admission_opens_no_turn(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     agent = await make_agent([Reply(text="must not be asked")])
@@ -293,7 +293,7 @@ async def test_dispose_during_admission_opens_no_turn(
     agent.on_prompt(held)
     agent.send("hi")
     await held.deciding.wait()
-    disposing = asyncio.create_task(agent.dispose())
+    disposing = asyncio.create_task(agent.aclose())
     await asyncio.sleep(0)
     held.release()
     await disposing

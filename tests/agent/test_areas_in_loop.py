@@ -225,7 +225,7 @@ async def test_the_areas_survive_resume(tmp_path: Path) -> None:
             agent.send("second")
             await agent.when_idle()
         finally:
-            await agent.dispose()
+            await agent.aclose()
         events = (await store.inspect(session_id)).events
     assert unrestored == []  # the configured kind is known on resume
     # Registered once (at the start, not again on resume), and still in the request.

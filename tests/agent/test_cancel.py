@@ -1,4 +1,4 @@
-"""Ending a turn early: cancel in every phase of a turn, and dispose while running.
+"""Ending a turn early: cancel in every phase of a turn, and aclose while running.
 
 docs/spec/context-injection.md, the injection lifecycle: a cancelled turn ends `cancelled`; tool
 calls that never ran get synthetic error results; a pending permission request resolves as
@@ -378,7 +378,7 @@ async def test_cancel_keep_inbox_keeps_staged_steering_for_the_next_turn(
     assert recorder.of(AgentQueued)[-1].steering == ()
 
 
-async def test_dispose_reports_steering_kept_for_a_turn_that_never_came(
+async def test_aclose_reports_steering_kept_for_a_turn_that_never_came(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     agent = (await tool_running(make_agent, store)).agent
@@ -386,7 +386,7 @@ async def test_dispose_reports_steering_kept_for_a_turn_that_never_came(
     agent.steer("keep me")
     agent.cancel(keep_inbox=True)
     await agent.when_idle()
-    await agent.dispose()
+    await agent.aclose()
     assert recorder.of(SteerDropped) == [SteerDropped(text="keep me")]
     assert recorder.of(AgentQueued)[-1] == AgentQueued()
 
@@ -485,10 +485,10 @@ async def test_cancel_from_a_turn_end_subscriber_is_harmless(
     ]
 
 
-# --- dispose --------------------------------------------------------------------------------------
+# --- aclose ---------------------------------------------------------------------------------------
 
 
-async def test_dispose_while_running_ends_the_turn_disposed(
+async def test_aclose_while_running_ends_the_turn_disposed(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     running = await tool_running(make_agent, store)
@@ -497,7 +497,7 @@ async def test_dispose_while_running_ends_the_turn_disposed(
     agent.send("queued, never run")
     agent.inject(context("staged"))
     agent.steer("never delivered")
-    await agent.dispose()
+    await agent.aclose()
 
     log = await stored_log(store, agent.session_id)
     [end] = of_type(log, TurnEnd)
@@ -513,16 +513,16 @@ async def test_dispose_while_running_ends_the_turn_disposed(
     with pytest.raises(AgentClosedError):
         agent.inject(context("too late"))
     agent.cancel()  # harmless
-    await agent.dispose()  # idempotent
+    await agent.aclose()  # idempotent
 
 
-async def test_dispose_when_idle_flushes_and_closes(
+async def test_aclose_when_idle_flushes_and_closes(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     agent = await make_agent([Reply(text="ok")])
     agent.send("hi")
     await agent.when_idle()
-    await agent.dispose()
+    await agent.aclose()
     log = await stored_log(store, agent.session_id)
     assert [e.reason for e in of_type(log, TurnEnd)] == ["completed"]
     with pytest.raises(AgentClosedError):

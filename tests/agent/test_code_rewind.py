@@ -162,7 +162,7 @@ async def test_the_checkpoints_outlive_the_process(
     make_agent: MakeAgent, store: FlakyStore, workspace: Path
 ) -> None:
     agent, states = await three_turns(make_agent, workspace)
-    await agent.dispose()
+    await agent.aclose()
     resumed = await make_agent(
         [], session_id=agent.session_id, tools=default_registry(), responder=EVERYTHING
     )

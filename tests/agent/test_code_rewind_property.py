@@ -116,8 +116,8 @@ async def play(plan: list[Step], root: Path, data: Path) -> None:
                 await agent.rewind(None, code=True)
                 assert snapshot(root) == state, plan
     finally:
-        await agent.dispose()
-        await store.close()
+        await agent.aclose()
+        await store.aclose()
 
 
 @settings(

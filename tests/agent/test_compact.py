@@ -82,7 +82,7 @@ async def test_a_resumed_session_keeps_its_compaction(
     await three_turns(agent)
     assert (await agent.compact(1)) is not None
     session_id = agent.session_id
-    await agent.dispose()
+    await agent.aclose()
     await store.release(session_id)
     resumed = await make_agent([Reply(text="a4")], session_id=session_id)
     assert resumed.context.messages()[0].content.endswith("the gist")

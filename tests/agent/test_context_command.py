@@ -69,7 +69,7 @@ async def test_the_last_request_is_read_back_after_a_resume(tmp_path: Path) -> N
         try:
             resumed = await REGISTRY.run(agent, "/context")
         finally:
-            await agent.dispose()
+            await agent.aclose()
     # the request's own lines are read back from the log; its breakdown waits for this run's
     # first request (the Agent did not assemble the stored one)
     head = live.text.split("\nthe window by category")[0]

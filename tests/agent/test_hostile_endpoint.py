@@ -65,7 +65,7 @@ async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeServer]:
     fake = FakeServer()
     await fake.start()
     yield fake
-    await fake.close()
+    await fake.aclose()
 
 
 def config_for(server: FakeServer, path: Path) -> Path:

@@ -89,11 +89,11 @@ async def test_when_idle_waits_for_the_idle_flush(make_agent: MakeAgent, store: 
     assert turn_shape(log)[-1] == "user/message:plugin:held"
 
 
-async def test_dispose_waits_for_the_idle_flush(make_agent: MakeAgent, store: FlakyStore) -> None:
+async def test_aclose_waits_for_the_idle_flush(make_agent: MakeAgent, store: FlakyStore) -> None:
     agent = await make_agent()
     store.hold_flushes()
     agent.inject(context("held"))
-    disposing = asyncio.create_task(agent.dispose())
+    disposing = asyncio.create_task(agent.aclose())
     await store.flush_waiting.wait()
     for _ in range(20):
         await asyncio.sleep(0)

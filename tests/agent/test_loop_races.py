@@ -1,6 +1,6 @@
 """Races at the edges of a turn, and what each durability checkpoint has made safe.
 
-spec: context-injection (no accepted input lost); docs/spec/context-injection.md (cancel, dispose,
+spec: context-injection (no accepted input lost); docs/spec/context-injection.md (cancel, aclose,
 steer) and docs/ARCHITECTURE.md, the store (flush before a model request, before a tool runs, at
 step and turn end; what a flush acknowledged survives `kill -9`). A crash is simulated by reading
 the store with `inspect` (the repaired view a reloading process would get) while the loop is held
@@ -140,17 +140,17 @@ async def test_a_cancel_before_the_turn_opens_does_not_reach_the_next_send(
     ]
 
 
-async def test_dispose_while_the_turn_opens_ends_it_disposed_without_a_model_call(
+async def test_aclose_while_the_turn_opens_ends_it_disposed_without_a_model_call(
     make_agent: MakeAgent, store: FlakyStore
 ) -> None:
-    # dispose() arrives after admission, while the floor is built (a thread): the turn used to
-    # run to completion, calling the model after dispose() had been asked
+    # aclose() arrives after admission, while the floor is built (a thread): the turn used to
+    # run to completion, calling the model after aclose() had been asked
     agent = await make_agent([Reply(text="must not be asked")])
     disposing: list[asyncio.Task[None]] = []
 
     def dispose_at_title(event: Event | LiveEvent) -> None:
         if event.type == "session/title":
-            disposing.append(asyncio.ensure_future(agent.dispose()))
+            disposing.append(asyncio.ensure_future(agent.aclose()))
 
     agent.subscribe(dispose_at_title)
     agent.send("hi")

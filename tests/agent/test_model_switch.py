@@ -54,7 +54,7 @@ async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeServer]:
     fake = FakeServer()
     await fake.start()
     yield fake
-    await fake.close()
+    await fake.aclose()
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ async def session(tmp_path: Path, config: Config) -> AsyncIterator[tuple[Agent, 
         try:
             yield agent, store
         finally:
-            await agent.dispose()
+            await agent.aclose()
 
 
 async def switched(agent: Agent, server: FakeServer, first: str = "hello") -> None:
@@ -273,6 +273,6 @@ async def test_a_switch_survives_a_resume(server: FakeServer, tmp_path: Path) ->
             assert resumed.model.name == "b"
             events = await second_turn(resumed, store)
         finally:
-            await resumed.dispose()
+            await resumed.aclose()
     assert models_asked(server) == ["model-a", "model-b", "model-b"]
     assert last_end(events).reason == "completed"

@@ -96,7 +96,7 @@ async def test_a_resume_keeps_the_mode_but_never_approve_all(
         try:
             assert agent.mode == after
         finally:
-            await agent.dispose()
+            await agent.aclose()
         events = (await store.inspect(session_id)).events
     changes = [(m.mode, m.resumed) for m in payloads(events, PermissionModeSet)]
     fell_back = [("ask", True)] if mode == "approve-all" else []
@@ -122,7 +122,7 @@ async def test_a_mode_asked_for_at_opening_wins_over_the_stored_one(
             mode="approve-all",
         )
         assert agent.mode == "approve-all"
-        await agent.dispose()
+        await agent.aclose()
 
 
 async def test_commands_that_change_the_session_are_recorded(tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ async def test_always_is_a_rule_event_honoured_after_resume(
             agent.send("write three")
             await agent.when_idle()
         finally:
-            await agent.dispose()
+            await agent.aclose()
         events = (await store.inspect(session_id)).events
     assert second.asked == []
     rules = payloads(events, PermissionRule)

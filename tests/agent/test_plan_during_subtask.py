@@ -70,7 +70,7 @@ async def test_a_plan_change_during_a_subtask_survives_a_resume(tmp_path: Path) 
             agent.send("and finish")
             await agent.when_idle()
         finally:
-            await agent.dispose()
+            await agent.aclose()
     assert CHECKED in shown.text
     first, _, after = gateway.requests
     assert any(CHECKED in c for c in contents(first))
@@ -95,7 +95,7 @@ async def test_a_plan_changed_between_turns_survives_a_resume(tmp_path: Path) ->
             agent.send("go on")
             await agent.when_idle()
         finally:
-            await agent.dispose()
+            await agent.aclose()
     assert shown.ok
     assert CHECKED in shown.text
     assert f"Plan:\n{CHECKED}" in contents(gateway.requests[0])

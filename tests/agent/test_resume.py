@@ -33,7 +33,7 @@ async def test_reopened_session_keeps_idle_context_and_continues_turn_numbering(
     first.send("question one")
     await first.when_idle()
     first.inject(context("ci: main is green", "ci"))
-    await first.dispose()
+    await first.aclose()
     session_id = first.session_id
     before = await stored_log(store, session_id)
     assert turn_shape(before)[-2:] == ["turn/end", "user/message:ci:ci: main is green"]
@@ -71,7 +71,7 @@ async def test_a_session_of_only_injected_context_resumes_at_turn_one(
 ) -> None:
     first = await make_agent()
     first.inject(context("background"))
-    await first.dispose()
+    await first.aclose()
 
     second = await make_agent([Reply(text="hi")], session_id=first.session_id)
     second.send("start")
@@ -97,7 +97,7 @@ async def test_context_left_by_a_disposed_turn_survives_resume(
     first.send("go")
     await gate.started.wait()
     first.inject(context("staged when the agent closed"))
-    await first.dispose()
+    await first.aclose()
 
     second = await make_agent(
         [Reply(text="ok")], session_id=first.session_id, tools=ToolRegistry([GateTool()])
@@ -130,7 +130,7 @@ async def test_reopened_agent_answers_with_a_fresh_gateway(
     first = await make_agent([Reply(text="one")])
     first.send("a")
     await first.when_idle()
-    await first.dispose()
+    await first.aclose()
     gateway = ScriptedGateway([Reply(text="two")], strict=True)
     second = await make_agent(session_id=first.session_id, gateway=gateway)
     second.send("b")

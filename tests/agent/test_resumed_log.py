@@ -29,7 +29,7 @@ async def _resumed(
     first = await make_agent([Reply(text=f"answer {n}") for n in range(turns)])
     for n in range(turns):
         await first.send(f"question {n}")
-    await first.dispose()
+    await first.aclose()
     before = await stored_log(store, first.session_id)
     return await make_agent([Reply(text="more")], session_id=first.session_id), before
 
@@ -108,7 +108,7 @@ async def test_a_wrong_guess_of_the_bound_provider_replays_the_log_again(
     )
     first = await make_agent([Reply(text="one")], config=remote)
     await first.send("the first question")
-    await first.dispose()
+    await first.aclose()
     with sqlite3.connect(store.path) as conn:  # the record disagrees with the log
         conn.execute("UPDATE sessions SET model = 'local' WHERE id = ?", (first.session_id,))
 
@@ -122,7 +122,7 @@ async def test_a_wrong_guess_of_the_bound_provider_replays_the_log_again(
         rebuilt = rebuild_context(GatewayType.openai, log)
         assert second.context.entries() == rebuilt.context.entries()
     finally:
-        await second.dispose()
+        await second.aclose()
 
 
 async def test_a_long_running_session_holds_a_bounded_tail(

@@ -90,7 +90,7 @@ async def test_undo_like_sequences_rewind_within_the_rewound_history(
     await agent.send("q7")
     assert said(requests_of(agent)[-1]) == [("user", "q1"), ("assistant", "a1"), ("user", "q7")]
     live = agent.context.entries()
-    await agent.dispose()
+    await agent.aclose()
     resumed = await make_agent([Reply(text="a8")], session_id=agent.session_id)
     assert resumed.context.entries() == live
     await resumed.send("q8")
@@ -247,7 +247,7 @@ async def test_a_rewound_session_resumes_rewound(make_agent: MakeAgent, store: F
     await agent.rewind(2)
     await agent.rewind(1)
     live = (agent.context.entries(), agent.model.name, agent.mode, agent.pins, agent.areas)
-    await agent.dispose()
+    await agent.aclose()
 
     resumed = await make_agent(
         [Reply(text="again")], session_id=agent.session_id, config=TWO_MODELS
@@ -301,7 +301,7 @@ async def test_a_send_and_an_inject_made_during_a_rewind_come_after_it(
     first = await make_agent([Reply(text="a1"), Reply(text="a2")])
     await first.send("q1")
     await first.send("q2")
-    await first.dispose()
+    await first.aclose()
     # resumed, the session holds none of its log: the rewind reads it from the store, awaiting
     agent = await make_agent([Reply(text="a3")], session_id=first.session_id)
     rewinding = asyncio.create_task(agent.rewind(2))
@@ -327,7 +327,7 @@ async def test_a_rewind_whose_log_read_fails_changes_nothing(
     first = await make_agent([Reply(text="a1"), Reply(text="a2")])
     await first.send("q1")
     await first.send("q2")
-    await first.dispose()
+    await first.aclose()
     agent = await make_agent([Reply(text="a3")], session_id=first.session_id)
     before = (agent.context.entries(), len(agent.log))
     reads = 0

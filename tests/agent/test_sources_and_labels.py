@@ -48,7 +48,7 @@ async def test_shell_output_takes_the_configured_shell_class_on_resume(tmp_path:
             await agent.when_idle()
             events = (await store.inspect(session_id)).events
         finally:
-            await agent.dispose()
+            await agent.aclose()
     end = payloads(events, TurnEnd)[-1]
     assert end.reason == "egress"
     assert "tool result of run_shell" in end.message

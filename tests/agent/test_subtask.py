@@ -134,7 +134,7 @@ async def test_an_active_subtask_survives_resume(tmp_path: Path) -> None:
             await agent.when_idle()
             context = [m.content for m in context_messages(agent)]
         finally:
-            await agent.dispose()
+            await agent.aclose()
         events = (await store.inspect(session_id)).events
     assert "subtask_done" in [t.name for t in gateway.requests[0].tools]
     assert "subtask_done" not in [t.name for t in gateway.requests[1].tools]

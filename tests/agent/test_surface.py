@@ -88,7 +88,7 @@ async def test_queued_sends_know_their_place_and_dropped_ones_say_so(
     third = agent.send("third")
     assert (first.position, second.position, third.position) == (0, 1, 2)
     assert second.state == "queued"
-    await agent.dispose()
+    await agent.aclose()
     outcome = await first
     assert isinstance(outcome, TurnOutcome)
     assert outcome.reason == "disposed"
@@ -307,7 +307,7 @@ async def test_tool_calls_floor_blocks_and_titles_carry_labels(make_agent: MakeA
 
 async def test_front_end_errors_share_one_base(make_agent: MakeAgent) -> None:
     agent = await make_agent([])
-    await agent.dispose()
+    await agent.aclose()
     with pytest.raises(TrellisError, match="disposed"):
         agent.send("late")
     fresh = await make_agent([], stored=False)

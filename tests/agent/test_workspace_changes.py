@@ -154,5 +154,5 @@ async def test_a_disposed_agent_leaves_no_git_process_running(make_agent: MakeAg
     )
     await agent.send("change a file")
     assert set(_git_children()) - before  # the checkpoint store's
-    await agent.dispose()
+    await agent.aclose()
     assert set(_git_children()) - before == set()

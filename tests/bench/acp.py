@@ -170,7 +170,7 @@ async def cheap_load(server: ServeProcess, session_id: str) -> CheapLoad:
         assert "result" in answer, answer
         return CheapLoad(loaded, time.perf_counter() - start, frames, cpu)
     finally:
-        await reader.close()
+        await reader.aclose()
 
 
 async def streamed_reply(url: str, cwd: Path) -> tuple[float, list[str]]:
@@ -202,7 +202,7 @@ async def cheap_streamed_reply(url: str, cwd: Path) -> tuple[float, int]:
         assert answer["result"]["stopReason"] == "end_turn", answer
         return time.perf_counter() - start, frames
     finally:
-        await reader.close()
+        await reader.aclose()
 
 
 async def http_streamed_reply(url: str, cwd: Path, *, decode: bool) -> tuple[float, int]:
@@ -290,7 +290,7 @@ async def cheap_raw_stream(port: int) -> tuple[float, int]:
         _, count = await reader.until_answer(1)
         return time.perf_counter() - start, count
     finally:
-        await reader.close()
+        await reader.aclose()
 
 
 @asynccontextmanager
@@ -345,8 +345,8 @@ class CoreClient:
         result = await answer
         return time.perf_counter() - start, result, self.frames - before - 1
 
-    async def close(self) -> None:
-        await self._connection.close()
+    async def aclose(self) -> None:
+        await self._connection.aclose()
 
 
 async def core_load(options: AcpOptions, cwd: Path, session_id: str) -> float:
@@ -357,7 +357,7 @@ async def core_load(options: AcpOptions, cwd: Path, session_id: str) -> float:
         params = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
         elapsed, answer, _ = await client.call("session/load", params)
     finally:
-        await client.close()
+        await client.aclose()
         await server.aclose()
     # the load's answer: its `modes`
     assert isinstance(answer.get("result"), dict), answer
@@ -375,7 +375,7 @@ async def core_stream(options: AcpOptions, cwd: Path) -> float:
         params = {"sessionId": opened["result"]["sessionId"], "prompt": prompt}
         elapsed, _, sent = await client.call("session/prompt", params)
     finally:
-        await client.close()
+        await client.aclose()
         await server.aclose()
     return sent / elapsed
 

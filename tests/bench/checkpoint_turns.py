@@ -88,9 +88,9 @@ async def measure(files: int, rounds: int) -> dict[str, Any]:
                 times[name].append(await _timed(agents[name], f"turn {number}"))
         growth = (shadow_bytes(base / "home") - grown_from) / rounds
         for agent in agents.values():
-            await agent.dispose()
+            await agent.aclose()
         for store in stores:
-            await store.close()
+            await store.aclose()
     median = {name: statistics.median(samples) * 1000 for name, samples in times.items()}
     return {
         "files": files,

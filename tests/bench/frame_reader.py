@@ -117,6 +117,6 @@ class FrameReader:
         del buffer[:at]
         return found
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self.writer.close()
         await self.writer.wait_closed()

@@ -92,10 +92,10 @@ class Runner:
             if record:
                 self.samples.append(time.perf_counter() - started)
 
-    async def close(self) -> None:
-        await self.agent.dispose()
+    async def aclose(self) -> None:
+        await self.agent.aclose()
         if self.store is not None:
-            await self.store.close()
+            await self.store.aclose()
 
 
 async def _runner(name: str, root: Path, *, sqlite: bool) -> Runner:
@@ -175,7 +175,7 @@ async def _run(turns: int, *, profile: bool) -> dict[str, Any]:
             return figures
         finally:
             for runner in runners.values():
-                await runner.close()
+                await runner.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -249,7 +249,7 @@ async def _run(turns: int, eviction_batch: int | None) -> dict[str, Any]:
                 await agent.when_idle()
                 session_id = agent.session_id
             finally:
-                await agent.dispose()
+                await agent.aclose()
             events = (await store.inspect(session_id)).events
         return {"compacted_turns": compacted, **_figures(events, _outside(gateway.requests))}
 

@@ -9,7 +9,7 @@ Run `python -m tests.bench.reopen [TURNS]`; prints JSON. The session is the repl
   the same modules), then reopens the session as an Agent with `open_agent` and reads it again.
   The figure is the difference; the peak (`VmHWM`) above the baseline is printed beside it.
 - Time (target: at most 2x): in one process, interleaved rounds of the store's own `load` of the
-  session (then `release`) and `open_agent` on it (then `dispose`), medians.
+  session (then `release`) and `open_agent` on it (then `aclose`), medians.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ async def _reopen(path: Path, workspace: Path, session_id: str) -> None:
         agent = await open_agent(config=Config(), cwd=workspace, store=store, session_id=session_id)
         gc.collect()
         reopened = resident_mb()
-        await agent.dispose()
+        await agent.aclose()
         print(json.dumps({"reopened_mb": reopened}))
 
 
@@ -109,7 +109,7 @@ async def _timed(path: Path, workspace: Path, session_id: str, rounds: int) -> d
                         config=Config(), cwd=workspace, store=store, session_id=session_id
                     )
                     reopens.append(time.perf_counter() - started)
-                    await agent.dispose()
+                    await agent.aclose()
     load, reopen = statistics.median(loads), statistics.median(reopens)
     return {
         "rounds": rounds,

@@ -209,7 +209,7 @@ async def appending(
             batch = []
             await asyncio.sleep(MODEL_PAUSE)
     began = time.perf_counter()
-    await store.close()
+    await store.aclose()
     closing = time.perf_counter() - began
     return path_time, closing
 

@@ -217,7 +217,7 @@ async def bench_append(root: Path, events: list[Event], rounds: int) -> list[dic
             if batch == 1:  # a flush of one event is mostly the hop: measure it beside
                 writer = SQLiteWriter(root / "hops.sqlite", busy_timeout=5.0)
                 await writer.open()
-                stack.push_async_callback(writer.close)
+                stack.push_async_callback(writer.aclose)
                 sides.append(partial(writer_hops, writer, count))
             store_s, raw_s, *hop_s = await rotated(rounds, sides)
         ratios = [r / s for s, r in zip(store_s, raw_s, strict=True)]

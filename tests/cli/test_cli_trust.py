@@ -78,8 +78,8 @@ async def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     root = tmp_path / "cloned"
     (root / ".trellis").mkdir(parents=True)
     yield Repo(tmp_path / "home", user_config, root, users, other)
-    await users.close()
-    await other.close()
+    await users.aclose()
+    await other.aclose()
 
 
 def skipped_lines(stderr: str) -> list[str]:

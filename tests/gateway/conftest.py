@@ -30,7 +30,7 @@ async def server() -> AsyncIterator[FakeServer]:
     fake = FakeServer()
     await fake.start()
     yield fake
-    await fake.close()
+    await fake.aclose()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -83,7 +83,7 @@ class FakeServer:
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self._stop.set()
         for writer in list(self._writers):
             writer.close()

@@ -56,7 +56,7 @@ async def fork(make_agent: MakeAgent, store: FlakyStore) -> Agent:
     await parent.send("first")
     cut = len(parent.log)
     await parent.send("second")
-    await parent.dispose()
+    await parent.aclose()
     forked = await store.fork(parent.session_id, cut)
     agent = await make_agent([Reply(text="other two")], session_id=forked.id)
     agent.send("second, differently")
@@ -190,7 +190,7 @@ async def cross_provider(make_agent: MakeAgent, store: FlakyStore) -> Agent:
             "/messages",
         ]
     finally:
-        await server.close()
+        await server.aclose()
     return agent
 
 

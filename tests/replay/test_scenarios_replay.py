@@ -26,7 +26,7 @@ async def test_the_replayed_log_is_the_live_context_and_resume_restores_it(
     replayed = ContextRebuilder.of(agent.context.gateway_type, played.stored)
     assert replayed.context.entries() == agent.context.entries()
     live = _restorable(agent)
-    await agent.dispose()
+    await agent.aclose()
     resumed = await reopen(name, make_agent, agent.session_id)
     assert _restorable(resumed) == live
 

@@ -37,7 +37,7 @@ async def test_stored_rows_decode_as_the_validating_reader_reads_them(
     name: str, make_agent: MakeAgent, store: FlakyStore
 ) -> None:
     played = await play(name, make_agent, store)
-    await played.agent.dispose()
+    await played.agent.aclose()
     rows = _stored_rows(store, played.agent.session_id)
     fast = decode_rows(rows)
     assert fast == _validated(rows)

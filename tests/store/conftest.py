@@ -73,7 +73,7 @@ async def store_factory(
 
     yield make
     for store in opened:
-        await store.close()
+        await store.aclose()
 
 
 @pytest.fixture

@@ -49,4 +49,4 @@ async def test_the_hops_are_transactions_on_the_writer_thread(tmp_path: Path) ->
         # the writer still answers: the empty transactions left it idle, not stuck
         assert await writer.write(lambda conn: conn.execute("SELECT 1").fetchone()) == (1,)
     finally:
-        await writer.close()
+        await writer.aclose()

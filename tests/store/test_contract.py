@@ -436,6 +436,6 @@ async def test_close_flushes_and_releases(store_factory: StoreFactory) -> None:
     session = await new_session(store)
     full_turn(session)
     await store.append(session.id, session.held)
-    await store.close()
+    await store.aclose()
     loaded = await other.load(session.id)
     assert loaded.events == tuple(session.held)

@@ -44,7 +44,7 @@ async def test_a_busy_wal_switch_is_retried_until_the_lock_is_released(
     try:
         assert (await store.list(cwd=None)).sessions == ()
     finally:
-        await store.close()
+        await store.aclose()
     with closing(sqlite3.connect(path)) as check:
         assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 

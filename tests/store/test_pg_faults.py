@@ -61,7 +61,7 @@ async def test_first_opens_at_the_same_moment_both_succeed(
     stores = [PostgresStore(pg_cluster.url, password=PASSWORD, schema=pg_schema) for _ in range(4)]
     await asyncio.gather(*(store.open() for store in stores))
     for store in stores:
-        await store.close()
+        await store.aclose()
 
 
 async def test_a_row_held_too_long_is_a_locked_error_and_the_flush_is_kept(
@@ -88,4 +88,4 @@ async def test_a_row_held_too_long_is_a_locked_error_and_the_flush_is_kept(
         await session.flush()
         assert await store.read(session.id) == list(await session.read(0, session.next_seq))
     finally:
-        await store.close()
+        await store.aclose()

@@ -44,7 +44,7 @@ async def test_a_rewind_is_stored_under_the_lease_and_resumes_elsewhere(
         await agent_on(there, [], agent.session_id)
     await agent.rewind(2)
     live = agent.context.entries()
-    await agent.dispose()
+    await agent.aclose()
 
     elsewhere = await agent_on(there, [Reply(text="a3")], agent.session_id)
     try:
@@ -52,7 +52,7 @@ async def test_a_rewind_is_stored_under_the_lease_and_resumes_elsewhere(
         log = await elsewhere.read_log()
         assert [e.data.to_turn for e in log if isinstance(e.data, SessionRewind)] == [2]
     finally:
-        await elsewhere.dispose()
+        await elsewhere.aclose()
 
 
 async def test_the_files_rewind_only_on_the_host_that_holds_the_checkpoints(
@@ -83,7 +83,7 @@ async def test_the_files_rewind_only_on_the_host_that_holds_the_checkpoints(
 
     agent = await agent_on(here, "host-a", [Reply(tool_calls=[write]), Reply(text="done")])
     await agent.send("make a file")
-    await agent.dispose()
+    await agent.aclose()
 
     elsewhere = await agent_on(there, "host-b", [], agent.session_id)
     try:
@@ -96,7 +96,7 @@ async def test_the_files_rewind_only_on_the_host_that_holds_the_checkpoints(
         with pytest.raises(RewindError, match="not on this host"):
             await elsewhere.rewind(1, conversation=False, code=True)
     finally:
-        await elsewhere.dispose()
+        await elsewhere.aclose()
     assert (workspace / "made.txt").exists()
 
     back = await agent_on(here, "host-a", [], agent.session_id)
@@ -106,4 +106,4 @@ async def test_the_files_rewind_only_on_the_host_that_holds_the_checkpoints(
         assert result.code.deleted == ("made.txt",)
         assert not (workspace / "made.txt").exists()
     finally:
-        await back.dispose()
+        await back.aclose()

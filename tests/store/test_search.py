@@ -175,7 +175,7 @@ async def test_the_index_is_fed_after_flushes_and_at_close(store_factory: StoreF
     turn(session, "background marmot", "ok")
     await session.flush()
     assert await writer.unindexed() > 0  # not in the flush: after it
-    await writer.close()  # what it flushed is indexed before it goes
+    await writer.aclose()  # what it flushed is indexed before it goes
     reader = await store_factory()
     assert await reader.unindexed() == 0
     assert len(await reader.search("marmot")) == 1
@@ -206,7 +206,7 @@ async def test_an_existing_store_is_indexed_once(store_factory: StoreFactory) ->
         for n in range(40):
             turn(session, f"otter {i} {n}", "ok")
         await session.flush()
-    await first.close()
+    await first.aclose()
     store = await store_factory()
     waiting = await store.unindexed()
     assert waiting == 3 * 40 * 6

@@ -30,7 +30,7 @@ async def writer(path: Path) -> AsyncIterator[SQLiteWriter]:
     writer = SQLiteWriter(path, busy_timeout=1.0)
     await writer.open()
     yield writer
-    await writer.close()
+    await writer.aclose()
 
 
 def rows(path: Path) -> list[int]:
@@ -136,7 +136,7 @@ async def test_close_runs_what_was_queued_then_ends_the_thread(path: Path) -> No
     assert thread.is_alive()
     queued = [asyncio.ensure_future(writer.write(insert(n))) for n in range(5)]
     await asyncio.sleep(0)  # each has put its job on the queue
-    await writer.close()
+    await writer.aclose()
     assert not thread.is_alive()
     assert [q.result() for q in queued] == [1] * 5
     assert rows(path) == list(range(5))
@@ -144,7 +144,7 @@ async def test_close_runs_what_was_queued_then_ends_the_thread(path: Path) -> No
     assert writer.thread is None
     with pytest.raises(RuntimeError, match="not open"):
         await writer.write(insert(9))
-    await writer.close()  # idempotent
+    await writer.aclose()  # idempotent
 
 
 async def test_a_failed_connect_is_raised_and_leaves_no_thread(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ def test_each_call_is_answered_on_its_own_loop(path: Path) -> None:
         try:
             return await asyncio.wait_for(writer.write(insert(1)), timeout=30)
         finally:
-            await writer.close()
+            await writer.aclose()
 
     assert asyncio.run(use()) == 1
     assert rows(path) == [1]

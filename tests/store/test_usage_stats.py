@@ -67,8 +67,8 @@ async def opened(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     await store.open()
     await db.open()
     yield Opened(store, catalog, clock)
-    await db.close()
-    await store.close()
+    await db.aclose()
+    await store.aclose()
 
 
 def turn(session: Session, usages: list[tuple[Usage, Cost | None]]) -> None:

@@ -183,7 +183,7 @@ async def test_open_agent_connects_the_configured_servers(tmp_path: Path) -> Non
         assert "fixture__add" in [spec.name for spec in runtime_of(agent).tool_specs()]
         assert "read_file" in runtime_of(agent).tools
     finally:
-        await agent.dispose()
+        await agent.aclose()
         assert not tool.connection.running
 
 
@@ -198,7 +198,7 @@ async def test_a_failing_server_stops_open_agent_before_a_session_is_created(
             await open_agent(config=config, cwd=tmp_path, store=store)
         assert (await store.list()).sessions == ()
     finally:
-        await store.close()
+        await store.aclose()
 
 
 # --- names, schemas, content ---------------------------------------------------------------------
@@ -255,7 +255,7 @@ async def test_a_resume_that_fails_after_connecting_stops_the_servers_and_gives_
         )
         first.send("hello")
         await first.when_idle()
-        await first.dispose()
+        await first.aclose()
         connected: list[McpToolset] = []
         connect = McpToolset.connect
 

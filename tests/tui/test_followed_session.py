@@ -45,7 +45,7 @@ async def writer(
     try:
         yield agent
     finally:
-        await agent.dispose()
+        await agent.aclose()
 
 
 async def pg_settings(
@@ -101,7 +101,7 @@ async def test_a_held_session_is_followed_live_and_opened_for_writing_once_let_g
                 )
                 assert prompt.disabled
 
-                await held.dispose()  # it lets go of the session
+                await held.aclose()  # it lets go of the session
                 await until(lambda: status.status == "let go", "let go", pilot=pilot)
                 assert "Ctrl+O" in status.note
                 await pilot.press("ctrl+o")
@@ -148,7 +148,7 @@ async def test_a_follower_names_the_process_that_takes_a_session_its_writer_let_
         async with app.run_test(size=(120, 30)) as pilot:
             status = app.main.query_one(StatusLine)
             await until(lambda: status.status == "following", "following", pilot=pilot)
-            await held.dispose()
+            await held.aclose()
             await until(lambda: status.status == "let go", "let go", pilot=pilot)
             assert app.main.check_action("open_for_writing", ())
             # another process takes it before this console does: it is followed again,

@@ -198,7 +198,7 @@ async def stored_titled(workspace: Path, data: Path, title: str) -> str:
             gateway=ScriptedGateway([Reply(text="ok")]),
         )
         await agent.send(title)
-        await agent.dispose()
+        await agent.aclose()
         return agent.session_id
 
 

@@ -58,7 +58,7 @@ async def stored_session(workspace: Path, data: Path) -> str:
         await agent.send("read notes.txt")
         agent.register_area(NoticeArea("deploy at noon"))
         await agent.send("anything new?")
-        await agent.dispose()
+        await agent.aclose()
         return agent.session_id
 
 
@@ -119,7 +119,7 @@ async def test_a_session_of_a_local_server_s_model_replays_in_openai_s_shape(
                 local_servers=[ollama.server()],
             )
             await agent.send("hello")
-            await agent.dispose()
+            await agent.aclose()
         monkeypatch.setenv(SERVERS_ENV, f"ollama={ollama.port}")
     app = replay_app(workspace, data, agent.session_id)
     async with app.run_test(size=(110, 30)) as pilot:

@@ -504,7 +504,7 @@ def test_a_long_session_opens_at_its_end(
             )
             for n in range(1, 61):
                 await agent.send(f"question number {n}")
-            await agent.dispose()
+            await agent.aclose()
             return agent.session_id
 
     session_id = asyncio.run(long_session())

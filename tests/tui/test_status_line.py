@@ -264,7 +264,7 @@ async def test_a_resumed_session_shows_its_last_request_against_the_entry_bound_
             assert (await REGISTRY.run(agent, "/model narrow")).ok
             session_id = agent.session_id
         finally:
-            await agent.dispose()
+            await agent.aclose()
     app = ConsoleTestApp(workspace, data, [], config=config, session_id=session_id)
     async with app.run_test(size=(120, 30)) as pilot:
         await opened(app, pilot)

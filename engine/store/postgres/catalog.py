@@ -45,4 +45,4 @@ async def open_pg_catalog(
     try:
         yield PostgresCatalog(db)
     finally:
-        await db.close()
+        await db.aclose()

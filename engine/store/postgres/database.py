@@ -125,10 +125,10 @@ class PostgresDatabase:
             async with self.transaction("migrating the schema") as conn:
                 await migrate(conn, self.schema, self.shown)
         except BaseException:
-            await self.close()
+            await self.aclose()
             raise
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         own, self._own = self._own, None
         if own is not None:
             if self._own_free.locked():

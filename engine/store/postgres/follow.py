@@ -111,7 +111,7 @@ class Listener:
                 wakeup.fail(why)
         self._conn = None
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         conn, self._conn = self._conn, None
         if conn is None:
             return

@@ -120,9 +120,9 @@ class PostgresStore(LeasedLogs):
 
     async def _disconnect(self) -> None:
         try:
-            await self._listener.close()
+            await self._listener.aclose()
         finally:
-            await self._db.close()
+            await self._db.aclose()
 
     @asynccontextmanager
     async def _reading(self, action: str) -> AsyncIterator[Fetch]:

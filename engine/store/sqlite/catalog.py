@@ -36,4 +36,4 @@ async def open_sqlite_catalog(path: Path, *, busy_timeout: float) -> AsyncIterat
     try:
         yield SQLiteCatalog(db)
     finally:
-        await db.close()
+        await db.aclose()

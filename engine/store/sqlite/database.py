@@ -69,7 +69,7 @@ class SQLiteDatabase:
             with sqlite_faults(self.path, "opening the database"):
                 await self._writer.open()
         except BaseException:
-            await self._writer.close()
+            await self._writer.aclose()
             await conn.close()
             raise
         self._conn = conn
@@ -126,11 +126,11 @@ class SQLiteDatabase:
 
         return fetch
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
-                await self._writer.close()
+                await self._writer.aclose()
             finally:
                 await conn.close()
 

@@ -2,7 +2,7 @@
 aiosqlite, flushes on a writer thread of its own (`SQLiteWriter`).
 
 Open it with `async with SQLiteStore(path) as store:` (or `await store.open()` ... `await
-store.close()`).
+store.aclose()`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class SQLiteStore(LeasedLogs):
                 await drop_leases(conn, self._holder)
 
     async def _disconnect(self) -> None:
-        await self._db.close()
+        await self._db.aclose()
 
     @asynccontextmanager
     async def _reading(self, action: str) -> AsyncIterator[Fetch]:

@@ -39,7 +39,7 @@ class SQLiteWriter:
     """A write connection to the database at `path` on a thread of its own.
 
     `busy_timeout` (seconds) is how long a transaction waits for another connection's lock.
-    `open` starts the thread and connects; `write` runs a transaction on it; `close` lets the
+    `open` starts the thread and connects; `write` runs a transaction on it; `aclose` lets the
     queued transactions finish, closes the connection and ends the thread.
     """
 
@@ -93,7 +93,7 @@ class SQLiteWriter:
         jobs.put(job)
         return await _outcome(job)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Run what is queued, close the connection and wait for the thread to end; idempotent."""
         jobs, thread = self._jobs, self._thread
         self._jobs = self._thread = None

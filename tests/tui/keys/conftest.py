@@ -86,7 +86,7 @@ async def store_session(
         )
         for prompt, _ in turns:
             await agent.send(prompt)
-        await agent.dispose()
+        await agent.aclose()
         return agent.session_id
 
 
