@@ -51,7 +51,7 @@ Sink = Callable[[Payload], object]
 T = TypeVar("T")
 
 # Looking an Enum member up on its class is slow (it goes through EnumType): hot paths use this.
-_RETIRED = AreaLifeState.retired
+_RETAIN, _RETIRED = AreaLifeState.retain, AreaLifeState.retired
 
 
 def area_serial(area_id: str) -> int:
@@ -193,7 +193,7 @@ class CoopContext:
             subscribe = getattr(area, "subscribe_retirement", None)
             if subscribe is not None:
                 subscribe(self._notice)
-                slot.notice = False
+                slot.notice = _RETAIN
         except Exception as exc:
             message = "subscribe_retirement"
             raise AreaCallbackError(slot.id, type(area).__name__, message, exc) from exc
@@ -303,8 +303,8 @@ class CoopContext:
                         area.observe(observed)
                     except Exception as exc:
                         raise self._failed(slot, "observe", exc, length) from exc
-                    notice = slot.notice
-                    life = self._life(slot) if notice is None else retired if notice else retain
+                    noticed = slot.notice
+                    life = self._life(slot) if noticed is None else noticed
             if life is not retain:
                 self._note(slot, life, self._flow(slot))
             else:
@@ -321,8 +321,8 @@ class CoopContext:
                     length = len(context)
                 # spec: flow_state is read after render(); exclusive keeps the cursor. Life is
                 # known again for the log's `area/state`.
-                notice = slot.notice
-                life = self._life(slot) if notice is None else retired if notice else retain
+                noticed = slot.notice
+                life = self._life(slot) if noticed is None else noticed
                 try:
                     flow = area.flow_state
                     if flow is not yielded and flow is not exclusive:
@@ -611,24 +611,20 @@ class CoopContext:
     ) -> None:
         """Emit `area/state` when life or flow changed since last reported (or, after a
         non-empty render, the snapshot did)."""
-        state = (life, flow)
-        changed = force or slot.reported != state
+        changed = force or slot.reported_life is not life or slot.reported_flow is not flow
         if not changed and not (check_snapshot and slot.restorable):
             return
         snapshot = self._snapshot(slot)
         if not changed and snapshot == slot.snapshot:
             return
-        slot.report(state)
+        slot.reported_life, slot.reported_flow = life, flow
         slot.snapshot = snapshot
         if life is _RETIRED and slot.range is None:
             # Reported retired without rendering: collected at the next collection.
             self._silent.pop(slot, None)
             self._retiring[slot] = None
-        self._emit(
-            lambda: AreaState(
-                area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
-            )
-        )
+        if self._sink is not None:
+            self._sink(AreaState(area=slot.id, life=life.value, flow=flow.value, state=snapshot))
 
     def _move_cursor(self, slot: Slot | None) -> None:
         if slot is self._cursor:
@@ -649,7 +645,7 @@ class CoopContext:
             subscribe = getattr(slot.area, "subscribe_retirement", None)
             if subscribe is not None:
                 subscribe(self._notice)
-                slot.notice = False
+                slot.notice = _RETAIN
         except Exception as exc:
             raise AreaCallbackError(
                 slot.id, type(slot.area).__name__, "subscribe_retirement", exc
@@ -664,7 +660,7 @@ class CoopContext:
             return
         if slot is None:
             return
-        slot.notice = True
+        slot.notice = _RETIRED
         if slot.range is None:
             self._retiring[slot] = None
 
