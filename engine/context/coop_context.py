@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.context.area import (
@@ -52,6 +53,8 @@ T = TypeVar("T")
 
 # Looking an Enum member up on its class is slow (it goes through EnumType): hot paths use this.
 _RETAIN, _RETIRED = AreaLifeState.retain, AreaLifeState.retired
+
+_serial = attrgetter("serial")
 
 
 def area_serial(area_id: str) -> int:
@@ -314,10 +317,10 @@ class CoopContext:
                 except Exception as exc:
                     raise self._failed(slot, "render", exc, length) from exc
                 # spec: an empty render creates or moves no range (the common case).
-                rendered = not (type(result) is list and not result) and self._render_one(
-                    slot, result, turn
-                )
-                if rendered:
+                if type(result) is list and not result:
+                    rendered = False
+                else:
+                    rendered = self._render_one(slot, result, turn)
                     length = len(context)
                 # spec: flow_state is read after render(); exclusive keeps the cursor. Life is
                 # known again for the log's `area/state`.
@@ -351,15 +354,17 @@ class CoopContext:
             EffectRange(start, latest) if slot.range is None else slot.range.extended_to(latest)
         )
         label = self._label(slot)
-        seq = self._emit(
-            lambda: AreaRender(
-                area=slot.id,
-                messages=tuple(MessageData.of(m) for m in messages),
-                earliest=effect.earliest,
-                latest=effect.latest,
-                label=label,
+        seq = None
+        if self._sink is not None:
+            seq = self._emit(
+                AreaRender(
+                    area=slot.id,
+                    messages=tuple(MessageData.of(m) for m in messages),
+                    earliest=effect.earliest,
+                    latest=effect.latest,
+                    label=label,
+                )
             )
-        )
         for message, native in zip(messages, natives, strict=True):
             provenance = Provenance(
                 kind=ItemKind.area,
@@ -394,7 +399,8 @@ class CoopContext:
             planned += [slot for slot in self._silent if self._retired(slot)]
         if not planned:
             return
-        planned.sort(key=lambda slot: slot.serial)
+        if len(planned) > 1:  # one, the common case, is in order
+            planned.sort(key=_serial)
         for slot in planned:
             self._report(slot)
         # What each Area declares it renders is read before any GC callback can change it.
@@ -436,16 +442,18 @@ class CoopContext:
                 [slot.gc_label or INTERNAL for slot in planned]
                 + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
             )
-        seq = self._emit(
-            lambda: GcCollect(
-                areas=tuple(slot.id for slot in planned),
-                earliest=earliest,
-                reclaimed=tuple(reclaimed),
-                promoted=tuple(MessageData.of(m) for m, _ in promoted),
-                carried=tuple(carried),
-                label=label,
+        seq = None
+        if self._sink is not None:
+            seq = self._emit(
+                GcCollect(
+                    areas=tuple(slot.id for slot in planned),
+                    earliest=earliest,
+                    reclaimed=tuple(reclaimed),
+                    promoted=tuple(MessageData.of(m) for m, _ in promoted),
+                    carried=tuple(carried),
+                    label=label,
+                )
             )
-        )
         detached = self._context.detach_tail(earliest) if provenances else []
         # 5. Items owned by a collected Area go to garbage, in order.
         if reclaimed:
@@ -630,13 +638,14 @@ class CoopContext:
         if slot is self._cursor:
             return
         self._cursor = slot
-        self._emit(lambda: AreaCursor(area=slot.id if slot is not None else None))
+        if self._sink is not None:
+            self._emit(AreaCursor(area=slot.id if slot is not None else None))
 
-    def _emit(self, payload: Callable[[], Payload]) -> int | None:
-        """Build the event only when a sink listens (payload models cost a validation each)."""
-        if self._sink is None:
-            return None
-        result = self._sink(payload())
+    def _emit(self, payload: Payload) -> int | None:
+        """Send one event to the sink; the callers build it only when a sink listens (payload
+        models cost a validation each, and a closure to defer one costs a render its cells)."""
+        assert self._sink is not None
+        result = self._sink(payload)
         return result.seq if isinstance(result, Event) else None
 
     def _subscribe(self, slot: Slot) -> None:
