@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.context.area import (
@@ -51,7 +52,9 @@ Sink = Callable[[Payload], object]
 T = TypeVar("T")
 
 # Looking an Enum member up on its class is slow (it goes through EnumType): hot paths use this.
-_RETIRED = AreaLifeState.retired
+_RETAIN, _RETIRED = AreaLifeState.retain, AreaLifeState.retired
+
+_serial = attrgetter("serial")
 
 
 def area_serial(area_id: str) -> int:
@@ -193,7 +196,7 @@ class CoopContext:
             subscribe = getattr(area, "subscribe_retirement", None)
             if subscribe is not None:
                 subscribe(self._notice)
-                slot.notice = False
+                slot.notice = _RETAIN
         except Exception as exc:
             message = "subscribe_retirement"
             raise AreaCallbackError(slot.id, type(area).__name__, message, exc) from exc
@@ -303,8 +306,8 @@ class CoopContext:
                         area.observe(observed)
                     except Exception as exc:
                         raise self._failed(slot, "observe", exc, length) from exc
-                    notice = slot.notice
-                    life = self._life(slot) if notice is None else retired if notice else retain
+                    noticed = slot.notice
+                    life = self._life(slot) if noticed is None else noticed
             if life is not retain:
                 self._note(slot, life, self._flow(slot))
             else:
@@ -314,15 +317,15 @@ class CoopContext:
                 except Exception as exc:
                     raise self._failed(slot, "render", exc, length) from exc
                 # spec: an empty render creates or moves no range (the common case).
-                rendered = not (type(result) is list and not result) and self._render_one(
-                    slot, result, turn
-                )
-                if rendered:
+                if type(result) is list and not result:
+                    rendered = False
+                else:
+                    rendered = self._render_one(slot, result, turn)
                     length = len(context)
                 # spec: flow_state is read after render(); exclusive keeps the cursor. Life is
                 # known again for the log's `area/state`.
-                notice = slot.notice
-                life = self._life(slot) if notice is None else retired if notice else retain
+                noticed = slot.notice
+                life = self._life(slot) if noticed is None else noticed
                 try:
                     flow = area.flow_state
                     if flow is not yielded and flow is not exclusive:
@@ -351,15 +354,17 @@ class CoopContext:
             EffectRange(start, latest) if slot.range is None else slot.range.extended_to(latest)
         )
         label = self._label(slot)
-        seq = self._emit(
-            lambda: AreaRender(
-                area=slot.id,
-                messages=tuple(MessageData.of(m) for m in messages),
-                earliest=effect.earliest,
-                latest=effect.latest,
-                label=label,
+        seq = None
+        if self._sink is not None:
+            seq = self._emit(
+                AreaRender(
+                    area=slot.id,
+                    messages=tuple(MessageData.of(m) for m in messages),
+                    earliest=effect.earliest,
+                    latest=effect.latest,
+                    label=label,
+                )
             )
-        )
         for message, native in zip(messages, natives, strict=True):
             provenance = Provenance(
                 kind=ItemKind.area,
@@ -394,7 +399,8 @@ class CoopContext:
             planned += [slot for slot in self._silent if self._retired(slot)]
         if not planned:
             return
-        planned.sort(key=lambda slot: slot.serial)
+        if len(planned) > 1:  # one, the common case, is in order
+            planned.sort(key=_serial)
         for slot in planned:
             self._report(slot)
         # What each Area declares it renders is read before any GC callback can change it.
@@ -436,16 +442,18 @@ class CoopContext:
                 [slot.gc_label or INTERNAL for slot in planned]
                 + [label_for_provenance(provenances[i - earliest]) for i in reclaimed]
             )
-        seq = self._emit(
-            lambda: GcCollect(
-                areas=tuple(slot.id for slot in planned),
-                earliest=earliest,
-                reclaimed=tuple(reclaimed),
-                promoted=tuple(MessageData.of(m) for m, _ in promoted),
-                carried=tuple(carried),
-                label=label,
+        seq = None
+        if self._sink is not None:
+            seq = self._emit(
+                GcCollect(
+                    areas=tuple(slot.id for slot in planned),
+                    earliest=earliest,
+                    reclaimed=tuple(reclaimed),
+                    promoted=tuple(MessageData.of(m) for m, _ in promoted),
+                    carried=tuple(carried),
+                    label=label,
+                )
             )
-        )
         detached = self._context.detach_tail(earliest) if provenances else []
         # 5. Items owned by a collected Area go to garbage, in order.
         if reclaimed:
@@ -611,36 +619,33 @@ class CoopContext:
     ) -> None:
         """Emit `area/state` when life or flow changed since last reported (or, after a
         non-empty render, the snapshot did)."""
-        state = (life, flow)
-        changed = force or slot.reported != state
+        changed = force or slot.reported_life is not life or slot.reported_flow is not flow
         if not changed and not (check_snapshot and slot.restorable):
             return
         snapshot = self._snapshot(slot)
         if not changed and snapshot == slot.snapshot:
             return
-        slot.report(state)
+        slot.reported_life, slot.reported_flow = life, flow
         slot.snapshot = snapshot
         if life is _RETIRED and slot.range is None:
             # Reported retired without rendering: collected at the next collection.
             self._silent.pop(slot, None)
             self._retiring[slot] = None
-        self._emit(
-            lambda: AreaState(
-                area=slot.id, life=state[0].value, flow=state[1].value, state=snapshot
-            )
-        )
+        if self._sink is not None:
+            self._sink(AreaState(area=slot.id, life=life.value, flow=flow.value, state=snapshot))
 
     def _move_cursor(self, slot: Slot | None) -> None:
         if slot is self._cursor:
             return
         self._cursor = slot
-        self._emit(lambda: AreaCursor(area=slot.id if slot is not None else None))
+        if self._sink is not None:
+            self._emit(AreaCursor(area=slot.id if slot is not None else None))
 
-    def _emit(self, payload: Callable[[], Payload]) -> int | None:
-        """Build the event only when a sink listens (payload models cost a validation each)."""
-        if self._sink is None:
-            return None
-        result = self._sink(payload())
+    def _emit(self, payload: Payload) -> int | None:
+        """Send one event to the sink; the callers build it only when a sink listens (payload
+        models cost a validation each, and a closure to defer one costs a render its cells)."""
+        assert self._sink is not None
+        result = self._sink(payload)
         return result.seq if isinstance(result, Event) else None
 
     def _subscribe(self, slot: Slot) -> None:
@@ -649,7 +654,7 @@ class CoopContext:
             subscribe = getattr(slot.area, "subscribe_retirement", None)
             if subscribe is not None:
                 subscribe(self._notice)
-                slot.notice = False
+                slot.notice = _RETAIN
         except Exception as exc:
             raise AreaCallbackError(
                 slot.id, type(slot.area).__name__, "subscribe_retirement", exc
@@ -664,7 +669,7 @@ class CoopContext:
             return
         if slot is None:
             return
-        slot.notice = True
+        slot.notice = _RETIRED
         if slot.range is None:
             self._retiring[slot] = None
 

@@ -33,10 +33,11 @@ class Slot:
     # What observe() was last given, while `range` and the Context's `cuts` are unchanged:
     # the same items, so a pass hands it over again instead of copying them per visit.
     observed: tuple[NativeContent, ...] | None = None
-    # The retirement notice (`RetirementNotifyingArea`): None when the Area takes none, False
-    # until it sends it, True after. An Area that takes it is not read at every collection while
-    # it has never rendered, and a pass reads its life once, before observe(), not again after.
-    notice: bool | None = None
+    # The life the retirement notice tells (`RetirementNotifyingArea`): None when the Area takes
+    # none, retain until it sends it, retired after. An Area that takes it is not read at every
+    # collection while it has never rendered, and a pass reads its life once, before observe(),
+    # and after that takes it from here (one load instead of a test of the notice per read).
+    notice: AreaLifeState | None = None
     # Once selected for GC the Area stays selected (state changes inside GC change nothing), and
     # a collection rolled back by a failing callback is retried without repeating what succeeded.
     gc_selected: bool = False
