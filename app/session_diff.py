@@ -45,14 +45,15 @@ def session_patch(events: Iterable[Event], turn: int | None = None) -> Iterator[
     the code rewinds between them."""
     for event in events:
         data = event.data
-        if type(data) is TurnChanges and (turn is None or data.turn == turn):
-            yield f"# turn {data.turn}: {files_summary(data.files)}\n"
-            for change in data.files:
-                yield file_patch(change)
-        elif type(data) is SessionRewind and turn is None:
-            line = _rewind_line(data)
-            if line is not None:
-                yield line
+        match data:  # exact: a payload class is never subclassed (see `Payload`)
+            case TurnChanges() if turn is None or data.turn == turn:
+                yield f"# turn {data.turn}: {files_summary(data.files)}\n"
+                for change in data.files:
+                    yield file_patch(change)
+            case SessionRewind() if turn is None:
+                line = _rewind_line(data)
+                if line is not None:
+                    yield line
 
 
 def _turns(events: Sequence[Event]) -> list[int]:

@@ -253,10 +253,12 @@ _PAYLOADS: dict[str, type["Payload"]] = {}
 class Payload(_Model):
     """The `data` of one event type; subclasses declare `event=` and `scope=` in their class line.
 
-    A payload class is never subclassed (a subclass would have to declare an event of its own),
-    so readers of the log dispatch on `type(data)`: a `match` on class patterns or an
-    `isinstance` miss goes through pydantic's ABC metaclass, which is slow, and resume
-    reads every event of the log (DESIGN-NOTES: "What reads every event of a log")."""
+    A payload class is never subclassed (refused below), so a payload is an instance of its own
+    class only and a `match` on class patterns is as exact as `type(data) is`. The folds that
+    read every event of a log (resume, the timeline) find the handler in a table keyed by
+    `type(data)` instead: a class pattern is an `isinstance` test through pydantic's ABC
+    metaclass, and a miss costs several times a lookup (DESIGN-NOTES: "What reads every event of
+    a log"); readers of a few events use `match`."""
 
     event_type: ClassVar[str]
     scope: ClassVar[Scope]
@@ -265,6 +267,8 @@ class Payload(_Model):
         super().__init_subclass__(**kwargs)
         if not event or scope is None:
             raise TypeError(f"{cls.__name__} must declare event= and scope=")
+        if any(base is not Payload and issubclass(base, Payload) for base in cls.__bases__):
+            raise TypeError(f"{cls.__name__} subclasses a payload class: derive it from Payload")
         if event in _PAYLOADS:
             raise TypeError(f"event type {event!r} is declared twice")
         cls.event_type = event

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.agent.views import (
     FLOOR_DEFAULT_LABEL,
@@ -50,6 +51,9 @@ from engine.events import (
     FloorBlock,
     GcCollect,
     ModelBind,
+    Payload,
+    PinAdd,
+    PinRemove,
     SessionRewind,
     StepEnd,
     StepStart,
@@ -119,24 +123,42 @@ class _Cursor:
 
     def apply(self, event: Event) -> None:
         self.rebuilder.apply(event)
-        # by exact class (see `engine.events.Payload`)
         data = event.data
-        if type(data) is TurnStart:
-            self.grants.begin_turn()
-        elif type(data) is TurnEnd:
-            self.grants.end_turn()
-        elif type(data) is ModelBind:
-            self.grants.apply(data)
-        elif type(data) is StepStart:
-            self.last_step = (event.seq, data)
-        else:
-            self.pins.apply(data)
+        if (step := _CURSOR_STEPS.get(type(data))) is not None:
+            step(self, event, data)
 
     def skip(self, event: Event) -> None:
         """An event a rewind took out of the history (`engine.rewind_intervals`)."""
         self.rebuilder.skip(event)
         if type(event.data) is ModelBind:
             self.grants.skip(event.data)
+
+    def _turn_start(self, event: Event, data: TurnStart) -> None:
+        self.grants.begin_turn()
+
+    def _turn_end(self, event: Event, data: TurnEnd) -> None:
+        self.grants.end_turn()
+
+    def _model_bind(self, event: Event, data: ModelBind) -> None:
+        self.grants.apply(data)
+
+    def _step_start(self, event: Event, data: StepStart) -> None:
+        self.last_step = (event.seq, data)
+
+    def _pin(self, event: Event, data: PinAdd | PinRemove) -> None:
+        self.pins.apply(data)
+
+
+_CURSOR_STEPS: dict[type[Payload], Callable[[_Cursor, Event, Any], None]] = {
+    TurnStart: _Cursor._turn_start,
+    TurnEnd: _Cursor._turn_end,
+    ModelBind: _Cursor._model_bind,
+    StepStart: _Cursor._step_start,
+    PinAdd: _Cursor._pin,
+    PinRemove: _Cursor._pin,
+}
+"""What each kind of event does to a cursor beside its rebuilder, found by the payload's exact
+class (see `engine.events.Payload`: a table, as the timeline folds every event of the log)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,31 +257,44 @@ class Timeline:
         garbage = self._head.rebuilder.garbage_count
         self._events.append(event)
         self._head = self._advance(self._head, event)
-        data = event.data  # by exact class, as in `_Cursor.apply`
-        if type(data) is SessionRewind:
-            self._low = 0  # the Context is another one: the next checkpoint keeps all of it
-        elif type(data) is GcCollect:
-            self._low = min(self._low, data.earliest)
-            self._note_collection(event, garbage, data.areas, data.earliest, False)
-        elif type(data) is CompactEnd:
-            self._low = min(self._low, data.earliest)
-            self._note_collection(event, garbage, (), data.earliest, True)
-        elif type(data) is StepStart:
-            self._step_seqs.append(event.seq)
-            self._step_rates[event.seq] = self._rate
-        elif type(data) is StepEnd and self._step_seqs:
-            step_seq = self._step_seqs[-1]
-            self._step_ends[step_seq] = (event.seq, data)
-            figures = self._step_start(step_seq).figures
-            self._rate = TokenRate.of(figures, data.usage) or self._rate
-        elif type(data) is FloorBlock:
-            self._floor[data.hash] = data
-        elif type(data) is ToolDefinition:
-            self._tools[data.hash] = data
+        data = event.data
+        if (note := _TIMELINE_NOTES.get(type(data))) is not None:
+            note(self, event, data, garbage)
         if (view := self._prefix.apply(data)) is not None:
             self._prefixes[event.seq] = view
         if len(self._events) % self._every == 0:
             self._checkpoint()
+
+    # Each `_note_*` takes the event, its payload and the head rebuilder's garbage count before it.
+
+    def _note_rewind(self, event: Event, data: SessionRewind, garbage: int) -> None:
+        self._low = 0  # the Context is another one: the next checkpoint keeps all of it
+
+    def _note_gc(self, event: Event, data: GcCollect, garbage: int) -> None:
+        self._low = min(self._low, data.earliest)
+        self._note_collection(event, garbage, data.areas, data.earliest, False)
+
+    def _note_compact(self, event: Event, data: CompactEnd, garbage: int) -> None:
+        self._low = min(self._low, data.earliest)
+        self._note_collection(event, garbage, (), data.earliest, True)
+
+    def _note_step_start(self, event: Event, data: StepStart, garbage: int) -> None:
+        self._step_seqs.append(event.seq)
+        self._step_rates[event.seq] = self._rate
+
+    def _note_step_end(self, event: Event, data: StepEnd, garbage: int) -> None:
+        if not self._step_seqs:
+            return
+        step_seq = self._step_seqs[-1]
+        self._step_ends[step_seq] = (event.seq, data)
+        figures = self._step_start(step_seq).figures
+        self._rate = TokenRate.of(figures, data.usage) or self._rate
+
+    def _note_floor(self, event: Event, data: FloorBlock, garbage: int) -> None:
+        self._floor[data.hash] = data
+
+    def _note_tool(self, event: Event, data: ToolDefinition, garbage: int) -> None:
+        self._tools[data.hash] = data
 
     def snapshot(self) -> TimelineState:
         """The state after the last event applied."""
@@ -496,6 +531,19 @@ class Timeline:
             model_id=entry.model or active.model,
             next_name=upcoming.model,
         )
+
+
+_TIMELINE_NOTES: dict[type[Payload], Callable[[Timeline, Event, Any, int], None]] = {
+    SessionRewind: Timeline._note_rewind,
+    GcCollect: Timeline._note_gc,
+    CompactEnd: Timeline._note_compact,
+    StepStart: Timeline._note_step_start,
+    StepEnd: Timeline._note_step_end,
+    FloorBlock: Timeline._note_floor,
+    ToolDefinition: Timeline._note_tool,
+}
+"""What each kind of event notes in the timeline beside its head cursor, by exact class (as
+`_CURSOR_STEPS`)."""
 
 
 def _egress_of(model: ModelView | None) -> PrivacyClass:

@@ -521,6 +521,15 @@ def test_a_payload_class_is_never_an_event_type_under_another_name() -> None:
             pass
 
 
+def test_a_payload_class_is_never_subclassed() -> None:
+    """A subclass with an event type of its own is refused too: it would pass a `match` on its
+    base's class pattern."""
+    with pytest.raises(TypeError, match="subclasses a payload class"):
+
+        class Later(TurnStart, event="turn/later", scope=Scope.turn):
+            pass
+
+
 def test_data_of_another_type_is_refused() -> None:
     raw = {"seq": 1, "time": 1.0, "type": "turn/start", "data": TurnEnd(turn=1, reason="completed")}
     with pytest.raises(ValueError, match="does not fit"):

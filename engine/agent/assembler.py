@@ -11,6 +11,7 @@ import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.agent.tool_definitions import DefinitionLog
 from engine.config import Config, ModelEntry
@@ -108,38 +109,41 @@ class Assembler:
 
     def follow(self, payload: Payload) -> None:
         """Keep grants, pins and the floor and tool logs in step with the session log."""
-        # by exact class (see `Payload`)
-        if type(payload) is ModelBind:
-            self.grants.apply(payload)
-        elif type(payload) is PinRemove:
-            self.pins.apply(payload)
-        elif type(payload) is PinAdd:
-            self.pins.apply(payload)
-            self._note_pin_id(payload.pin_id)
-        elif type(payload) is FloorBlock:
-            self.floor_log.note(payload)
-        elif type(payload) is ToolDefinition:
-            self.tool_log.note(payload)
-        elif type(payload) is StepStart or type(payload) is PrefixBreak:
-            self._stepped = True
-            self.prefix_tally.apply(payload)
+        if (follow := _FOLLOW.get(type(payload))) is not None:
+            follow(self, payload)
 
     def follow_rewound(self, payload: Payload) -> None:
         """An event a rewind took out of the history: grant epochs and pin ids stay taken, the
         floor and tool logs keep what it logged (each is logged once per session), and its
-        requests stay in the prefix figures."""
-        if type(payload) is ModelBind:
-            self.grants.skip(payload)
-        elif type(payload) is PinAdd:
-            self._note_pin_id(payload.pin_id)
-        elif type(payload) is FloorBlock:
-            self.floor_log.note(payload)
-        elif type(payload) is ToolDefinition:
-            self.tool_log.note(payload)
-        elif type(payload) is StepStart or type(payload) is PrefixBreak:
-            # a rewound request was still sent: the session's prefix figures count it
-            self._stepped = True
-            self.prefix_tally.apply(payload)
+        requests stay in the prefix figures (a rewound request was still sent)."""
+        if (follow := _FOLLOW_REWOUND.get(type(payload))) is not None:
+            follow(self, payload)
+
+    def _follow_bind(self, payload: ModelBind) -> None:
+        self.grants.apply(payload)
+
+    def _skip_bind(self, payload: ModelBind) -> None:
+        self.grants.skip(payload)
+
+    def _follow_pin_add(self, payload: PinAdd) -> None:
+        self.pins.apply(payload)
+        self._note_pin_id(payload.pin_id)
+
+    def _follow_pin_remove(self, payload: PinRemove) -> None:
+        self.pins.apply(payload)
+
+    def _skip_pin_add(self, payload: PinAdd) -> None:
+        self._note_pin_id(payload.pin_id)
+
+    def _follow_floor_block(self, payload: FloorBlock) -> None:
+        self.floor_log.note(payload)
+
+    def _follow_tool_definition(self, payload: ToolDefinition) -> None:
+        self.tool_log.note(payload)
+
+    def _follow_request(self, payload: StepStart | PrefixBreak) -> None:
+        self._stepped = True
+        self.prefix_tally.apply(payload)
 
     def _note_pin_id(self, pin_id: str) -> None:
         if pin_id.startswith("pin") and pin_id[3:].isdigit():
@@ -334,6 +338,29 @@ class Assembler:
         )
         EgressGate.check(assembled, egress_class=entry.effective_egress(), model=binding.name)
         return assembled
+
+
+_FOLLOW: dict[type[Payload], Callable[[Assembler, Any], None]] = {
+    ModelBind: Assembler._follow_bind,
+    PinAdd: Assembler._follow_pin_add,
+    PinRemove: Assembler._follow_pin_remove,
+    FloorBlock: Assembler._follow_floor_block,
+    ToolDefinition: Assembler._follow_tool_definition,
+    StepStart: Assembler._follow_request,
+    PrefixBreak: Assembler._follow_request,
+}
+"""What each kind of event does to the assembler, found by the payload's exact class (see
+`Payload`: a table, as a resume follows every event of the log); the others change nothing."""
+
+_FOLLOW_REWOUND: dict[type[Payload], Callable[[Assembler, Any], None]] = {
+    ModelBind: Assembler._skip_bind,
+    PinAdd: Assembler._skip_pin_add,
+    FloorBlock: Assembler._follow_floor_block,
+    ToolDefinition: Assembler._follow_tool_definition,
+    StepStart: Assembler._follow_request,
+    PrefixBreak: Assembler._follow_request,
+}
+"""What an event a rewind took out of the history does to the assembler (`follow_rewound`)."""
 
 
 def _with_pins(floor: tuple[Block, ...], pins: tuple[tuple[str, str], ...]) -> tuple[Block, ...]:

@@ -84,15 +84,16 @@ def _span(events: Iterable[Event], after_seq: int) -> _Span:
         data = event.data
         if event.seq <= after_seq:
             continue
-        if type(data) is TurnChanges:
-            span.target = span.target or data.before
-            span.expected = data.after
-            span.paths.update(f.path for f in data.files)
-            span.unrestorable.update(f.path for f in data.files if not f.restorable)
-        elif type(data) is SessionRewind and data.code_after is not None:
-            span.target = span.target or data.code_before
-            span.expected = data.code_after
-            span.paths.update((*data.restored, *data.deleted))
+        match data:  # exact: a payload class is never subclassed (see `Payload`)
+            case TurnChanges():
+                span.target = span.target or data.before
+                span.expected = data.after
+                span.paths.update(f.path for f in data.files)
+                span.unrestorable.update(f.path for f in data.files if not f.restorable)
+            case SessionRewind() if data.code_after is not None:
+                span.target = span.target or data.code_before
+                span.expected = data.code_after
+                span.paths.update((*data.restored, *data.deleted))
     return span
 
 

@@ -95,10 +95,11 @@ async def history_turns(rt: Runtime) -> list[RewoundTurn]:
                 number = opened.data.turn  # type: ignore[attr-defined]
                 turns.append(RewoundTurn(number, opened.seq, prompt, label, opened.time))
                 opened = None
-            if type(data) is TurnStart:
-                opened = event
-            elif type(data) is TurnChanges and turns and turns[-1].turn == data.turn:
-                turns[-1] = replace(turns[-1], files=data.files)
+            match data:  # exact: a payload class is never subclassed (see `Payload`)
+                case TurnStart():
+                    opened = event
+                case TurnChanges() if turns and turns[-1].turn == data.turn:
+                    turns[-1] = replace(turns[-1], files=data.files)
     if opened is not None:
         number = opened.data.turn  # type: ignore[attr-defined]
         turns.append(RewoundTurn(number, opened.seq, "", None, opened.time))

@@ -149,13 +149,14 @@ class PinBoard:
     _pins: dict[str, str] = field(default_factory=dict)
 
     def apply(self, payload: Payload) -> None:
-        """Follow one event; other event types are ignored so a reader can feed it every event."""
-        # by exact class (see `Payload`)
-        if type(payload) is PinAdd:
-            self._pins.pop(payload.pin_id, None)
-            self._pins[payload.pin_id] = payload.text
-        elif type(payload) is PinRemove:
-            self._pins.pop(payload.pin_id, None)
+        """Follow one event; other event types are ignored (the assembler and the timeline pass
+        it only pin events)."""
+        match payload:  # exact: a payload class is never subclassed (see `Payload`)
+            case PinAdd():
+                self._pins.pop(payload.pin_id, None)
+                self._pins[payload.pin_id] = payload.text
+            case PinRemove():
+                self._pins.pop(payload.pin_id, None)
 
     @property
     def pins(self) -> tuple[tuple[str, str], ...]:

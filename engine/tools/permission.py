@@ -111,15 +111,19 @@ class PermissionBroker:
     def follow(self, payload: Payload) -> None:
         """Follow a session's log one event at a time (resume streams it): a rule stands, a
         mode holds until the next."""
-        if type(payload) is PermissionRule:  # by exact class (see `Payload`)
-            self._rules[payload.tool] = payload.decision
-        elif type(payload) is PermissionModeSet:
-            self.mode = payload.mode
+        if (follow := _FOLLOW.get(type(payload))) is not None:
+            follow(self, payload)
+
+    def _follow_rule(self, payload: PermissionRule) -> None:
+        self._rules[payload.tool] = payload.decision
+
+    def _follow_mode(self, payload: PermissionModeSet) -> None:
+        self.mode = payload.mode
 
     def follow_rewound(self, payload: Payload) -> None:
         """An event a rewind took out of the history: a standing rule still stands (the user's
         answer about a tool, not the conversation's state); a mode does not."""
-        if type(payload) is PermissionRule:
+        if type(payload) is PermissionRule:  # by exact class (see `Payload`)
             self._rules[payload.tool] = payload.decision
 
     def fresh(self) -> PermissionBroker:
@@ -218,6 +222,14 @@ class PermissionBroker:
                 )
             case _:
                 assert_never(answer)
+
+
+_FOLLOW: dict[type[Payload], Callable[[PermissionBroker, Any], None]] = {
+    PermissionRule: PermissionBroker._follow_rule,
+    PermissionModeSet: PermissionBroker._follow_mode,
+}
+"""What each kind of event does to the broker, found by the payload's exact class (see `Payload`:
+a table, as a resume follows every event of the log); the others change nothing."""
 
 
 def _cancel_requests() -> int:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -63,6 +63,7 @@ from engine.events import (
     LiveEvent,
     ModelBind,
     OutboxChanged,
+    Payload,
     PermissionModeSet,
     SessionRewind,
     SteerDropped,
@@ -642,13 +643,24 @@ class _CatchUp:
     def take(self, events: Sequence[Event]) -> None:
         tally = self.tally
         for event in events:
-            # by exact class (see `Payload`)
             data = event.data
-            if tally.take(data):
-                continue
-            if type(data) is GcCollect:
-                self.collections.append(GcRow.of(data))
-            elif type(data) is ModelBind:
-                self.model = data.model
-            elif type(data) is PermissionModeSet:
-                self.mode = data.mode
+            if not tally.take(data) and (take := _CATCH_UP.get(type(data))) is not None:
+                take(self, data)
+
+    def _collection(self, data: GcCollect) -> None:
+        self.collections.append(GcRow.of(data))
+
+    def _model(self, data: ModelBind) -> None:
+        self.model = data.model
+
+    def _mode(self, data: PermissionModeSet) -> None:
+        self.mode = data.mode
+
+
+_CATCH_UP: dict[type[Payload], Callable[[_CatchUp, Any], None]] = {
+    GcCollect: _CatchUp._collection,
+    ModelBind: _CatchUp._model,
+    PermissionModeSet: _CatchUp._mode,
+}
+"""What `_CatchUp` keeps of each kind of event, by the payload's exact class (see `Payload`: a
+table, as a resumed session's screen folds every event of its log)."""
