@@ -1,8 +1,7 @@
 """How `trellis run` shows a session's events: the reply as text, or every event as JSON Lines.
 
 Each printer records whether the turn failed (an agent error, a turn that did not complete), which
-the command turns into its exit code. Kept apart from `app.cli` so that only `run` imports the
-event models.
+the command turns into its exit code (`app.commands.run`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Newline-delimited JSON: one message per line each way. stdout carries nothing but ACP: the
 protocol writes to a duplicate of the original stdout, and file descriptor 1 (and `sys.stdout`)
 are pointed at stderr, so a stray print, a warning or a child process that inherits stdout cannot
-corrupt the stream. Diagnostics go to `trellis.log` in the data directory (`app.cli`).
+corrupt the stream. Diagnostics go to `trellis.log` in the data directory (`app.log_file`).
 
 Incoming lines may be up to 16 MiB. A longer line is discarded up to its newline, answered with one
 -32600 error and logged; the connection goes on with the next line.

@@ -2,8 +2,8 @@
 same run; prints JSON.
 
 Run `python -m tests.bench.start`. Each round runs, in turn: the baseline
-`python -c "import pydantic, aiosqlite"`, `trellis --version`, `trellis sessions` and
-`trellis run -p hi` on the offline scripted model (every command on a temporary TRELLIS_HOME, in a
+`python -c "import pydantic, aiosqlite"`, `trellis --version`, `trellis --help` (the parser
+built, no command run), `trellis sessions` and `trellis run -p hi` on the offline scripted model (every command on a temporary TRELLIS_HOME, in a
 temporary empty workspace, with an empty user config). Figures are medians over interleaved rounds
 of whole processes, so a busy machine slows every command alike: the wall-clock time, and beside it
 the CPU time (user + system) the process used, which other engineers' work on a shared machine
@@ -13,9 +13,9 @@ unmeasured round writes them. Targets: `sessions` <= 1.5x the baseline, `run -p`
 `--version` under 150 ms. Run it with the project's virtual environment: `trellis` is the
 console script beside the interpreter (in a development checkout, an editable install).
 
-`--before DIR` adds `trellis run -p hi` started from another source tree (`git archive` of an
+`--before DIR` adds each `trellis` command started from another source tree (`git archive` of an
 earlier commit unpacked in DIR, put first on `PYTHONPATH`), measured in the same rounds, so a change
-is judged before and after in one run.
+is judged before and after in one run (under `before`, each figure beside the baseline's).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ SESSIONS_TARGET = 1.5
 RUN_TARGET = 2.5
 VERSION_TARGET_MS = 150.0
 _TRELLIS = [str(Path(sys.executable).with_name("trellis"))]  # the console script a user runs
+TRELLIS_COMMANDS = ("version", "help", "sessions", "run")
 
 
 def commands() -> dict[str, list[str]]:
@@ -45,6 +46,7 @@ def commands() -> dict[str, list[str]]:
     return {
         "baseline": [sys.executable, "-c", "import pydantic, aiosqlite"],
         "version": [*_TRELLIS, "--version"],
+        "help": [*_TRELLIS, "--help"],
         "sessions": [*_TRELLIS, "sessions"],
         "run": [*_TRELLIS, "run", "-p", "hi"],
     }
@@ -103,7 +105,8 @@ def main(before: Path | None = None) -> dict[str, Any]:
                 "PYTHONPATH": str(before.resolve()),
                 "TRELLIS_HOME": str(root / "home-before"),
             }
-            runs["run_before"] = (runs["run"][0], earlier)
+            for name in TRELLIS_COMMANDS:
+                runs[f"{name}_before"] = (runs[name][0], earlier)
         for argv, with_env in runs.values():  # writes the bytecode caches and the database
             timed(argv, cwd=workspace, env=with_env)
         timings: dict[str, list[Timing]] = {name: [] for name in runs}
@@ -111,13 +114,18 @@ def main(before: Path | None = None) -> dict[str, Any]:
             for name, (argv, with_env) in runs.items():
                 timings[name].append(timed(argv, cwd=workspace, env=with_env))
     version, sessions, run = (figures(name, timings) for name in ("version", "sessions", "run"))
-    earlier_run = {"run_before": figures("run_before", timings)} if before is not None else {}
+    before_figures: dict[str, Any] = (
+        {"before": {name: figures(f"{name}_before", timings) for name in TRELLIS_COMMANDS}}
+        if before is not None
+        else {}
+    )
     return {
         "rounds": ROUNDS,
         "version": version,
+        "help": figures("help", timings),
         "sessions": sessions,
         "run": run,
-        **earlier_run,
+        **before_figures,
         "targets": {
             "sessions_ratio": SESSIONS_TARGET,
             "run_ratio": RUN_TARGET,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 SCRIPT = """
 import logging
-from app import cli
-cli._log_to_file()
+from app.log_file import log_to_file
+log_to_file()
 try:
     raise RuntimeError("disk on fire")
 except RuntimeError:

@@ -4,9 +4,18 @@ it keeps checkpoints of. A deleted session's are pruned with it (`delete_session
 from __future__ import annotations
 
 import argparse
+import asyncio
 
+from engine.checkpoints.sessions import holdings
 from engine.counts import counted
 from engine.os_text import storable_os_text
+from engine.paths import data_dir
+from engine.redaction import RedactingLogFilter
+
+
+def main(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    return asyncio.run(checkpoints(args))
+
 
 UNITS = ("B", "KB", "MB", "GB", "TB")
 
@@ -22,9 +31,6 @@ def size_text(size: int) -> str:
 
 
 async def checkpoints(args: argparse.Namespace) -> int:
-    from engine.checkpoints.sessions import holdings
-    from engine.paths import data_dir
-
     found = await holdings(data_dir())
     if not found:
         print("no checkpoints ([checkpoints] enabled = false turns them off)")

@@ -12,22 +12,30 @@ even their place is shown, since that a hidden text matched a word would tell of
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from app.session_commands import UsageError, max_class_of, open_chosen_store
+from app.session_options import UsageError, max_class_of, open_chosen_store
 from engine.counts import counted
 from engine.os_text import storable_os_text
 from engine.privacy import PrivacyClass
+from engine.redaction import RedactingLogFilter
 from engine.store.chooser import Store
+from engine.store.log_view import decode
 from engine.store.search import SearchHit
 from engine.store.search_query import parse_query
+from replay.redaction import hidden_class
 
 PAGE = 200
 """Hits read at a time while a privacy limit leaves some out."""
+
+
+def main(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    return asyncio.run(search(args))
 
 
 async def search(args: argparse.Namespace) -> int:
@@ -75,9 +83,6 @@ async def _within(
 
 def shown_within(hit: SearchHit, max_class: PrivacyClass) -> bool:
     """Whether an export limited to `max_class` shows the hit's text (`replay.redaction`)."""
-    from engine.store.log_view import decode
-    from replay.redaction import hidden_class
-
     (event,) = decode("search", hit.session_id, [(hit.seq, hit.time, hit.type, hit.data)])
     return hidden_class(event, max_class) is None
 

@@ -10,12 +10,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.money import cost_text
-from engine.usage_stats import GROUPINGS, TOKEN_PARTS, UsageStats, UsageTotal, parse_since
+from engine.paths import sessions_db_path
+from engine.redaction import RedactingLogFilter
+from engine.store.catalog import open_catalog
+from engine.store.settings import chosen_settings
+from engine.usage_stats import (
+    GROUPINGS,
+    TOKEN_PARTS,
+    UsageStats,
+    UsageTotal,
+    parse_since,
+    usage_stats,
+)
 
 _HEADINGS = ("sessions", "steps", "input", "cache read", "cache write", "output", "cost")
 
 
-def stats_options(stats: argparse.ArgumentParser) -> None:
+def main(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    return asyncio.run(stats(args))
+
+
+def options(stats: argparse.ArgumentParser) -> None:
     stats.add_argument(
         "--since",
         type=_since,
@@ -37,11 +52,6 @@ def _since(text: str) -> float:
 
 
 async def stats(args: argparse.Namespace) -> int:
-    from engine.paths import sessions_db_path
-    from engine.store.catalog import open_catalog
-    from engine.store.settings import chosen_settings
-    from engine.usage_stats import usage_stats
-
     settings = await asyncio.to_thread(chosen_settings, args.store, Path.cwd())
     async with open_catalog(settings, sessions_db_path()) as catalog:
         rows = await catalog.step_rows(args.since)

@@ -9,13 +9,19 @@ such lines.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 
-from app.session_commands import UsageError, open_chosen_store
+from app.session_options import UsageError, open_chosen_store
 from engine.events import Event, SessionRewind, TurnChanges, TurnStart, WorkspaceFileChange
+from engine.redaction import RedactingLogFilter
 from engine.rewind_report import files_summary
 from replay.file_diff import file_counts, withheld_note
+
+
+def main(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    return asyncio.run(diff(args))
 
 
 def file_patch(change: WorkspaceFileChange) -> str:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from app.session_commands import UsageError
-
-if TYPE_CHECKING:
-    from engine.config import Config, LoadedConfig
+from app.config_report import reported
+from app.session_options import UsageError
+from engine.agent.factory import open_agent
+from engine.agent.session_config import load_session_config
+from engine.redaction import RedactingLogFilter
+from engine.rewind_report import plan_text, result_text
+from engine.store.chooser import open_store
+from engine.store.settings import chosen_settings
 
 EXIT_BLOCKED = 1
 UNDO = "undo"
@@ -44,14 +46,12 @@ async def _confirmed(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-async def rewind(args: argparse.Namespace, reported: Callable[[LoadedConfig], Config]) -> int:
-    """`reported`: the config after its notices are printed (as `trellis run` prints them)."""
-    from engine.agent.factory import open_agent
-    from engine.agent.session_config import load_session_config
-    from engine.rewind_report import plan_text, result_text
-    from engine.store.chooser import open_store
-    from engine.store.settings import chosen_settings
+def main(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    return asyncio.run(rewind(args, log_secrets))
 
+
+async def rewind(args: argparse.Namespace, log_secrets: RedactingLogFilter | None) -> int:
+    """The session's config is reported (its notices printed) as `trellis run` reports it."""
     to_turn = target_turn(args.to)
     conversation = not args.code
     code = not args.conversation
@@ -61,7 +61,7 @@ async def rewind(args: argparse.Namespace, reported: Callable[[LoadedConfig], Co
         session_id = (await store.resolve(args.id)).id
         loaded = await load_session_config(store, session_id, trust_project=args.trust_project)
         agent = await open_agent(
-            config=reported(loaded), cwd=Path.cwd(), store=store, session_id=session_id
+            config=reported(loaded, log_secrets), cwd=Path.cwd(), store=store, session_id=session_id
         )
         try:
             point, plan = await agent.plan_rewind(to_turn, code=code)
