@@ -94,11 +94,7 @@ async def rebuild_from_log(
 
     rebuilder = ContextRebuilder(gateway_type)
     async for chunk in session.chunks():
-        for event in chunk:
-            if event.seq in rewound:
-                rebuilder.skip(event)
-            else:
-                rebuilder.apply(event)
+        rebuilder.feed(chunk, rewound)
     return rebuilder
 
 

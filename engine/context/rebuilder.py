@@ -43,6 +43,7 @@ from engine.events import (
 )
 from engine.gateway.base import GatewayType, NativeContent
 from engine.gc_policy import gc_paused
+from engine.rewind_intervals import RewoundIntervals
 
 GarbageEntry = tuple[NativeContent, Provenance]
 
@@ -119,18 +120,20 @@ class ContextRebuilder:
     def of(cls, gateway_type: GatewayType, events: Iterable[Event]) -> ContextRebuilder:
         """A rebuilder fed the history of `events` (a whole log, from seq 0): what its rewinds
         took out is skipped."""
-        from engine.rewind_intervals import RewoundIntervals
-
         log = events if isinstance(events, Sequence) else list(events)
         rewound = RewoundIntervals(e for e in log if type(e.data) is SessionRewind)
         rebuilder = cls(gateway_type)
         with gc_paused():  # bulk work that makes no cycles (engine/gc_policy.py)
-            for event in log:
-                if event.seq in rewound:
-                    rebuilder.skip(event)
-                else:
-                    rebuilder.apply(event)
+            rebuilder.feed(log, rewound)
         return rebuilder
+
+    def feed(self, events: Iterable[Event], rewound: RewoundIntervals) -> None:
+        """Apply `events` in order, skipping those `rewound` took out of the history."""
+        for event in events:
+            if event.seq in rewound:
+                self.skip(event)
+            else:
+                self.apply(event)
 
     # --- reading ------------------------------------------------------------------------------
 
